@@ -1,0 +1,172 @@
+#include "models/dma_engine.h"
+
+#include <sstream>
+
+#include "models/sim_time.h"
+#include "traces/trace_text.h"
+
+namespace xpu {
+
+DmaEngine::DmaEngine(const sc_core::sc_module_name& n, const DmaEngineConfig& cfg)
+    : XpuModule(n), cmd("cmd"), mem("mem"), flags("flags"), cfg_(cfg), done_peq_("done_peq"), mem_accept_(*new MemAccept) {
+    cmd.register_b_transport(this, &DmaEngine::b_transport);
+    expose_target("cmd", cmd, false);
+    expose_initiator("mem", mem, false);
+    expose_initiator("flags", flags, false, false);
+    mem_gp_.set_extension(&mem_accept_);
+    flag_gp_.set_command(tlm::TLM_WRITE_COMMAND);
+    flag_gp_.set_data_ptr(reinterpret_cast<unsigned char*>(&flag_cmd_));
+    flag_gp_.set_data_length(sizeof(FlagCommand));
+    flag_cmd_.requester = name();
+    flag_cmd_.op = FlagCommand::Op::Add;
+    SC_HAS_PROCESS(DmaEngine);
+    SC_THREAD(engine);
+    SC_THREAD(completer);
+}
+
+void DmaEngine::fail(const std::string& what, const Descriptor& d) {
+    std::ostringstream os;
+    os << name() << ": core " << d.core << " instruction " << d.index << " ("
+       << trace::format_instruction(d.in) << "): " << what;
+    SC_REPORT_ERROR("xpusim/run", os.str().c_str());
+    throw std::logic_error("unreachable");
+}
+
+void DmaEngine::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
+    auto* c = gp.get_extension<UnitCommand>();
+    const Instruction& in = *c->in;
+    if (in.op != Opcode::Dma || !in.has(kMemSrc) || !in.has(kMemDst) || !in.has(kBytes) || in.bytes == 0) {
+        c->error = "a DMA needs src=, dst= and bytes= > 0";
+        gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+        return;
+    }
+    auto remote = [&](const MemRef& r) { return r.chip != kLocalChip && r.chip != cfg_.chip; };
+    if (remote(in.mem_src) || remote(in.mem_dst)) {
+        c->error = "remote-chip DMA needs a multi-chip platform with inter-chip links";
+        gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+        return;
+    }
+    Tick accept = c->issue;
+    if (queue_.size() >= cfg_.queue_depth) {  // back-pressure: the core waits for room
+        wait(until(c->issue));
+        while (queue_.size() >= cfg_.queue_depth) wait(space_);
+        accept = now_ticks();
+        queue_wait_ += accept - c->issue;
+    }
+    Descriptor d;
+    d.in = in;
+    d.index = c->index;
+    d.issue = c->issue;
+    d.accept = accept;
+    queue_.push_back(d);
+    work_.notify();
+    c->accept = c->start = c->operands_read = accept;
+    c->complete = accept + cfg_.cycle;
+    gp.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+Tick DmaEngine::transfer(tlm::tlm_command command, std::uint64_t addr, std::uint64_t len, Tick at,
+                         Tick* accept, const Descriptor& d) {
+    mem_gp_.set_command(command);
+    mem_gp_.set_address(addr);
+    mem_gp_.set_data_ptr(nullptr);  // timing only: no data moves
+    mem_gp_.set_data_length(static_cast<unsigned>(len));
+    mem_gp_.set_streaming_width(static_cast<unsigned>(len));
+    mem_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    mem_accept_.accept = at;
+    Tick base = now_ticks();
+    sc_core::sc_time delay = until(at);
+    mem->b_transport(mem_gp_, delay);
+    if (mem_gp_.is_response_error()) {
+        std::ostringstream os;
+        os << (command == tlm::TLM_READ_COMMAND ? "read" : "write") << " of " << len
+           << " bytes at global address 0x" << std::hex << addr
+           << " failed: no memory on this chip's interconnect holds that range";
+        fail(os.str(), d);
+    }
+    if (accept) *accept = mem_accept_.accept;
+    return base + delay.value();
+}
+
+void DmaEngine::engine() {
+    for (;;) {
+        while (queue_.empty()) wait(work_);
+        Descriptor d = queue_.front();
+        queue_.pop_front();
+        space_.notify();
+        Tick t = max_tick(d.accept, engine_free_) + cfg_.setup_latency * cfg_.cycle;
+        d.start = t;
+        Tick last = t;
+        std::uint64_t src = cfg_.space_base[static_cast<unsigned>(d.in.mem_src.space)] + d.in.mem_src.addr;
+        std::uint64_t dst = cfg_.space_base[static_cast<unsigned>(d.in.mem_dst.space)] + d.in.mem_dst.addr;
+        for (std::uint64_t off = 0; off < d.in.bytes; off += cfg_.chunk_bytes) {
+            std::uint64_t len = std::min<std::uint64_t>(cfg_.chunk_bytes, d.in.bytes - off);
+            if (inflight_.size() >= cfg_.max_outstanding) {
+                t = max_tick(t, inflight_.front());
+                inflight_.pop_front();
+            }
+            if (t > now_ticks() + cfg_.quantum) wait(until(t));
+            Tick read_accept = t;
+            Tick read_done = transfer(tlm::TLM_READ_COMMAND, src + off, len, t, &read_accept, d);
+            Tick write_done = transfer(tlm::TLM_WRITE_COMMAND, dst + off, len, read_done, nullptr, d);
+            inflight_.push_back(write_done);
+            last = max_tick(last, write_done);
+            t = max_tick(t + transfer_ticks(len, cfg_.bandwidth_gbps), read_accept);
+            ++chunks_;
+        }
+        engine_free_ = t;
+        d.done = last;
+        busy_.add(d.start, last);
+        bytes_ += d.in.bytes;
+        ++descriptors_;
+        finishing_.push_back(d);
+        done_peq_.notify(finishing_.back(), until(last));
+    }
+}
+
+void DmaEngine::completer() {
+    for (;;) {
+        wait(done_peq_.get_event());
+        while (Descriptor* d = done_peq_.get_next_transaction()) {
+            if (d->in.has(kFlag)) {
+                if (flags.get_base_port().size() == 0) fail("no SyncFlags bound to raise the completion flag", *d);
+                flag_cmd_.flag = d->in.flag;
+                flag_cmd_.value = d->in.has(kValue) ? d->in.value : 1;
+                flag_cmd_.in = &d->in;
+                flag_cmd_.index = d->index;
+                flag_gp_.set_address(d->in.flag);
+                flag_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+                sc_core::sc_time zero = sc_core::SC_ZERO_TIME;
+                flags->b_transport(flag_gp_, zero);
+                if (flag_gp_.is_response_error()) fail("completion flag id out of range", *d);
+            }
+            if (recorder_) {
+                DmaEvent ev;
+                ev.chip = cfg_.chip;
+                ev.core = d->core;
+                ev.index = d->index;
+                ev.engine = name();
+                ev.issue = d->issue;
+                ev.start = d->start;
+                ev.complete = d->done;
+                ev.bytes = d->in.bytes;
+                recorder_->on_dma(ev);
+            }
+            for (auto it = finishing_.begin(); it != finishing_.end(); ++it)
+                if (&*it == d) {
+                    finishing_.erase(it);
+                    break;
+                }
+        }
+    }
+}
+
+std::vector<Stat> DmaEngine::stats() const {
+    auto d = [](auto v) { return static_cast<double>(v); };
+    return {{"descriptors", d(descriptors_), true, "DMAs completed"},
+            {"bytes", d(bytes_), true, "bytes moved"},
+            {"chunks", d(chunks_), true, "chunk transactions (each a read and a write)"},
+            {"queue_full_wait_ns", ticks_to_ns(queue_wait_), false, "time cores waited for a free descriptor slot"}};
+}
+
+}  // namespace xpu

@@ -1,0 +1,80 @@
+// DmaEngine: takes DMA descriptors from a core (target socket `cmd`), queues up to
+// `queue_depth` of them (a full queue blocks the core: back-pressure), and moves each one as
+// a stream of `chunk_bytes` TLM transactions on `mem`: a read at the source, then a write at
+// the destination when the read data is back, with at most `max_outstanding` chunks in flight
+// and chunks issued no faster than `bandwidth_gbps`. When the last byte is written the
+// descriptor's completion flag is raised on `flags` (flag += val, default 1).
+//
+// The engine runs in its own thread with temporal decoupling: its local time may lead the
+// kernel by one quantum, which bounds how far out of time order its requests reach a shared
+// memory controller.
+#pragma once
+
+#include <array>
+#include <deque>
+#include <list>
+
+#include <tlm_utils/peq_with_get.h>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+
+#include "models/busy_tracker.h"
+#include "models/unit_command.h"
+#include "models/xpu_module.h"
+
+namespace xpu {
+
+struct DmaEngineConfig {
+    std::uint16_t chip = 0;
+    Tick cycle = 1000;
+    unsigned queue_depth = 16;        // descriptors waiting to start
+    unsigned chunk_bytes = 4096;
+    unsigned max_outstanding = 64;    // chunks in flight
+    double bandwidth_gbps = 1200;     // chunk issue rate
+    unsigned setup_latency = 16;      // cycles from dequeue to the first chunk
+    std::array<std::uint64_t, 2> space_base{};  // global address of Space::Vmem, Space::Hbm
+    Tick quantum = 1'000'000;
+};
+
+class DmaEngine : public XpuModule {
+public:
+    tlm_utils::simple_target_socket<DmaEngine> cmd;
+    tlm_utils::simple_initiator_socket<DmaEngine> mem;            // -> Interconnect
+    tlm_utils::simple_initiator_socket_optional<DmaEngine> flags;  // -> SyncFlags
+
+    DmaEngine(const sc_core::sc_module_name& n, const DmaEngineConfig& cfg);
+    const char* kind() const override { return "DmaEngine"; }
+    std::optional<Tick> busy_time() const override { return busy_.total(); }
+    std::vector<Stat> stats() const override;
+    std::uint64_t bytes_moved() const { return bytes_; }
+
+private:
+    struct Descriptor {
+        Instruction in;
+        std::uint16_t core = 0;
+        std::uint64_t index = 0;
+        Tick issue = 0, accept = 0, start = 0, done = 0;
+    };
+    void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    void engine();
+    void completer();
+    Tick transfer(tlm::tlm_command cmd, std::uint64_t addr, std::uint64_t len, Tick at,
+                  Tick* accept, const Descriptor& d);
+    [[noreturn]] void fail(const std::string& what, const Descriptor& d);
+
+    DmaEngineConfig cfg_;
+    std::deque<Descriptor> queue_;
+    sc_core::sc_event work_, space_;
+    std::deque<Tick> inflight_;  // completion times of chunks in flight
+    Tick engine_free_ = 0;
+    std::list<Descriptor> finishing_;
+    tlm_utils::peq_with_get<Descriptor> done_peq_;
+    tlm::tlm_generic_payload mem_gp_, flag_gp_;
+    MemAccept& mem_accept_;  // owned by mem_gp_
+    FlagCommand flag_cmd_;
+    BusyTracker busy_;
+    std::uint64_t descriptors_ = 0, bytes_ = 0, chunks_ = 0;
+    Tick queue_wait_ = 0;
+};
+
+}  // namespace xpu

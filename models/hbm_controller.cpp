@@ -1,0 +1,74 @@
+#include "models/hbm_controller.h"
+
+#include <algorithm>
+
+#include "models/sim_time.h"
+
+namespace xpu {
+
+HbmController::HbmController(const sc_core::sc_module_name& n, const HbmConfig& cfg)
+    : XpuModule(n),
+      port("port"),
+      cfg_(cfg),
+      busy_until_(cfg.channels ? cfg.channels : 1, 0),
+      service_(cfg.channels ? cfg.channels : 1, 0) {
+    port.register_b_transport(this, &HbmController::b_transport);
+    expose_target("port", port, true, false);
+}
+
+void HbmController::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+    std::uint64_t addr = gp.get_address();
+    std::uint64_t len = gp.get_data_length();
+    if (addr < cfg_.base || addr - cfg_.base > cfg_.capacity || len > cfg_.capacity - (addr - cfg_.base)) {
+        gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+        return;
+    }
+    const Tick arrival = now_ticks() + delay.value();
+    const std::uint64_t gran = cfg_.interleave_bytes;
+    const std::size_t nch = busy_until_.size();
+    Tick accept = arrival, done = arrival;
+    std::uint64_t off = addr - cfg_.base, end = off + len;
+    while (off < end) {
+        std::uint64_t piece = std::min<std::uint64_t>(end, (off / gran + 1) * gran) - off;
+        std::size_t ch = (off / gran) % nch;
+        Tick service = transfer_ticks(piece, cfg_.channel_bandwidth_gbps);
+        Tick& busy = busy_until_[ch];
+        // Queue full: the piece waits outside until the channel has room for it.
+        Tick room = cfg_.queue_depth * service;
+        if (busy > arrival + room) accept = std::max(accept, busy - room);
+        Tick start = std::max(arrival, busy);
+        busy = start + service;
+        service_[ch] += service;
+        done = std::max(done, busy + cfg_.latency);
+        off += piece;
+    }
+    backpressure_ += accept - arrival;
+    bool write = gp.is_write();
+    (write ? bytes_written_ : bytes_read_) += len;
+    ++requests_;
+    if (recorder_) recorder_->on_mem({name(), write, addr, len, arrival, done});
+    if (auto* a = gp.get_extension<MemAccept>()) a->accept = accept;
+    delay = to_sc(done - now_ticks());
+    gp.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+std::optional<Tick> HbmController::busy_time() const {
+    Tick total = 0;
+    for (Tick s : service_) total += s;
+    return total / service_.size();  // average channel occupancy
+}
+
+std::vector<Stat> HbmController::stats() const {
+    auto d = [](auto v) { return static_cast<double>(v); };
+    Tick max_ch = *std::max_element(service_.begin(), service_.end());
+    return {
+        {"bytes_read", d(bytes_read_), true, "bytes read from HBM"},
+        {"bytes_written", d(bytes_written_), true, "bytes written to HBM"},
+        {"requests", d(requests_), true, "transactions served"},
+        {"peak_gbps", peak_gbps(), false, "channels x channel bandwidth"},
+        {"busiest_channel_busy_ns", ticks_to_ns(max_ch), false, "transfer time of the busiest channel"},
+        {"backpressure_ns", ticks_to_ns(backpressure_), false, "total time requests waited for channel queue room"},
+    };
+}
+
+}  // namespace xpu

@@ -1,0 +1,52 @@
+// HbmController: high-bandwidth memory behind `channels` independent channels. Addresses are
+// interleaved across channels every `interleave_bytes`. Each channel serves its pieces in
+// arrival order at `channel_bandwidth_gbps`, and a piece's data is back `latency` after its
+// transfer slot ends. A channel holds at most `queue_depth` pieces: a request arriving at a
+// fuller channel is accepted only when room frees (back-pressure, reported via MemAccept).
+// By construction no channel ever moves data faster than its configured bandwidth.
+#pragma once
+
+#include <vector>
+
+#include <tlm_utils/multi_passthrough_target_socket.h>
+
+#include "models/unit_command.h"
+#include "models/xpu_module.h"
+
+namespace xpu {
+
+struct HbmConfig {
+    std::uint64_t capacity = 32ull << 30;
+    std::uint64_t base = 0;
+    unsigned channels = 32;
+    double channel_bandwidth_gbps = 37.5;  // GB/s = bytes per ns
+    Tick latency = 100'000;                // ps
+    unsigned interleave_bytes = 256;
+    unsigned queue_depth = 64;             // pieces per channel
+};
+
+class HbmController : public XpuModule {
+public:
+    tlm_utils::multi_passthrough_target_socket<HbmController, 32, tlm::tlm_base_protocol_types, 0,
+                                               sc_core::SC_ZERO_OR_MORE_BOUND>
+        port;
+
+    HbmController(const sc_core::sc_module_name& n, const HbmConfig& cfg);
+    const char* kind() const override { return "HbmController"; }
+    std::optional<Tick> busy_time() const override;
+    std::vector<Stat> stats() const override;
+    std::uint64_t bytes_read() const { return bytes_read_; }
+    std::uint64_t bytes_written() const { return bytes_written_; }
+    double peak_gbps() const { return cfg_.channels * cfg_.channel_bandwidth_gbps; }
+    const HbmConfig& config() const { return cfg_; }
+
+private:
+    void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    HbmConfig cfg_;
+    std::vector<Tick> busy_until_;   // per channel: end of the last reserved transfer slot
+    std::vector<Tick> service_;      // per channel: total transfer time
+    std::uint64_t bytes_read_ = 0, bytes_written_ = 0, requests_ = 0;
+    Tick backpressure_ = 0;          // total time requests waited for queue room
+};
+
+}  // namespace xpu

@@ -1,0 +1,98 @@
+#include "models/matrix_unit.h"
+
+#include "models/sim_time.h"
+
+namespace xpu {
+
+MatrixUnit::MatrixUnit(const sc_core::sc_module_name& n, const MatrixUnitConfig& cfg)
+    : XpuModule(n), cmd("cmd"), cfg_(cfg), queue_(cfg.queue_depth) {
+    cmd.register_b_transport(this, &MatrixUnit::b_transport);
+    expose_target("cmd", cmd, false);
+}
+
+void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
+    auto* c = gp.get_extension<UnitCommand>();
+    const Instruction& in = *c->in;
+    const Tick cyc = cfg_.cycle;
+    Tick accept = queue_.accept(c->issue);
+    Tick earliest = max_tick(accept, last_start_);  // in order out of the queue
+    Tick start = 0, occupied_until = 0, complete = 0;
+
+    switch (in.op) {
+        case Opcode::MPush: {
+            if (in.has(kShape) && (in.k > cfg_.rows || in.n > cfg_.cols)) {
+                c->error = "weight tile larger than the systolic array (k <= rows, n <= cols)";
+                gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+                return;
+            }
+            start = max_tick(earliest, weight_port_free_);
+            // Without a shadow buffer the array must be empty before its weights change.
+            start = max_tick(start, cfg_.double_buffer ? shadow_free_ : drain_done_);
+            occupied_until = start + cfg_.rows * cyc;
+            complete = occupied_until;
+            weight_port_free_ = occupied_until;
+            weights_ready_ = occupied_until;
+            shadow_free_ = occupied_until;
+            weights_used_ = false;
+            load_busy_ += occupied_until - start;
+            ++pushes_;
+            break;
+        }
+        case Opcode::MatMul: {
+            if (!in.has(kShape) || in.m == 0 || in.k > cfg_.rows || in.n > cfg_.cols) {
+                c->error = "matmul shape the array cannot take (need m > 0, k <= rows, n <= cols)";
+                gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+                return;
+            }
+            start = max_tick(max_tick(earliest, weights_ready_), stream_free_);
+            occupied_until = start + Tick(in.m) * cyc;
+            complete = start + (Tick(in.m) + cfg_.rows + cfg_.cols - 2) * cyc;
+            stream_free_ = occupied_until;
+            drain_done_ = max_tick(drain_done_, complete);
+            if (!weights_used_) {  // these weights are now in the array: the shadow is free
+                shadow_free_ = max_tick(shadow_free_, start);
+                weights_used_ = true;
+            }
+            stream_busy_ += occupied_until - start;
+            flops_ += 2ull * in.m * in.n * in.k;
+            ++matmuls_;
+            break;
+        }
+        case Opcode::MPop: {
+            std::uint64_t rows = in.has(kShape) && in.m ? in.m : cfg_.pop_rows_per_cycle;
+            start = max_tick(earliest, pop_free_);
+            occupied_until = start + ((rows + cfg_.pop_rows_per_cycle - 1) / cfg_.pop_rows_per_cycle) * cyc;
+            complete = occupied_until + cfg_.pop_latency * cyc;
+            pop_free_ = occupied_until;
+            ++pops_;
+            break;
+        }
+        default:
+            c->error = "not a matrix opcode";
+            gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
+            return;
+    }
+    queue_.started(start);
+    last_start_ = start;
+    busy_.add(start, occupied_until);
+    c->accept = accept;
+    c->start = start;
+    c->operands_read = occupied_until;
+    c->complete = complete;
+    gp.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+std::vector<Stat> MatrixUnit::stats() const {
+    auto d = [](auto v) { return static_cast<double>(v); };
+    return {
+        {"pushes", d(pushes_), true, "weight tiles loaded"},
+        {"matmuls", d(matmuls_), true, "LHS streams"},
+        {"pops", d(pops_), true, "result pops"},
+        {"flops", d(flops_), true, "2 x multiply-accumulates performed"},
+        {"stream_busy_ns", ticks_to_ns(stream_busy_), false, "time LHS rows were entering the array"},
+        {"weight_load_busy_ns", ticks_to_ns(load_busy_), false, "time spent loading weights"},
+        {"peak_tflops", peak_flops_per_s() / 1e12, false, "2 x rows x cols x clock"},
+    };
+}
+
+}  // namespace xpu

@@ -1,0 +1,65 @@
+// MatrixUnit: a weight-stationary systolic array of rows x cols MAC cells (the MXU).
+//
+// Timing (cycles), the classic analytic model rather than per-PE simulation:
+//   mpush  loads a weight tile: `rows` cycles (one row of weights enters per cycle).
+//   matmul streams M LHS rows: the array takes a new row each cycle (M cycles of occupancy);
+//          the last result leaves M + rows + cols - 2 cycles after the first row entered
+//          (fill through the rows, skew across the cols, drain).
+//   mpop   moves M result rows out at `pop_rows_per_cycle`.
+// With double buffering the next weight tile loads into a shadow buffer while the current one
+// streams, so back-to-back folds cost max(M, rows) cycles each; without it a push waits for
+// the array to drain, and each fold costs rows + (M + rows + cols - 2) cycles, exactly the
+// fold model of SCALE-Sim-style analytic simulators.
+#pragma once
+
+#include <tlm_utils/simple_target_socket.h>
+
+#include "models/busy_tracker.h"
+#include "models/unit_command.h"
+#include "models/xpu_module.h"
+
+namespace xpu {
+
+struct MatrixUnitConfig {
+    Tick cycle = 1000;
+    unsigned rows = 128;            // K dimension held in the array (weight rows)
+    unsigned cols = 128;            // N dimension (weight columns = outputs per row)
+    bool double_buffer = true;      // shadow weight buffer
+    unsigned queue_depth = 8;
+    unsigned pop_rows_per_cycle = 8;
+    unsigned pop_latency = 4;       // cycles
+};
+
+class MatrixUnit : public XpuModule {
+public:
+    tlm_utils::simple_target_socket<MatrixUnit> cmd;
+
+    MatrixUnit(const sc_core::sc_module_name& n, const MatrixUnitConfig& cfg);
+    const char* kind() const override { return "MatrixUnit"; }
+    std::optional<Tick> busy_time() const override { return busy_.total(); }
+    std::vector<Stat> stats() const override;
+    // Peak multiply-accumulates per second of this unit, for roofline bounds.
+    double peak_flops_per_s() const {
+        return 2.0 * cfg_.rows * cfg_.cols * (1e12 / static_cast<double>(cfg_.cycle));
+    }
+    std::uint64_t flops() const { return flops_; }
+
+private:
+    void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+
+    MatrixUnitConfig cfg_;
+    QueueSlots queue_;
+    Tick last_start_ = 0;
+    Tick weight_port_free_ = 0;  // the weight-load path
+    Tick shadow_free_ = 0;       // when the buffer a push writes may be overwritten
+    Tick weights_ready_ = 0;     // the newest pushed tile is loaded
+    bool weights_used_ = true;   // a matmul has already consumed the newest tile
+    Tick stream_free_ = 0;       // the next LHS row may enter
+    Tick drain_done_ = 0;        // every issued matmul has left the array
+    Tick pop_free_ = 0;
+    BusyTracker busy_;
+    Tick stream_busy_ = 0, load_busy_ = 0;
+    std::uint64_t pushes_ = 0, matmuls_ = 0, pops_ = 0, flops_ = 0;
+};
+
+}  // namespace xpu

@@ -1,0 +1,60 @@
+// What the models report as they run. The simulator's own outputs (stats, the transaction log
+// of the analysis issue) and the tests observe a run through this interface only; a model
+// calls it when set and costs one pointer test when not.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "models/instruction.h"
+
+namespace xpu {
+
+// The life of one instruction on its core, in absolute Ticks.
+struct InstrEvent {
+    std::uint16_t chip = 0, core = 0;
+    std::uint64_t index = 0;          // position in its stream
+    const Instruction* in = nullptr;
+    Tick arrival = 0;    // reached the core's issue queue (instruction supply)
+    Tick ready = 0;      // operands ready (register scoreboard)
+    Tick issue = 0;      // left the core: accepted by its unit (or the sync wait was satisfied)
+    Tick complete = 0;   // result available
+};
+
+// One DMA descriptor from start to completion flag.
+struct DmaEvent {
+    std::uint16_t chip = 0, core = 0;
+    std::uint64_t index = 0;          // instruction index of the dma in its stream
+    const char* engine = "";
+    Tick issue = 0;      // the core handed it over
+    Tick start = 0;      // first chunk issued
+    Tick complete = 0;   // last byte written; the completion flag is raised now
+    std::uint64_t bytes = 0;
+};
+
+// A sync flag changed value.
+struct FlagEvent {
+    const char* owner = "";  // SyncFlags instance
+    std::uint16_t flag = 0;
+    std::int64_t old_value = 0, new_value = 0;
+    Tick time = 0;
+};
+
+// A memory transaction served by a target (HBM, VMEM).
+struct MemEvent {
+    const char* target = "";
+    bool write = false;
+    std::uint64_t addr = 0, bytes = 0;
+    Tick arrival = 0, done = 0;
+};
+
+class Recorder {
+public:
+    virtual ~Recorder() = default;
+    virtual void on_instruction(const InstrEvent&) {}
+    virtual void on_dma(const DmaEvent&) {}
+    virtual void on_flag(const FlagEvent&) {}
+    virtual void on_mem(const MemEvent&) {}
+};
+
+}  // namespace xpu

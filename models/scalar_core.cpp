@@ -1,0 +1,200 @@
+#include "models/scalar_core.h"
+
+#include <sstream>
+
+#include "models/sim_time.h"
+#include "traces/trace_text.h"
+
+namespace xpu {
+
+ScalarCore::ScalarCore(const sc_core::sc_module_name& n, const ScalarCoreConfig& cfg)
+    : XpuModule(n),
+      imem("imem"),
+      vpu("vpu"),
+      mxu("mxu"),
+      dma("dma"),
+      flags("flags"),
+      cfg_(cfg),
+      buf_(cfg.batch ? cfg.batch : 1),
+      cmd_(*new UnitCommand),
+      fetch_(cfg.cycle, cfg.fetch_width),
+      issue_(cfg.cycle, cfg.issue_width),
+      iqueue_(cfg.iqueue_depth) {
+    expose_initiator("imem", imem, false);
+    expose_initiator("vpu", vpu, true, false);
+    expose_initiator("mxu", mxu, true, false);
+    expose_initiator("dma", dma, true, false);
+    expose_initiator("flags", flags, false, false);
+    unit_gp_.set_command(tlm::TLM_IGNORE_COMMAND);
+    unit_gp_.set_extension(&cmd_);  // the payload owns it from here
+    flag_gp_.set_command(tlm::TLM_WRITE_COMMAND);
+    flag_gp_.set_data_ptr(reinterpret_cast<unsigned char*>(&flag_cmd_));
+    flag_gp_.set_data_length(sizeof(FlagCommand));
+    flag_cmd_.requester = name();
+    SC_HAS_PROCESS(ScalarCore);
+    SC_THREAD(run);
+}
+
+void ScalarCore::fail(const std::string& what, const Instruction& in) {
+    std::ostringstream os;
+    os << name() << ": chip " << cfg_.chip << " core " << cfg_.core << ", instruction " << index_
+       << " (" << trace::format_instruction(in) << "): " << what;
+    SC_REPORT_ERROR("xpusim/run", os.str().c_str());
+    throw std::logic_error("unreachable");  // SC_REPORT_ERROR throws
+}
+
+void ScalarCore::run() {
+    for (;;) {
+        fetch_gp_.set_command(tlm::TLM_READ_COMMAND);
+        fetch_gp_.set_data_ptr(reinterpret_cast<unsigned char*>(buf_.data()));
+        fetch_gp_.set_data_length(static_cast<unsigned>(buf_.size() * sizeof(Instruction)));
+        fetch_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+        sc_core::sc_time zero = sc_core::SC_ZERO_TIME;
+        imem->b_transport(fetch_gp_, zero);
+        std::size_t n = fetch_gp_.get_data_length() / sizeof(Instruction);
+        if (fetch_gp_.is_response_error() || n == 0) break;
+        bool halted = false;
+        for (std::size_t i = 0; i < n; ++i) {
+            execute(buf_[i]);
+            ++index_;
+            if (buf_[i].op == Opcode::Halt) {
+                halted = true;
+                break;
+            }
+        }
+        if (halted) break;
+    }
+    // Drain: the core is done when its last result is.
+    wait(until(last_complete_));
+    finish_time_ = now_ticks();
+    finished_ = true;
+}
+
+void ScalarCore::execute(const Instruction& in) {
+    // Instruction supply: fetch bandwidth, and room in the issue queue.
+    Tick arrival = fetch_.next(iqueue_.accept(0));
+    // Operands (RAW) and the destination's pending readers (WAR).
+    Tick ready = arrival;
+    if (in.has(kSrc0)) ready = max_tick(ready, reg_ready_[in.src[0]]);
+    if (in.has(kSrc1)) ready = max_tick(ready, reg_ready_[in.src[1]]);
+    if (in.has(kSrc2)) ready = max_tick(ready, reg_ready_[in.src[2]]);
+    if (in.has(kDst)) ready = max_tick(ready, reg_read_until_[in.dst]);
+
+    Tick slot = issue_.next(ready);
+    Tick issue = slot, complete = slot, operands_read = slot;
+    UnitKind kind = unit_kind(in.op);
+    switch (kind) {
+        case UnitKind::Scalar:
+            complete = slot + cfg_.cycle * (in.op == Opcode::Branch ? cfg_.branch_latency
+                                                                    : cfg_.salu_latency);
+            break;
+        case UnitKind::Vector:
+            issue = dispatch_to_unit(vpu, "vpu", in, slot, complete, operands_read);
+            break;
+        case UnitKind::Matrix:
+            issue = dispatch_to_unit(mxu, "mxu", in, slot, complete, operands_read);
+            break;
+        case UnitKind::Dma:
+            issue = dispatch_to_unit(dma, "dma", in, slot, complete, operands_read);
+            break;
+        case UnitKind::Sync:
+            issue = sync_op(in, slot);
+            complete = issue + cfg_.cycle * cfg_.sync_latency;
+            operands_read = issue;
+            break;
+    }
+    if (issue > slot) issue_.moved_to(issue);
+    iqueue_.started(issue);
+
+    if (in.has(kDst)) reg_ready_[in.dst] = max_tick(reg_ready_[in.dst], complete);
+    if (in.has(kSrc0)) reg_read_until_[in.src[0]] = max_tick(reg_read_until_[in.src[0]], operands_read);
+    if (in.has(kSrc1)) reg_read_until_[in.src[1]] = max_tick(reg_read_until_[in.src[1]], operands_read);
+    if (in.has(kSrc2)) reg_read_until_[in.src[2]] = max_tick(reg_read_until_[in.src[2]], operands_read);
+    last_complete_ = max_tick(last_complete_, complete);
+    busy_.add(issue, issue + cfg_.cycle / (cfg_.issue_width ? cfg_.issue_width : 1));
+    ++retired_;
+    ++per_kind_[static_cast<unsigned>(kind)];
+
+    if (recorder_) {
+        InstrEvent ev;
+        ev.chip = cfg_.chip;
+        ev.core = cfg_.core;
+        ev.index = index_;
+        ev.in = &in;
+        ev.arrival = arrival;
+        ev.ready = ready;
+        ev.issue = issue;
+        ev.complete = complete;
+        recorder_->on_instruction(ev);
+    }
+    // Temporal decoupling: never lead the kernel by more than one quantum.
+    if (issue > now_ticks() + cfg_.quantum) wait(until(issue));
+}
+
+Tick ScalarCore::dispatch_to_unit(FamilySocket& fam, const char* fam_name, const Instruction& in,
+                                  Tick t, Tick& complete, Tick& operands_read) {
+    if (in.unit >= fam.size()) {
+        std::ostringstream os;
+        os << "unit " << fam_name << "[" << unsigned(in.unit) << "] does not exist (this core has "
+           << fam.size() << " bound to its " << fam_name << " socket)";
+        fail(os.str(), in);
+    }
+    cmd_.in = &in;
+    cmd_.index = index_;
+    cmd_.issue = t;
+    cmd_.accept = cmd_.start = cmd_.operands_read = cmd_.complete = t;
+    cmd_.error = nullptr;
+    unit_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    sc_core::sc_time delay = until(t);
+    fam[in.unit]->b_transport(unit_gp_, delay);
+    if (unit_gp_.is_response_error())
+        fail(cmd_.error ? cmd_.error : "the unit rejected the instruction", in);
+    complete = cmd_.complete;
+    operands_read = cmd_.operands_read;
+    return cmd_.accept;
+}
+
+Tick ScalarCore::sync_op(const Instruction& in, Tick t) {
+    if (flags.get_base_port().size() == 0) fail("no SyncFlags bound to this core's flags socket", in);
+    // Flags are shared with other processes: act at the right kernel time.
+    wait(until(t));
+    flag_cmd_.flag = in.has(kFlag) ? in.flag : 0;
+    flag_cmd_.value = in.has(kValue) ? in.value : 0;
+    flag_cmd_.cond = in.has(kCond) ? in.cond : Cond::Ge;
+    flag_cmd_.in = &in;
+    flag_cmd_.index = index_;
+    switch (in.op) {
+        case Opcode::SSet: flag_cmd_.op = FlagCommand::Op::Set; break;
+        case Opcode::SAdd: flag_cmd_.op = FlagCommand::Op::Add; break;
+        case Opcode::SWait: flag_cmd_.op = FlagCommand::Op::Wait; break;
+        default: flag_cmd_.op = FlagCommand::Op::Barrier; break;
+    }
+    flag_gp_.set_address(flag_cmd_.flag);
+    flag_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    blocked_ = &in;
+    blocked_index_ = index_;
+    Tick before = now_ticks();
+    sc_core::sc_time zero = sc_core::SC_ZERO_TIME;
+    flags->b_transport(flag_gp_, zero);  // blocks (in kernel time) for waits and barriers
+    blocked_ = nullptr;
+    if (flag_gp_.is_response_error()) fail("flag id out of range for " + std::string(flags.get_base_port().name()), in);
+    Tick after = now_ticks();
+    sync_wait_ += after - before;
+    return after;
+}
+
+std::vector<Stat> ScalarCore::stats() const {
+    auto d = [](auto v) { return static_cast<double>(v); };
+    return {
+        {"instructions", d(retired_), true, "instructions retired"},
+        {"scalar_instructions", d(per_kind_[0]), true, "executed on the scalar core itself"},
+        {"vector_instructions", d(per_kind_[1]), true, "dispatched to vector units"},
+        {"matrix_instructions", d(per_kind_[2]), true, "dispatched to matrix units"},
+        {"dma_instructions", d(per_kind_[3]), true, "dispatched to DMA engines"},
+        {"sync_instructions", d(per_kind_[4]), true, "sync-flag operations and barriers"},
+        {"sync_wait_ns", ticks_to_ns(sync_wait_), false, "time spent blocked in flag waits and barriers"},
+        {"finish_ns", ticks_to_ns(finish_time_), false, "time the core's last result was ready"},
+    };
+}
+
+}  // namespace xpu

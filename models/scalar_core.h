@@ -1,0 +1,120 @@
+// ScalarCore: the in-order front end of a TensorCore. It pulls instructions from its
+// TraceInjector, keeps a register scoreboard (RAW and WAR), issues up to `issue_width`
+// instructions a cycle in program order, executes scalar ops itself and hands vector, matrix
+// and DMA instructions to its units over TLM (LT, annotated time). It only yields to the
+// SystemC kernel where another block can change the answer: sync-flag operations, a full DMA
+// queue, the end of a temporal-decoupling quantum, and the end of its stream.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include <tlm_utils/multi_passthrough_initiator_socket.h>
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include "models/busy_tracker.h"
+#include "models/unit_command.h"
+#include "models/xpu_module.h"
+
+namespace xpu {
+
+struct ScalarCoreConfig {
+    std::uint16_t chip = 0, core = 0;  // which trace stream this core runs (for messages)
+    Tick cycle = 1000;              // ps per cycle
+    unsigned fetch_width = 4;       // instructions the front end delivers per cycle
+    unsigned issue_width = 4;       // instructions that may leave the core per cycle (VLIW slots)
+    unsigned iqueue_depth = 32;     // fetched, not yet issued
+    unsigned salu_latency = 1;      // cycles
+    unsigned branch_latency = 2;    // cycles
+    unsigned sync_latency = 1;      // cycles for a flag op to take effect
+    unsigned batch = 256;           // instructions per fetch from the injector (host-side batching)
+    Tick quantum = 1'000'000;       // temporal decoupling: local time may lead the kernel by this
+};
+
+// Width-limited slots per cycle (fetch, issue): next(t) is the earliest slot at or after t.
+class SlotPacer {
+public:
+    SlotPacer(Tick cycle, unsigned width) : cycle_(cycle), width_(width ? width : 1) {}
+    Tick next(Tick t) {
+        if (t > cur_ || used_ == 0) {
+            if (t > cur_) cur_ = t;
+            used_ = 0;
+        }
+        if (used_ == width_) {
+            cur_ += cycle_;
+            used_ = 0;
+        }
+        ++used_;
+        return cur_;
+    }
+    // The slot actually used was later than asked for (back-pressure): restart counting there.
+    void moved_to(Tick t) {
+        if (t > cur_) {
+            cur_ = t;
+            used_ = 1;
+        }
+    }
+
+private:
+    Tick cycle_;
+    unsigned width_;
+    Tick cur_ = 0;
+    unsigned used_ = 0;
+};
+
+class ScalarCore : public XpuModule {
+    using FamilySocket = tlm_utils::multi_passthrough_initiator_socket<
+        ScalarCore, 32, tlm::tlm_base_protocol_types, 0, sc_core::SC_ZERO_OR_MORE_BOUND>;
+
+public:
+    tlm_utils::simple_initiator_socket<ScalarCore> imem;   // -> TraceInjector.port
+    FamilySocket vpu;    // [i] -> VectorUnit.cmd, i = instruction's unit field
+    FamilySocket mxu;    // [i] -> MatrixUnit.cmd
+    FamilySocket dma;    // [i] -> DmaEngine.cmd
+    tlm_utils::simple_initiator_socket_optional<ScalarCore> flags;  // -> SyncFlags.port
+
+    ScalarCore(const sc_core::sc_module_name& n, const ScalarCoreConfig& cfg);
+    const char* kind() const override { return "ScalarCore"; }
+    std::optional<Tick> busy_time() const override { return busy_.total(); }
+    std::vector<Stat> stats() const override;
+
+    bool finished() const { return finished_; }
+    std::uint64_t retired() const { return retired_; }
+    Tick finish_time() const { return finish_time_; }
+    const ScalarCoreConfig& config() const { return cfg_; }
+    // What the core is blocked on, for a deadlock diagnosis ("" when not blocked).
+    const Instruction* blocked_on() const { return blocked_; }
+    std::uint64_t blocked_index() const { return blocked_index_; }
+
+private:
+    void run();
+    void execute(const Instruction& in);
+    Tick dispatch_to_unit(FamilySocket& fam, const char* fam_name, const Instruction& in,
+                          Tick t, Tick& complete, Tick& operands_read);
+    Tick sync_op(const Instruction& in, Tick t);
+    [[noreturn]] void fail(const std::string& what, const Instruction& in);
+
+    ScalarCoreConfig cfg_;
+    std::vector<Instruction> buf_;
+    tlm::tlm_generic_payload fetch_gp_, unit_gp_, flag_gp_;
+    UnitCommand& cmd_;  // owned by unit_gp_ (a payload deletes its extensions)
+    FlagCommand flag_cmd_;
+
+    std::array<Tick, kNumRegs> reg_ready_{};
+    std::array<Tick, kNumRegs> reg_read_until_{};
+    SlotPacer fetch_, issue_;
+    QueueSlots iqueue_;
+    Tick last_complete_ = 0;
+    BusyTracker busy_;
+
+    std::uint64_t index_ = 0;
+    std::uint64_t retired_ = 0;
+    std::array<std::uint64_t, 5> per_kind_{};
+    Tick sync_wait_ = 0;
+    bool finished_ = false;
+    Tick finish_time_ = 0;
+    const Instruction* blocked_ = nullptr;
+    std::uint64_t blocked_index_ = 0;
+};
+
+}  // namespace xpu

@@ -1,0 +1,84 @@
+#include "models/sync_flags.h"
+
+#include <algorithm>
+
+#include "models/sim_time.h"
+
+namespace xpu {
+
+SyncFlags::SyncFlags(const sc_core::sc_module_name& n, const SyncFlagsConfig& cfg)
+    : XpuModule(n), port("port"), cfg_(cfg), values_(cfg.flags, 0), changed_(cfg.flags) {
+    port.register_b_transport(this, &SyncFlags::b_transport);
+    expose_target("port", port, true, false);
+}
+
+void SyncFlags::change(std::uint16_t flag, std::int64_t v) {
+    std::int64_t old = values_[flag];
+    values_[flag] = v;
+    if (recorder_) recorder_->on_flag({name(), flag, old, v, now_ticks()});
+    changed_[flag].notify();
+}
+
+void SyncFlags::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+    auto* c = reinterpret_cast<FlagCommand*>(gp.get_data_ptr());
+    if (!c || gp.get_data_length() != sizeof(FlagCommand) || c->flag >= values_.size()) {
+        gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+        return;
+    }
+    // Flags are observed by other threads: act at the caller's time, in kernel time.
+    if (delay != sc_core::SC_ZERO_TIME) {
+        wait(delay);
+        delay = sc_core::SC_ZERO_TIME;
+    }
+    auto remember = [&] {
+        waiters_.push_back({c->requester, c->in, c->index, c->op, c->flag, c->cond, c->value});
+    };
+    auto forget = [&] {
+        auto it = std::find_if(waiters_.begin(), waiters_.end(),
+                               [&](const FlagWaiter& w) { return w.requester == c->requester; });
+        if (it != waiters_.end()) waiters_.erase(it);
+    };
+    switch (c->op) {
+        case FlagCommand::Op::Set:
+            ++sets_;
+            change(c->flag, c->value);
+            break;
+        case FlagCommand::Op::Add:
+            ++adds_;
+            change(c->flag, values_[c->flag] + c->value);
+            break;
+        case FlagCommand::Op::Wait:
+            ++waits_;
+            if (!cond_holds(c->cond, values_[c->flag], c->value)) {
+                remember();
+                while (!cond_holds(c->cond, values_[c->flag], c->value)) wait(changed_[c->flag]);
+                forget();
+            }
+            break;
+        case FlagCommand::Op::Barrier: {
+            ++barriers_;
+            if (++arrivals_ >= cfg_.barrier_participants) {
+                arrivals_ = 0;
+                ++generation_;
+                barrier_done_.notify();
+            } else {
+                std::uint64_t gen = generation_;
+                remember();
+                while (generation_ == gen) wait(barrier_done_);
+                forget();
+            }
+            break;
+        }
+    }
+    gp.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+std::vector<Stat> SyncFlags::stats() const {
+    auto d = [](auto v) { return static_cast<double>(v); };
+    return {{"sets", d(sets_), true, "flag set operations"},
+            {"adds", d(adds_), true, "flag add operations (DMA completions included)"},
+            {"waits", d(waits_), true, "flag waits"},
+            {"barriers", d(barriers_), true, "barrier arrivals"}};
+}
+
+}  // namespace xpu

@@ -1,0 +1,61 @@
+// SyncFlags: the chip's synchronisation flags (semaphores), shared by its cores and DMA
+// engines over TLM. A payload's data points at a FlagCommand; the address is the flag id.
+// Set and Add take effect at the kernel's current time (callers synchronise first), Wait and
+// Barrier block the calling thread in b_transport until their condition holds, which is how
+// LT TLM-2.0 models a blocking target. The blocked requesters are kept for deadlock diagnosis.
+#pragma once
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include <tlm_utils/multi_passthrough_target_socket.h>
+
+#include "models/unit_command.h"
+#include "models/xpu_module.h"
+
+namespace xpu {
+
+struct SyncFlagsConfig {
+    unsigned flags = 1024;
+    unsigned barrier_participants = 1;  // cores that meet at a barrier
+};
+
+struct FlagWaiter {
+    std::string requester;
+    const Instruction* in = nullptr;
+    std::uint64_t index = 0;
+    FlagCommand::Op op = FlagCommand::Op::Wait;
+    std::uint16_t flag = 0;
+    Cond cond = Cond::Eq;
+    std::int64_t value = 0;
+};
+
+class SyncFlags : public XpuModule {
+public:
+    tlm_utils::multi_passthrough_target_socket<SyncFlags, 32, tlm::tlm_base_protocol_types, 0,
+                                               sc_core::SC_ZERO_OR_MORE_BOUND>
+        port;
+
+    SyncFlags(const sc_core::sc_module_name& n, const SyncFlagsConfig& cfg);
+    const char* kind() const override { return "SyncFlags"; }
+    std::vector<Stat> stats() const override;
+    std::int64_t value(std::uint16_t flag) const { return values_.at(flag); }
+    const std::vector<FlagWaiter>& waiters() const { return waiters_; }
+    std::size_t barrier_arrivals() const { return arrivals_; }
+
+private:
+    void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    void change(std::uint16_t flag, std::int64_t v);
+
+    SyncFlagsConfig cfg_;
+    std::vector<std::int64_t> values_;
+    std::deque<sc_core::sc_event> changed_;
+    sc_core::sc_event barrier_done_;
+    std::uint64_t generation_ = 0;
+    std::size_t arrivals_ = 0;
+    std::vector<FlagWaiter> waiters_;
+    std::uint64_t sets_ = 0, adds_ = 0, waits_ = 0, barriers_ = 0;
+};
+
+}  // namespace xpu

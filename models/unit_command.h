@@ -1,0 +1,72 @@
+// How the scalar core hands an instruction to a unit over TLM-2.0.
+//
+// The core calls b_transport on the unit's `cmd` socket with a generic payload that carries
+// this extension (command = IGNORE, no data). LT style with annotated time: the core fills
+// `issue` (absolute, may be ahead of sc_time_stamp() under temporal decoupling); the unit
+// computes, from its own busy state, when it accepted the instruction, when it started, when
+// its operands were read and when its result is ready, and returns at once without waiting.
+#pragma once
+
+#include <vector>
+
+#include <tlm>
+
+#include "models/instruction.h"
+
+namespace xpu {
+
+struct UnitCommand : tlm::tlm_extension<UnitCommand> {
+    const Instruction* in = nullptr;
+    std::uint64_t index = 0;  // instruction index in its stream (for recording)
+    Tick issue = 0;       // in: when the core offers the instruction
+    Tick accept = 0;      // out: when the unit's queue took it (>= issue; later = back-pressure)
+    Tick start = 0;       // out: when it began executing
+    Tick operands_read = 0;  // out: when its source registers are no longer needed (WAR)
+    Tick complete = 0;    // out: when its result is available
+    const char* error = nullptr;  // out: why the unit refused it (with an error response)
+
+    tlm::tlm_extension_base* clone() const override { return new UnitCommand(*this); }
+    void copy_from(const tlm::tlm_extension_base& e) override {
+        *this = static_cast<const UnitCommand&>(e);
+    }
+};
+
+// A memory target reports when it accepted a request (its queue had room); an initiator
+// that respects back-pressure issues nothing before that.
+struct MemAccept : tlm::tlm_extension<MemAccept> {
+    Tick accept = 0;
+    tlm::tlm_extension_base* clone() const override { return new MemAccept(*this); }
+    void copy_from(const tlm::tlm_extension_base& e) override {
+        *this = static_cast<const MemAccept&>(e);
+    }
+};
+
+// Sync-flag operations travel to SyncFlags as a payload whose data points at this struct.
+struct FlagCommand {
+    enum class Op : std::uint8_t { Set, Add, Wait, Barrier } op = Op::Set;
+    std::uint16_t flag = 0;
+    std::int64_t value = 0;
+    Cond cond = Cond::Eq;
+    const char* requester = "";        // module name, for deadlock diagnosis
+    const Instruction* in = nullptr;   // the instruction waiting, for diagnosis
+    std::uint64_t index = 0;
+};
+
+// Fixed-size queue of start times: instruction i can enter a unit's queue of depth Q only
+// once instruction i-Q has left it (started). Used by every unit with an issue queue.
+class QueueSlots {
+public:
+    explicit QueueSlots(unsigned depth) : ring_(depth ? depth : 1, 0) {}
+    // Earliest time an instruction offered at `t` is accepted.
+    Tick accept(Tick t) const { return t > ring_[pos_] ? t : ring_[pos_]; }
+    void started(Tick start) {
+        ring_[pos_] = start;
+        pos_ = (pos_ + 1) % ring_.size();
+    }
+
+private:
+    std::vector<Tick> ring_;
+    std::size_t pos_ = 0;
+};
+
+}  // namespace xpu

@@ -1,0 +1,54 @@
+#include "models/vmem.h"
+
+#include "models/sim_time.h"
+
+namespace xpu {
+
+Vmem::Vmem(const sc_core::sc_module_name& n, const VmemConfig& cfg)
+    : XpuModule(n), port("port"), cfg_(cfg), port_free_(cfg.ports ? cfg.ports : 1, 0) {
+    port.register_b_transport(this, &Vmem::b_transport);
+    expose_target("port", port, true, false);
+}
+
+void Vmem::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+    std::uint64_t addr = gp.get_address();
+    std::uint64_t len = gp.get_data_length();
+    if (addr < cfg_.base || addr - cfg_.base > cfg_.capacity || len > cfg_.capacity - (addr - cfg_.base)) {
+        gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+        return;
+    }
+    Tick arrival = now_ticks() + delay.value();
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < port_free_.size(); ++i)
+        if (port_free_[i] < port_free_[best]) best = i;
+    Tick start = max_tick(arrival, port_free_[best]);
+    Tick service = ((len + cfg_.port_bytes_per_cycle - 1) / cfg_.port_bytes_per_cycle) * cfg_.cycle;
+    if (service == 0) service = cfg_.cycle;
+    port_free_[best] = start + service;
+    service_total_ += service;
+    Tick done = start + service + cfg_.latency * cfg_.cycle;
+    bool write = gp.is_write();
+    (write ? bytes_written_ : bytes_read_) += len;
+    ++requests_;
+    if (recorder_) recorder_->on_mem({name(), write, addr, len, arrival, done});
+    if (auto* a = gp.get_extension<MemAccept>()) a->accept = arrival;
+    delay = to_sc(done - now_ticks());
+    gp.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+std::optional<Tick> Vmem::busy_time() const {
+    // Port-time used, spread over all ports: 100% means every port busy all the time.
+    return service_total_ / port_free_.size();
+}
+
+std::vector<Stat> Vmem::stats() const {
+    auto d = [](auto v) { return static_cast<double>(v); };
+    return {
+        {"bytes_read", d(bytes_read_), true, "bytes read (vld, DMA from VMEM)"},
+        {"bytes_written", d(bytes_written_), true, "bytes written (vst, DMA into VMEM)"},
+        {"requests", d(requests_), true, "transactions served"},
+        {"capacity_bytes", d(cfg_.capacity), true, "configured capacity"},
+    };
+}
+
+}  // namespace xpu

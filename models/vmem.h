@@ -1,0 +1,47 @@
+// Vmem: the on-chip vector memory (scratchpad). `ports` independent ports, each moving
+// `port_bytes_per_cycle`; a request takes the port that frees first, occupies it for
+// ceil(bytes / width) cycles and completes `latency` cycles after that. It serves the global
+// address range [base, base + capacity); anything else is an address error.
+#pragma once
+
+#include <vector>
+
+#include <tlm_utils/multi_passthrough_target_socket.h>
+
+#include "models/unit_command.h"
+#include "models/xpu_module.h"
+
+namespace xpu {
+
+struct VmemConfig {
+    Tick cycle = 1000;
+    std::uint64_t capacity = 32ull << 20;
+    std::uint64_t base = 0;
+    unsigned ports = 4;
+    unsigned port_bytes_per_cycle = 1024;
+    unsigned latency = 2;  // cycles
+};
+
+class Vmem : public XpuModule {
+public:
+    tlm_utils::multi_passthrough_target_socket<Vmem, 32, tlm::tlm_base_protocol_types, 0,
+                                               sc_core::SC_ZERO_OR_MORE_BOUND>
+        port;
+
+    Vmem(const sc_core::sc_module_name& n, const VmemConfig& cfg);
+    const char* kind() const override { return "Vmem"; }
+    std::optional<Tick> busy_time() const override;
+    std::vector<Stat> stats() const override;
+    std::uint64_t bytes_read() const { return bytes_read_; }
+    std::uint64_t bytes_written() const { return bytes_written_; }
+    const VmemConfig& config() const { return cfg_; }
+
+private:
+    void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    VmemConfig cfg_;
+    std::vector<Tick> port_free_;
+    Tick service_total_ = 0;
+    std::uint64_t bytes_read_ = 0, bytes_written_ = 0, requests_ = 0;
+};
+
+}  // namespace xpu

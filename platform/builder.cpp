@@ -1,0 +1,195 @@
+#include "platform/builder.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "models/sim_time.h"
+
+namespace xpu::platform {
+
+namespace {
+
+// A plain SystemC module whose children are constructed by `body` while it is on the
+// construction stack: this is how modules get hierarchical names (xpu.chip0.core0.mxu0).
+struct Container : sc_core::sc_module {
+    Container(const sc_core::sc_module_name& n, const std::function<void()>& body) : sc_core::sc_module(n) {
+        body();
+    }
+};
+
+struct Tree {
+    std::map<std::string, Tree> children;  // std::map: deterministic construction order
+    const ModuleDecl* decl = nullptr;
+};
+
+}  // namespace
+
+Platform::~Platform() = default;
+
+XpuModule* Platform::find(const std::string& full_name) const {
+    for (auto* m : modules_)
+        if (full_name == m->name()) return m;
+    return nullptr;
+}
+
+void Platform::set_recorder(Recorder* r) {
+    for (auto* m : modules_) m->set_recorder(r);
+}
+
+Platform::Platform(const PlatformConfig& cfg, const trace::TraceFile* trace) {
+    check_time_resolution();
+    // Per-chip derived settings shared by all chips.
+    std::array<std::uint64_t, 2> space_base{};
+    std::array<bool, 2> has_space{};
+    for (const auto& e : cfg.address_map) {
+        auto s = static_cast<unsigned>(e.space);
+        if (!has_space[s] || e.base < space_base[s]) space_base[s] = e.base;
+        has_space[s] = true;
+    }
+    unsigned cores_per_chip = 0;
+    for (const auto& m : cfg.modules)
+        if (m.spec->core_id()) ++cores_per_chip;
+
+    // Which out[i] of an Interconnect reaches which module: the order of its bindings, or
+    // the explicit indices. Same for every multi socket; checked contiguous.
+    std::map<std::string, std::vector<const BindingDecl*>> by_initiator;
+    for (const auto& b : cfg.bindings) by_initiator[b.from.module + "." + b.from.socket].push_back(&b);
+    std::map<const BindingDecl*, unsigned> index_of;
+    for (auto& [sock, list] : by_initiator) {
+        bool explicit_idx = list.front()->from.index >= 0;
+        for (const auto* b : list)
+            if ((b->from.index >= 0) != explicit_idx)
+                throw ConfigError(b->where + ": binding '" + b->text + "': give every binding of " + sock +
+                                  " an index [i], or none");
+        if (explicit_idx) {
+            std::stable_sort(list.begin(), list.end(),
+                             [](const BindingDecl* a, const BindingDecl* b) { return a->from.index < b->from.index; });
+            for (std::size_t i = 0; i < list.size(); ++i)
+                if (list[i]->from.index != static_cast<int>(i))
+                    throw ConfigError(list[i]->where + ": binding '" + list[i]->text + "': indices of " + sock +
+                                      " must be 0.." + std::to_string(list.size() - 1) + ", each once");
+        }
+        for (std::size_t i = 0; i < list.size(); ++i) index_of[list[i]] = static_cast<unsigned>(i);
+    }
+    std::map<std::string, std::vector<AddressRange>> routes;  // interconnect path -> ranges
+    for (const auto& b : cfg.bindings) {
+        const ModuleDecl* from = cfg.module(b.from.module);
+        if (from->type != "Interconnect" || b.from.socket != "out") continue;
+        for (const auto& e : cfg.address_map)
+            if (e.target == b.to.module)
+                routes[from->path].push_back({e.base, *cfg.module(e.target)->spec->capacity(), index_of[&b]});
+    }
+    // Which injector feeds which core: the target of the core's imem binding.
+    std::map<std::string, std::uint16_t> injector_core;
+    for (const auto& b : cfg.bindings) {
+        const ModuleDecl* from = cfg.module(b.from.module);
+        if (from->spec->core_id() && b.from.socket == "imem") injector_core[b.to.module] = *from->spec->core_id();
+    }
+
+    // Trace streams must each have a core to run on.
+    std::map<std::pair<unsigned, unsigned>, std::size_t> stream_of;
+    if (trace) {
+        std::set<unsigned> core_ids;
+        for (const auto& m : cfg.modules)
+            if (auto id = m.spec->core_id()) core_ids.insert(*id);
+        for (std::size_t i = 0; i < trace->streams().size(); ++i) {
+            const auto& s = trace->streams()[i];
+            if (s.chip >= cfg.chips || !core_ids.count(s.core))
+                throw ConfigError(trace->path() + ": stream " + std::to_string(i) + " (chip " + std::to_string(s.chip) +
+                                  ", core " + std::to_string(s.core) + ") has no core to run on: " + cfg.file +
+                                  " has " + std::to_string(cfg.chips) + " chip(s) with " +
+                                  std::to_string(core_ids.size()) + " core(s) each");
+            stream_of[{s.chip, s.core}] = i;
+        }
+    }
+
+    Tree tree;
+    for (const auto& m : cfg.modules) {
+        Tree* t = &tree;
+        std::size_t pos = 0;
+        while (true) {
+            auto dot = m.path.find('.', pos);
+            t = &t->children[m.path.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos)];
+            if (dot == std::string::npos) break;
+            pos = dot + 1;
+        }
+        t->decl = &m;
+    }
+
+    std::map<std::string, XpuModule*> by_path;  // "chipN/" + path
+    auto build_chip = [&](unsigned chip) {
+        std::function<void(const Tree&)> build = [&](const Tree& node) {
+            for (const auto& [name, child] : node.children) {
+                if (!child.decl) {
+                    owned_.push_back(std::make_unique<Container>(name.c_str(), [&] { build(child); }));
+                    continue;
+                }
+                const ModuleDecl& d = *child.decl;
+                BuildContext ctx;
+                ctx.chip = static_cast<std::uint16_t>(chip);
+                ctx.cycle = cycle_ticks(cfg.clock_ghz);
+                ctx.quantum = ns_to_ticks(cfg.quantum_ns);
+                ctx.space_base = space_base;
+                ctx.trace = trace;
+                ctx.cores = cores_per_chip;
+                if (auto it = routes.find(d.path); it != routes.end()) ctx.routes = it->second;
+                for (const auto& e : cfg.address_map)
+                    if (e.target == d.path) ctx.base = e.base;
+                if (auto it = injector_core.find(d.path); it != injector_core.end()) {
+                    auto s = stream_of.find({chip, it->second});
+                    if (s != stream_of.end()) ctx.stream = s->second;
+                }
+                auto mod = d.spec->build(name, ctx);
+                XpuModule* raw = mod.get();
+                modules_.push_back(raw);
+                if (auto* core = dynamic_cast<ScalarCore*>(raw)) cores_.push_back(core);
+                by_path["chip" + std::to_string(chip) + "/" + d.path] = raw;
+                owned_.push_back(std::move(mod));
+            }
+        };
+        owned_.push_back(std::make_unique<Container>(("chip" + std::to_string(chip)).c_str(), [&] { build(tree); }));
+    };
+    owned_.push_back(std::make_unique<Container>("xpu", [&] {
+        for (unsigned c = 0; c < cfg.chips; ++c) build_chip(c);
+    }));
+
+    // Bind, in the order the description gives (multi sockets: in index order).
+    auto sockets_of = [](XpuModule* m) {
+        std::string s;
+        for (const auto& p : m->ports()) s += (s.empty() ? "" : ", ") + p.name + (p.initiator ? " (initiator)" : " (target)");
+        return s;
+    };
+    for (unsigned chip = 0; chip < cfg.chips; ++chip) {
+        std::string prefix = "chip" + std::to_string(chip) + "/";
+        for (const auto& [sock, list] : by_initiator)
+            for (const BindingDecl* b : list) {
+                XpuModule* from = by_path.at(prefix + b->from.module);
+                XpuModule* to = by_path.at(prefix + b->to.module);
+                SocketPort* fp = from->port(b->from.socket);
+                SocketPort* tp = to->port(b->to.socket);
+                std::string where = b->where + ": binding '" + b->text + "': ";
+                if (!fp) throw ConfigError(where + b->from.module + " (" + from->kind() + ") has no socket '" + b->from.socket + "' (sockets: " + sockets_of(from) + ")");
+                if (!tp) throw ConfigError(where + b->to.module + " (" + to->kind() + ") has no socket '" + b->to.socket + "' (sockets: " + sockets_of(to) + ")");
+                if (!fp->initiator) throw ConfigError(where + b->from.text() + " is a target socket; a binding goes initiator -> target");
+                if (tp->initiator) throw ConfigError(where + b->to.text() + " is an initiator socket; a binding goes initiator -> target");
+                if (!fp->multi && (fp->bound || b->from.index > 0))
+                    throw ConfigError(where + b->from.text() + " takes a single binding");
+                if (!tp->multi && tp->bound) throw ConfigError(where + b->to.text() + " is already bound; it takes a single binding");
+                fp->bind(*tp->target);
+                ++fp->bound;
+                ++tp->bound;
+            }
+        for (auto* m : modules_) {
+            std::string n = m->name();
+            if (n.rfind("xpu." + prefix.substr(0, prefix.size() - 1) + ".", 0) != 0) continue;
+            for (const auto& p : m->ports())
+                if (p.required && !p.bound)
+                    throw ConfigError(cfg.file + ": " + n + " (" + m->kind() + "): socket '" + p.name +
+                                      "' is not bound; add a binding for it to chip.bindings");
+        }
+    }
+}
+
+}  // namespace xpu::platform
