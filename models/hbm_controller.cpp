@@ -10,8 +10,8 @@ HbmController::HbmController(const sc_core::sc_module_name& n, const HbmConfig& 
     : XpuModule(n),
       port("port"),
       cfg_(cfg),
-      busy_until_(cfg.channels ? cfg.channels : 1, 0),
-      service_(cfg.channels ? cfg.channels : 1, 0) {
+      channels_(cfg.channels ? cfg.channels : 1,
+                BandwidthCalendar(cfg.channel_bandwidth_gbps / 1000.0, cfg.bucket)) {
     port.register_b_transport(this, &HbmController::b_transport);
     expose_target("port", port, true, false);
 }
@@ -25,21 +25,19 @@ void HbmController::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_t
     }
     const Tick arrival = now_ticks() + delay.value();
     const std::uint64_t gran = cfg_.interleave_bytes;
-    const std::size_t nch = busy_until_.size();
+    const std::size_t nch = channels_.size();
+    const Tick now = now_ticks();
     Tick accept = arrival, done = arrival;
     std::uint64_t off = addr - cfg_.base, end = off + len;
     while (off < end) {
         std::uint64_t piece = std::min<std::uint64_t>(end, (off / gran + 1) * gran) - off;
         std::size_t ch = (off / gran) % nch;
         Tick service = transfer_ticks(piece, cfg_.channel_bandwidth_gbps);
-        Tick& busy = busy_until_[ch];
-        // Queue full: the piece waits outside until the channel has room for it.
+        Tick moved = channels_[ch].reserve(arrival, piece, now);
+        // Queue full: more than queue_depth pieces ahead; the piece waits outside for room.
         Tick room = cfg_.queue_depth * service;
-        if (busy > arrival + room) accept = std::max(accept, busy - room);
-        Tick start = std::max(arrival, busy);
-        busy = start + service;
-        service_[ch] += service;
-        done = std::max(done, busy + cfg_.latency);
+        if (moved > arrival + room + service) accept = std::max(accept, moved - room - service);
+        done = std::max(done, moved + cfg_.latency);
         off += piece;
     }
     backpressure_ += accept - arrival;
@@ -54,13 +52,14 @@ void HbmController::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_t
 
 std::optional<Tick> HbmController::busy_time() const {
     Tick total = 0;
-    for (Tick s : service_) total += s;
-    return total / service_.size();  // average channel occupancy
+    for (const auto& c : channels_) total += c.busy();
+    return total / channels_.size();  // average channel occupancy
 }
 
 std::vector<Stat> HbmController::stats() const {
     auto d = [](auto v) { return static_cast<double>(v); };
-    Tick max_ch = *std::max_element(service_.begin(), service_.end());
+    Tick max_ch = 0;
+    for (const auto& c : channels_) max_ch = std::max(max_ch, c.busy());
     return {
         {"bytes_read", d(bytes_read_), true, "bytes read from HBM"},
         {"bytes_written", d(bytes_written_), true, "bytes written to HBM"},

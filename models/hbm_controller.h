@@ -1,15 +1,17 @@
 // HbmController: high-bandwidth memory behind `channels` independent channels. Addresses are
-// interleaved across channels every `interleave_bytes`. Each channel serves its pieces in
-// arrival order at `channel_bandwidth_gbps`, and a piece's data is back `latency` after its
-// transfer slot ends. A channel holds at most `queue_depth` pieces: a request arriving at a
-// fuller channel is accepted only when room frees (back-pressure, reported via MemAccept).
-// By construction no channel ever moves data faster than its configured bandwidth.
+// interleaved across channels every `interleave_bytes`. Each channel is a BandwidthCalendar
+// at `channel_bandwidth_gbps`: a piece takes the earliest free transfer capacity at or after
+// its arrival, and its data is back `latency` after it has moved. A channel holds at most
+// `queue_depth` pieces: a request arriving at a fuller channel is accepted only when room
+// frees (back-pressure, reported via MemAccept). By construction no channel ever moves data
+// faster than its configured bandwidth.
 #pragma once
 
 #include <vector>
 
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
+#include "models/bandwidth_calendar.h"
 #include "models/unit_command.h"
 #include "models/xpu_module.h"
 
@@ -23,6 +25,7 @@ struct HbmConfig {
     Tick latency = 100'000;                // ps
     unsigned interleave_bytes = 256;
     unsigned queue_depth = 64;             // pieces per channel
+    Tick bucket = 64'000;                  // calendar resolution, ps
 };
 
 class HbmController : public XpuModule {
@@ -43,8 +46,7 @@ public:
 private:
     void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     HbmConfig cfg_;
-    std::vector<Tick> busy_until_;   // per channel: end of the last reserved transfer slot
-    std::vector<Tick> service_;      // per channel: total transfer time
+    std::vector<BandwidthCalendar> channels_;
     std::uint64_t bytes_read_ = 0, bytes_written_ = 0, requests_ = 0;
     Tick backpressure_ = 0;          // total time requests waited for queue room
 };

@@ -15,7 +15,9 @@ void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
     const Instruction& in = *c->in;
     const Tick cyc = cfg_.cycle;
     Tick accept = queue_.accept(c->issue);
-    Tick earliest = max_tick(accept, last_start_);  // in order out of the queue
+    // Two in-order paths: weights (mpush) and LHS rows / results (matmul, mpop). A push
+    // does not wait for earlier matmuls to start, only for its buffer (below).
+    Tick earliest = max_tick(accept, last_start_);
     Tick start = 0, occupied_until = 0, complete = 0;
 
     switch (in.op) {
@@ -25,7 +27,7 @@ void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
                 gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
                 return;
             }
-            start = max_tick(earliest, weight_port_free_);
+            start = max_tick(accept, weight_port_free_);
             // Without a shadow buffer the array must be empty before its weights change.
             start = max_tick(start, cfg_.double_buffer ? shadow_free_ : drain_done_);
             occupied_until = start + cfg_.rows * cyc;
@@ -73,7 +75,7 @@ void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
             return;
     }
     queue_.started(start);
-    last_start_ = start;
+    if (in.op != Opcode::MPush) last_start_ = start;
     busy_.add(start, occupied_until);
     c->accept = accept;
     c->start = start;

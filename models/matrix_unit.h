@@ -6,8 +6,9 @@
 //          the last result leaves M + rows + cols - 2 cycles after the first row entered
 //          (fill through the rows, skew across the cols, drain).
 //   mpop   moves M result rows out at `pop_rows_per_cycle`.
-// With double buffering the next weight tile loads into a shadow buffer while the current one
-// streams, so back-to-back folds cost max(M, rows) cycles each; without it a push waits for
+// Weights and LHS rows travel separate in-order paths; a matmul uses the tile pushed last
+// before it in program order. With double buffering the next weight tile loads into a shadow
+// buffer while the current one streams, so back-to-back folds cost max(M, rows) cycles each; without it a push waits for
 // the array to drain, and each fold costs rows + (M + rows + cols - 2) cycles, exactly the
 // fold model of SCALE-Sim-style analytic simulators.
 #pragma once
@@ -25,7 +26,7 @@ struct MatrixUnitConfig {
     unsigned rows = 128;            // K dimension held in the array (weight rows)
     unsigned cols = 128;            // N dimension (weight columns = outputs per row)
     bool double_buffer = true;      // shadow weight buffer
-    unsigned queue_depth = 8;
+    unsigned queue_depth = 32;      // instructions waiting (lookahead that hides weight loads)
     unsigned pop_rows_per_cycle = 8;
     unsigned pop_latency = 4;       // cycles
 };
@@ -49,7 +50,7 @@ private:
 
     MatrixUnitConfig cfg_;
     QueueSlots queue_;
-    Tick last_start_ = 0;
+    Tick last_start_ = 0;        // of the LHS/result path (matmul, mpop)
     Tick weight_port_free_ = 0;  // the weight-load path
     Tick shadow_free_ = 0;       // when the buffer a push writes may be overwritten
     Tick weights_ready_ = 0;     // the newest pushed tile is loaded

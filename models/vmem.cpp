@@ -5,7 +5,11 @@
 namespace xpu {
 
 Vmem::Vmem(const sc_core::sc_module_name& n, const VmemConfig& cfg)
-    : XpuModule(n), port("port"), cfg_(cfg), port_free_(cfg.ports ? cfg.ports : 1, 0) {
+    : XpuModule(n),
+      port("port"),
+      cfg_(cfg),
+      ports_(static_cast<double>(cfg.ports) * cfg.port_bytes_per_cycle / static_cast<double>(cfg.cycle),
+             16 * cfg.cycle) {
     port.register_b_transport(this, &Vmem::b_transport);
     expose_target("port", port, true, false);
 }
@@ -18,15 +22,9 @@ void Vmem::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& dela
         return;
     }
     Tick arrival = now_ticks() + delay.value();
-    std::size_t best = 0;
-    for (std::size_t i = 1; i < port_free_.size(); ++i)
-        if (port_free_[i] < port_free_[best]) best = i;
-    Tick start = max_tick(arrival, port_free_[best]);
-    Tick service = ((len + cfg_.port_bytes_per_cycle - 1) / cfg_.port_bytes_per_cycle) * cfg_.cycle;
-    if (service == 0) service = cfg_.cycle;
-    port_free_[best] = start + service;
-    service_total_ += service;
-    Tick done = start + service + cfg_.latency * cfg_.cycle;
+    Tick one_port = ((len + cfg_.port_bytes_per_cycle - 1) / cfg_.port_bytes_per_cycle) * cfg_.cycle;
+    Tick moved = max_tick(ports_.reserve(arrival, len, now_ticks()), arrival + one_port);
+    Tick done = moved + cfg_.latency * cfg_.cycle;
     bool write = gp.is_write();
     (write ? bytes_written_ : bytes_read_) += len;
     ++requests_;
@@ -37,8 +35,8 @@ void Vmem::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& dela
 }
 
 std::optional<Tick> Vmem::busy_time() const {
-    // Port-time used, spread over all ports: 100% means every port busy all the time.
-    return service_total_ / port_free_.size();
+    // Share of the ports' combined bandwidth used: 100% means every port busy all the time.
+    return ports_.busy();
 }
 
 std::vector<Stat> Vmem::stats() const {

@@ -1,13 +1,15 @@
-// Vmem: the on-chip vector memory (scratchpad). `ports` independent ports, each moving
-// `port_bytes_per_cycle`; a request takes the port that frees first, occupies it for
-// ceil(bytes / width) cycles and completes `latency` cycles after that. It serves the global
-// address range [base, base + capacity); anything else is an address error.
+// Vmem: the on-chip vector memory (scratchpad). `ports` ports of `port_bytes_per_cycle` each:
+// together a BandwidthCalendar of ports x width bytes a cycle, and a single request moves no
+// faster than one port (ceil(bytes / width) cycles). Data is there `latency` cycles after it
+// has moved. It serves the global address range [base, base + capacity); anything else is an
+// address error.
 #pragma once
 
 #include <vector>
 
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
+#include "models/bandwidth_calendar.h"
 #include "models/unit_command.h"
 #include "models/xpu_module.h"
 
@@ -39,8 +41,7 @@ public:
 private:
     void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     VmemConfig cfg_;
-    std::vector<Tick> port_free_;
-    Tick service_total_ = 0;
+    BandwidthCalendar ports_;
     std::uint64_t bytes_read_ = 0, bytes_written_ = 0, requests_ = 0;
 };
 
