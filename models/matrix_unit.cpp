@@ -15,8 +15,9 @@ void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
     const Instruction& in = *c->in;
     const Tick cyc = cfg_.cycle;
     Tick accept = queue_.accept(c->issue);
-    // Two in-order paths: weights (mpush) and LHS rows / results (matmul, mpop). A push
-    // does not wait for earlier matmuls to start, only for its buffer (below).
+    // Three in-order paths: weights in (mpush), LHS rows in (matmul), results out (mpop).
+    // A push waits only for its buffer, a pop only for its accumulator (the core's
+    // scoreboard) and earlier pops; neither waits for queued matmuls to start.
     Tick earliest = max_tick(accept, last_start_);
     Tick start = 0, occupied_until = 0, complete = 0;
 
@@ -62,7 +63,7 @@ void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
         }
         case Opcode::MPop: {
             std::uint64_t rows = in.has(kShape) && in.m ? in.m : cfg_.pop_rows_per_cycle;
-            start = max_tick(earliest, pop_free_);
+            start = max_tick(accept, pop_free_);  // the result path: in order among pops
             occupied_until = start + ((rows + cfg_.pop_rows_per_cycle - 1) / cfg_.pop_rows_per_cycle) * cyc;
             complete = occupied_until + cfg_.pop_latency * cyc;
             pop_free_ = occupied_until;
@@ -75,7 +76,7 @@ void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
             return;
     }
     queue_.started(start);
-    if (in.op != Opcode::MPush) last_start_ = start;
+    if (in.op == Opcode::MatMul) last_start_ = start;
     busy_.add(start, occupied_until);
     c->accept = accept;
     c->start = start;

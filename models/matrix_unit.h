@@ -6,7 +6,7 @@
 //          the last result leaves M + rows + cols - 2 cycles after the first row entered
 //          (fill through the rows, skew across the cols, drain).
 //   mpop   moves M result rows out at `pop_rows_per_cycle`.
-// Weights and LHS rows travel separate in-order paths; a matmul uses the tile pushed last
+// Weights, LHS rows and results travel separate in-order paths; a matmul uses the tile pushed last
 // before it in program order. With double buffering the next weight tile loads into a shadow
 // buffer while the current one streams, so back-to-back folds cost max(M, rows) cycles each; without it a push waits for
 // the array to drain, and each fold costs rows + (M + rows + cols - 2) cycles, exactly the
@@ -50,7 +50,7 @@ private:
 
     MatrixUnitConfig cfg_;
     QueueSlots queue_;
-    Tick last_start_ = 0;        // of the LHS/result path (matmul, mpop)
+    Tick last_start_ = 0;        // of the LHS path (matmul)
     Tick weight_port_free_ = 0;  // the weight-load path
     Tick shadow_free_ = 0;       // when the buffer a push writes may be overwritten
     Tick weights_ready_ = 0;     // the newest pushed tile is loaded

@@ -36,7 +36,9 @@ const char* kUsageText =
     "format: docs/trace-format.md\n";
 
 int usage(const std::string& msg) {
-    std::cerr << "xpu_trace: " << msg << "\n" << kUsageText;
+    std::cerr << "xpu_trace: " << msg << "\n"
+              << "usage: xpu_trace asm IN.xtr -o OUT.bin | dis IN.bin [-o OUT.xtr] | info IN.bin | validate IN.bin\n"
+              << "(xpu_trace --help for more)\n";
     return kUsage;
 }
 
@@ -102,9 +104,14 @@ int cmd_validate(const std::string& path) {
         std::cout << "OK: " << tf.total_instructions() << " instructions in " << tf.streams().size() << " streams\n";
         return kOk;
     }
-    for (const auto& p : problems) std::cerr << "error: " << p.message << "\n";
-    std::cerr << path << ": INVALID: " << problems.size() << (problems.size() >= kMax ? "+" : "")
+    // The report on stdout; one line on stderr naming the file and the first place.
+    for (const auto& p : problems) std::cout << "error: " << p.message << "\n";
+    std::cout << path << ": INVALID: " << problems.size() << (problems.size() >= kMax ? " or more" : "")
               << (problems.size() == 1 ? " problem" : " problems") << "\n";
+    std::cerr << "xpu_trace: " << problems.front().message;
+    if (problems.size() > 1)
+        std::cerr << " (and " << problems.size() - 1 << (problems.size() >= kMax ? " or more" : "") << " more)";
+    std::cerr << "\n";
     return kInvalid;
 }
 

@@ -19,7 +19,10 @@ class Emitter {
 public:
     Emitter(trace::TraceWriter& w, std::size_t stream) : w_(w), stream_(stream) {}
 
+    // Following instructions carry this annotation (op/layer path).
     void annotate(const std::string& op) { ann_ = w_.add_string(op); }
+    std::uint32_t string_id(const std::string& op) { return w_.add_string(op); }
+    void annotate(std::uint32_t id) { ann_ = id; }
 
     void dma(unsigned engine, Space src_space, std::uint64_t src, Space dst_space, std::uint64_t dst,
              std::uint64_t bytes, std::uint16_t flag);

@@ -13,6 +13,7 @@ constexpr std::uint16_t kFlagC = 3;      // C write-back
 constexpr unsigned kLhsRegs = 32;        // v0..v31 stream A rows
 constexpr unsigned kWeightReg = 32;      // v32.. hold weight tiles
 constexpr unsigned kOutReg = 48;         // v48..v55 epilogue
+constexpr std::uint64_t kEpilogueDelayChunks = 40;  // > MXU queue (32 chunks) + drain
 constexpr unsigned kAccPerMxu = 16;      // per MXU: two sets of 8, m(j*16 + set*8 + r%8)
 }  // namespace
 
@@ -78,43 +79,62 @@ void emit_gemm(Emitter& e, const GemmParams& p) {
     };
 
     std::int64_t c_dmas = 0;
-    // Pops, epilogue and write-back of a finished block. Blocks alternate between two sets of
-    // accumulators, so the next block's first step can stream while this one drains.
-    auto epilogue = [&](const Step& s) {
-        const std::uint64_t rows = rows_of(s.mb);
-        const unsigned set = static_cast<unsigned>((s.mb * nblk + s.nb) % 2);
+    const std::uint32_t ann_matmul = e.string_id(pre + "matmul"), ann_epi = e.string_id(pre + "epilogue");
+    // Pops, epilogue and write-back of a finished block, in groups of 8 result vregs (pops,
+    // then bias + activation, then stores), software-pipelined into the next block's first
+    // step so that the MXUs keep streaming. Blocks alternate between two accumulator sets.
+    struct Epilogue {
+        Step s;
+        unsigned j = 0;
+        std::uint64_t g0 = 0, out_bytes = 0;
+    };
+    std::optional<Epilogue> epi;
+    std::uint64_t epi_chunks = 0;
+    auto start_epilogue = [&](const Step& s) {
         if (c_dmas > 0) {  // the C buffer must be free
             e.annotate(pre + "wait_c");
             e.swait(kFlagC, Cond::Ge, c_dmas);
         }
-        e.annotate(pre + "epilogue");
-        std::uint64_t out_bytes = 0;
-        const std::uint64_t chunks = (rows + 7) / 8;
-        for (unsigned j = 0; j < p.mxus; ++j) {
-            std::uint64_t cols = cols_of(s.nb, j);
-            if (!cols) continue;
-            for (std::uint64_t g0 = 0; g0 < chunks; g0 += 8) {  // groups of 8: pops, then ALU, then stores
-                std::uint64_t g1 = std::min<std::uint64_t>(chunks, g0 + 8);
-                for (std::uint64_t r = g0; r < g1; ++r)
-                    e.mpop(j, vreg(kOutReg + r % 8), acc(j, set, r),
-                           static_cast<std::uint32_t>(std::min<std::uint64_t>(8, rows - r * 8)), static_cast<std::uint32_t>(cols));
-                for (std::uint64_t r = g0; r < g1; ++r) {
-                    std::uint64_t rr = std::min<std::uint64_t>(8, rows - r * 8);
-                    e.vop(Opcode::VAlu, 0, vreg(kOutReg + r % 8), vreg(kOutReg + r % 8), static_cast<std::uint32_t>(rr * cols));
-                }
-                for (std::uint64_t r = g0; r < g1; ++r) {
-                    std::uint64_t rr = std::min<std::uint64_t>(8, rows - r * 8);
-                    e.vst(0, vreg(kOutReg + r % 8), vm_c + out_bytes, rr * cols * eb);
-                    out_bytes += rr * cols * eb;
-                }
-            }
+        epi = Epilogue{s};
+        epi_chunks = 0;
+    };
+    auto epilogue_group = [&]() {  // emits one group; false when the block is done
+        Epilogue& x = *epi;
+        const std::uint64_t rows = rows_of(x.s.mb), chunks = (rows + 7) / 8;
+        const unsigned set = static_cast<unsigned>((x.s.mb * nblk + x.s.nb) % 2);
+        while (x.j < p.mxus && !cols_of(x.s.nb, x.j)) ++x.j;
+        if (x.j >= p.mxus) return false;
+        const std::uint64_t cols = cols_of(x.s.nb, x.j), g1 = std::min<std::uint64_t>(chunks, x.g0 + 8);
+        e.annotate(ann_epi);
+        for (std::uint64_t r = x.g0; r < g1; ++r)
+            e.mpop(x.j, vreg(kOutReg + r % 8), acc(x.j, set, r),
+                   static_cast<std::uint32_t>(std::min<std::uint64_t>(8, rows - r * 8)), static_cast<std::uint32_t>(cols));
+        for (std::uint64_t r = x.g0; r < g1; ++r)
+            e.vop(Opcode::VAlu, 0, vreg(kOutReg + r % 8), vreg(kOutReg + r % 8),
+                  static_cast<std::uint32_t>(std::min<std::uint64_t>(8, rows - r * 8) * cols));
+        for (std::uint64_t r = x.g0; r < g1; ++r) {
+            std::uint64_t b = std::min<std::uint64_t>(8, rows - r * 8) * cols * eb;
+            e.vst(0, vreg(kOutReg + r % 8), vm_c + x.out_bytes, b);
+            x.out_bytes += b;
         }
+        x.g0 = g1;
+        if (x.g0 >= chunks) {
+            x.g0 = 0;
+            ++x.j;
+        }
+        return true;
+    };
+    auto finish_epilogue = [&]() {
+        while (epilogue_group()) {
+        }
+        const Epilogue& x = *epi;
         e.annotate(pre + "store_c");
         e.dma(engine++ % p.dma_engines, Space::Vmem, vm_c, Space::Hbm,
-              hbm_c + (s.mb * p.tile_m * p.n + s.nb * block_cols * rows) * eb, out_bytes, kFlagC);
+              hbm_c + (x.s.mb * p.tile_m * p.n + x.s.nb * block_cols * rows_of(x.s.mb)) * eb, x.out_bytes, kFlagC);
         ++c_dmas;
+        epi.reset();
     };
-    std::optional<Step> pending;
+    std::optional<Step> finished;  // a block whose epilogue is due
     if (p.double_buffer) load_step(0);
     for (std::uint64_t g = 0; g < total_steps; ++g) {
         Step s = step_at(g);
@@ -135,9 +155,13 @@ void emit_gemm(Emitter& e, const GemmParams& p) {
             if (std::uint64_t cols = cols_of(s.nb, j))
                 e.mpush(j, vreg(kWeightReg + j), static_cast<std::uint32_t>(depth), static_cast<std::uint32_t>(cols),
                         p.dtype);
-        e.annotate(pre + "matmul");
+        if (finished) {
+            start_epilogue(*finished);
+            finished.reset();
+        }
         for (std::uint64_t r = 0; r * 8 < rows; ++r) {
             std::uint64_t rr = std::min<std::uint64_t>(8, rows - r * 8);
+            e.annotate(ann_matmul);
             e.vld(0, vreg(r % kLhsRegs), vm_a[b] + r * 8 * depth * eb, rr * depth * eb);
             for (unsigned j = 0; j < p.mxus; ++j) {
                 std::uint64_t cols = cols_of(s.nb, j);
@@ -145,14 +169,21 @@ void emit_gemm(Emitter& e, const GemmParams& p) {
                 e.matmul(j, acc(j, static_cast<unsigned>((g / ksteps) % 2), r), vreg(r % kLhsRegs), static_cast<std::uint32_t>(rr),
                          static_cast<std::uint32_t>(cols), static_cast<std::uint32_t>(depth), p.dtype);
             }
+            // One epilogue group every other chunk, once the finished block's last matmuls
+            // (still queued when it started) have drained: a pop issued earlier would stall
+            // the in-order core and starve the MXUs.
+            if (epi && ++epi_chunks > kEpilogueDelayChunks && epi_chunks % 2 == 0 && !epilogue_group())
+                finish_epilogue();
         }
-        if (pending) {  // the previous block's epilogue, overlapped with this block's first step
-            epilogue(*pending);
-            pending.reset();
+        if (s.ks + 1 == ksteps) {
+            if (epi) finish_epilogue();  // before its accumulators are written again
+            finished = s;
         }
-        if (s.ks + 1 == ksteps) pending = s;
     }
-    if (pending) epilogue(*pending);
+    if (finished) {
+        start_epilogue(*finished);
+        finish_epilogue();
+    }
     e.annotate(pre + "wait_c");
     e.swait(kFlagC, Cond::Ge, c_dmas);
 }
