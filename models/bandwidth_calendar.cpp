@@ -9,55 +9,79 @@ constexpr double kEps = 1e-6;
 }
 
 BandwidthCalendar::BandwidthCalendar(double bytes_per_tick, Tick bucket)
-    : rate_(bytes_per_tick), bucket_(bucket ? bucket : 1), cap_(bytes_per_tick * static_cast<double>(bucket_)),
-      ring_(64, 0.0), mask_(63) {}
+    : rate_(bytes_per_tick), ring_(64), mask_(63) {
+    shift_ = 0;
+    while ((Tick(2) << shift_) <= bucket) ++shift_;
+    bucket_ = Tick(1) << shift_;
+    inv_bucket_ = 1.0 / static_cast<double>(bucket_);
+    inv_rate_ = 1.0 / rate_;
+    cap_ = rate_ * static_cast<double>(bucket_);
+}
 
-double& BandwidthCalendar::used(std::uint64_t b) {
+BandwidthCalendar::Bucket& BandwidthCalendar::slot(std::uint64_t b) {
     if (b - base_ >= ring_.size()) {  // grow (power of two), keeping live buckets in place
         std::size_t n = ring_.size();
         while (b - base_ >= n) n *= 2;
-        std::vector<double> bigger(n, 0.0);
+        std::vector<Bucket> bigger(n);
         for (std::uint64_t i = base_; i < end_; ++i) bigger[i & (n - 1)] = ring_[i & mask_];
         ring_.swap(bigger);
         mask_ = n - 1;
     }
     if (b >= end_) {
-        for (std::uint64_t i = end_; i <= b; ++i) ring_[i & mask_] = 0.0;
+        for (std::uint64_t i = end_; i <= b; ++i) ring_[i & mask_] = Bucket{0.0, i};
         end_ = b + 1;
     }
     return ring_[b & mask_];
 }
 
+// Streaming traffic fills buckets in long runs; a request landing in such a run jumps over
+// it along the skip pointers instead of walking it, and the walk is compressed for the next.
+std::uint64_t BandwidthCalendar::first_free(std::uint64_t b) {
+    std::uint64_t r = b;
+    while (r < end_) {
+        const Bucket& x = ring_[r & mask_];
+        if (!full(x)) break;
+        r = x.next > r ? x.next : r + 1;
+    }
+    for (std::uint64_t i = b; i < r && i < end_;) {
+        Bucket& x = ring_[i & mask_];
+        std::uint64_t nx = x.next > i ? x.next : i + 1;
+        x.next = r;
+        i = nx;
+    }
+    return r;
+}
+
 Tick BandwidthCalendar::reserve(Tick t, std::uint64_t bytes, Tick now) {
-    std::uint64_t now_b = now / bucket_;
-    if (now_b > base_) {  // forget the past: its ring slots are reused (and zeroed) as end_ moves on
+    std::uint64_t now_b = now >> shift_;
+    if (now_b > base_) {  // forget the past: its ring slots are reused (and reset) as end_ moves on
         base_ = now_b;
         if (end_ < base_) end_ = base_;
     }
-    if (full_until_ < base_) full_until_ = base_;
     bytes_ += bytes;
     if (bytes == 0) return t;
-    std::uint64_t b = std::max<std::uint64_t>(t / bucket_, base_);
-    if (b < full_until_) b = full_until_;  // skip the run of full buckets (streaming traffic)
+    std::uint64_t b = std::max<std::uint64_t>(t >> shift_, base_);
     double left = static_cast<double>(bytes);
-    for (;; ++b) {
-        double& u = used(b);
-        const Tick start = b * bucket_;
-        double room = cap_ - u;
+    for (;;) {
+        b = first_free(b);
+        Bucket& u = slot(b);
+        const Tick start = b << shift_;
+        double room = cap_ - u.used;
         // In the first bucket only the part after t is usable.
-        if (t > start) room = std::min(room, cap_ * static_cast<double>(start + bucket_ - t) / static_cast<double>(bucket_));
-        if (room > kEps) {
+        if (t > start) room = std::min(room, cap_ * static_cast<double>(start + bucket_ - t) * inv_bucket_);
+        if (room > 1e-6) {
             double take = std::min(room, left);
-            u += take;
+            u.used += take;
             left -= take;
         }
-        if (b == full_until_ && cap_ - u <= kEps) ++full_until_;
-        if (left <= kEps) {
+        if (full(u)) u.next = b + 1;
+        if (left <= 1e-6) {
             // The bucket fills front to back: the last byte moves at the fill level.
-            Tick end = start + static_cast<Tick>(u / cap_ * static_cast<double>(bucket_) + 0.5);
-            Tick own = t + static_cast<Tick>(static_cast<double>(bytes) / rate_ + 0.5);
+            Tick end = start + static_cast<Tick>(u.used * inv_rate_ + 0.5);
+            Tick own = t + static_cast<Tick>(static_cast<double>(bytes) * inv_rate_ + 0.5);
             return end > own ? end : own;
         }
+        ++b;
     }
 }
 

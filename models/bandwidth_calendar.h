@@ -17,7 +17,8 @@ namespace xpu {
 
 class BandwidthCalendar {
 public:
-    // bytes_per_tick: capacity per ps; bucket: bucket length in ps.
+    // bytes_per_tick: capacity per ps; bucket: bucket length in ps, rounded down to a power
+    // of two (so that finding a time's bucket is a shift on the hot path).
     BandwidthCalendar(double bytes_per_tick, Tick bucket);
     // Reserves `bytes`, none before `t`. Returns when the last byte has moved. `now` is the
     // kernel time: no request can arrive before it, so buckets older than it are recycled.
@@ -26,16 +27,24 @@ public:
     Tick busy() const { return static_cast<Tick>(static_cast<double>(bytes_) / rate_ + 0.5); }
 
 private:
-    double& used(std::uint64_t b);  // bucket b (absolute index), growing the ring as needed
+    struct Bucket {
+        double used = 0;          // bytes reserved
+        std::uint64_t next = 0;   // when full: a later bucket to look at first (skip pointer)
+    };
+    Bucket& slot(std::uint64_t b);            // bucket b (absolute index), growing the ring as needed
+    std::uint64_t first_free(std::uint64_t b);  // first bucket >= b with room (path-compressed)
+    bool full(const Bucket& x) const { return cap_ - x.used <= 1e-6; }
 
     double rate_;
+    unsigned shift_;                // bucket length = 1 << shift_ ps
     Tick bucket_;
+    double inv_bucket_;
+    double inv_rate_;
     double cap_;                    // bytes per bucket
-    std::vector<double> ring_;      // bytes reserved per bucket; bucket b lives at b & mask_
+    std::vector<Bucket> ring_;      // bucket b lives at b & mask_
     std::uint64_t mask_ = 0;
     std::uint64_t base_ = 0;        // oldest live bucket
     std::uint64_t end_ = 0;         // one past the newest bucket touched
-    std::uint64_t full_until_ = 0;  // every bucket in [base_, full_until_) is full
     std::uint64_t bytes_ = 0;
 };
 

@@ -13,6 +13,7 @@ HbmController::HbmController(const sc_core::sc_module_name& n, const HbmConfig& 
       channels_(cfg.channels ? cfg.channels : 1,
                 BandwidthCalendar(cfg.channel_bandwidth_gbps / 1000.0, cfg.bucket)) {
     port.register_b_transport(this, &HbmController::b_transport);
+    granule_service_ = transfer_ticks(cfg.interleave_bytes, cfg.channel_bandwidth_gbps);
     expose_target("port", port, true, false);
 }
 
@@ -30,9 +31,10 @@ void HbmController::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_t
     Tick accept = arrival, done = arrival;
     std::uint64_t off = addr - cfg_.base, end = off + len;
     while (off < end) {
-        std::uint64_t piece = std::min<std::uint64_t>(end, (off / gran + 1) * gran) - off;
-        std::size_t ch = (off / gran) % nch;
-        Tick service = transfer_ticks(piece, cfg_.channel_bandwidth_gbps);
+        const std::uint64_t granule = off / gran;
+        std::uint64_t piece = std::min<std::uint64_t>(end, (granule + 1) * gran) - off;
+        std::size_t ch = granule % nch;
+        Tick service = piece == gran ? granule_service_ : transfer_ticks(piece, cfg_.channel_bandwidth_gbps);
         Tick moved = channels_[ch].reserve(arrival, piece, now);
         // Queue full: more than queue_depth pieces ahead; the piece waits outside for room.
         Tick room = cfg_.queue_depth * service;

@@ -23,7 +23,7 @@ struct HbmConfig {
     unsigned channels = 32;
     double channel_bandwidth_gbps = 37.5;  // GB/s = bytes per ns
     Tick latency = 100'000;                // ps
-    unsigned interleave_bytes = 256;
+    unsigned interleave_bytes = 1024;
     unsigned queue_depth = 64;             // pieces per channel
     Tick bucket = 64'000;                  // calendar resolution, ps
 };
@@ -47,6 +47,7 @@ private:
     void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     HbmConfig cfg_;
     std::vector<BandwidthCalendar> channels_;
+    Tick granule_service_ = 0;       // transfer time of one full interleave granule
     std::uint64_t bytes_read_ = 0, bytes_written_ = 0, requests_ = 0;
     Tick backpressure_ = 0;          // total time requests waited for queue room
 };

@@ -39,7 +39,8 @@ void print_summary(std::ostream& os, const RunInputs& in, const RunResult& r) {
     os << "simulated  " << human_time(r.simulated_ns) << (r.completed ? "" : "  (INCOMPLETE: deadlock)") << "\n";
     os << "retired    " << r.instructions << " instructions\n";
     os << "host       " << std::setprecision(2) << r.instructions_per_second() / 1e6 << " M instructions/s ("
-       << std::setprecision(3) << r.wall_seconds << " s wall)\n";
+       << std::setprecision(3) << r.wall_seconds << " s wall, peak RSS " << human_bytes(static_cast<double>(r.peak_rss_bytes))
+       << ")\n";
     if (r.peak_flops_per_s > 0 && r.simulated_ns > 0) {
         double achieved = r.flops / (r.simulated_ns * 1e-9);
         os << "compute    " << std::setprecision(2) << achieved / 1e12 << " TFLOP/s of " << r.peak_flops_per_s / 1e12
@@ -86,6 +87,7 @@ void write_stats_json(const std::string& path, const RunInputs& in, const RunRes
     j.field("streams", r.streams);
     j.field("wall_seconds", r.wall_seconds);
     j.field("instructions_per_second", r.instructions_per_second());
+    j.field("peak_rss_bytes", r.peak_rss_bytes);
     j.begin_object("units");
     for (const auto& u : r.units) {
         j.begin_object(u.name.c_str());

@@ -1,6 +1,7 @@
 #include "platform/simulation.h"
 
 #include <chrono>
+#include <sys/resource.h>
 #include <sstream>
 
 #include "models/hbm_controller.h"
@@ -61,6 +62,8 @@ RunResult Simulation::run(const std::function<void(std::uint64_t, double)>& prog
         }
     }
     r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    struct rusage ru {};
+    if (getrusage(RUSAGE_SELF, &ru) == 0) r.peak_rss_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024;  // KiB on Linux
     r.simulated_ns = ticks_to_ns(now_ticks());
     r.instructions = retired();
     r.streams = trace_.streams().size();

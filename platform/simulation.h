@@ -26,6 +26,7 @@ struct RunResult {
     std::uint64_t instructions = 0;
     std::uint64_t streams = 0;
     double wall_seconds = 0;
+    std::uint64_t peak_rss_bytes = 0;  // of the whole process, at the end of the run
     std::vector<UnitFigure> units;
     std::uint64_t hbm_bytes_read = 0, hbm_bytes_written = 0;
     double hbm_peak_gbps = 0;

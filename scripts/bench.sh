@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Speed and memory of the simulator (targets: >= 5 M instructions/s simulated; peak RSS that
+# does not grow with trace length) and of the trace generator (>= 20 M instructions/s).
+# Builds Release, generates a ~11 M and a ~45 M instruction GEMM trace, runs sim_main
+# BENCH_RUNS times (default 5) on each and reports medians (the machines are shared and noisy:
+# medians and ratios, never single timings). Progress goes to stderr.
+# Usage: scripts/bench.sh        env: BENCH_RUNS, BENCH_DIR (scratch folder, default mktemp)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+export XPU_BUILD_DIR="${XPU_BUILD_DIR:-$root/build}"
+"$root/scripts/build.sh" -DXPU_BUILD_TESTS=OFF
+bin="$XPU_BUILD_DIR"
+runs="${BENCH_RUNS:-5}"
+scratch="${BENCH_DIR:-$(mktemp -d)}"
+trap '[ -z "${BENCH_DIR:-}" ] && rm -rf "$scratch"' EXIT
+py=/usr/bin/python3
+
+median() { "$py" -c 'import sys,statistics; v=[float(x) for x in sys.argv[1:]]; print(statistics.median(v))' "$@"; }
+stat() { "$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+
+declare -A shape=([10M]="--m 16384 --n 8192 --k 8192" [40M]="--m 32768 --n 16384 --k 8192")
+declare -A rss
+for size in 10M 40M; do
+    trace="$scratch/gemm-$size.bin"
+    echo "bench: generating the $size-instruction trace" >&2
+    t0=$(date +%s.%N)
+    # shellcheck disable=SC2086
+    instrs=$("$bin/traces/xpu_tracegen" gemm ${shape[$size]} -o "$trace" | awk '/instructions/ {print $(NF-1)}')
+    t1=$(date +%s.%N)
+    gen_rate=$("$py" -c "print($instrs / ($t1 - $t0) / 1e6)")
+    speeds=(); rsses=()
+    for i in $(seq "$runs"); do
+        echo "bench: sim_main on $size, run $i of $runs" >&2
+        "$bin/platform/sim_main" --quiet --platform "$root/configs/xpu.yaml" --trace "$trace" --out "$scratch/out"
+        speeds+=("$(stat "$scratch/out/stats.json" instructions_per_second)")
+        rsses+=("$(stat "$scratch/out/stats.json" peak_rss_bytes)")
+    done
+    med=$(median "${speeds[@]}")
+    rss[$size]=$(median "${rsses[@]}")
+    printf 'sim_main  %s trace (%s instructions): median %.2f M instructions/s over %d runs (min %.2f, max %.2f), peak RSS %.1f MiB\n' \
+        "$size" "$instrs" "$("$py" -c "print($med/1e6)")" "$runs" \
+        "$("$py" -c "print(min(${speeds[*]/%/,})/1e6)")" "$("$py" -c "print(max(${speeds[*]/%/,})/1e6)")" \
+        "$("$py" -c "print(${rss[$size]}/1048576)")"
+    printf 'tracegen  %s trace: %.1f M instructions/s written (one run, includes process start)\n' "$size" "$gen_rate"
+    rm -f "$trace"
+done
+printf 'memory    peak RSS 40M / 10M = %.3f (1.0 = flat: memory does not grow with trace length)\n' \
+    "$("$py" -c "print(${rss[40M]} / ${rss[10M]})")"
