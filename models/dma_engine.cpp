@@ -11,6 +11,7 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& n, const DmaEngineConfig& cf
     : XpuModule(n), cmd("cmd"), mem("mem"), flags("flags"), cfg_(cfg), done_peq_("done_peq"), mem_accept_(*new MemAccept) {
     cmd.register_b_transport(this, &DmaEngine::b_transport);
     expose_target("cmd", cmd, false);
+    started_.assign(cfg_.queue_depth ? cfg_.queue_depth : 1, 0);
     expose_initiator("mem", mem, false);
     expose_initiator("flags", flags, false, false);
     mem_gp_.set_extension(&mem_accept_);
@@ -46,13 +47,16 @@ void DmaEngine::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
         gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
         return;
     }
-    Tick accept = c->issue;
-    if (queue_.size() >= cfg_.queue_depth) {  // back-pressure: the core waits for room
+    // Back-pressure: descriptor n enters once descriptor n - queue_depth has left the queue
+    // (started). The engine thread may not have dequeued it yet: then the core waits for it.
+    if (queue_.size() >= cfg_.queue_depth) {
         wait(until(c->issue));
         while (queue_.size() >= cfg_.queue_depth) wait(space_);
-        accept = now_ticks();
-        queue_wait_ += accept - c->issue;
     }
+    Tick accept = c->issue;
+    if (accepted_ >= cfg_.queue_depth) accept = max_tick(accept, started_[accepted_ % cfg_.queue_depth]);
+    queue_wait_ += accept - c->issue;
+    ++accepted_;
     Descriptor d;
     d.in = in;
     d.index = c->index;
@@ -96,6 +100,7 @@ void DmaEngine::engine() {
         space_.notify();
         Tick t = max_tick(d.accept, engine_free_) + cfg_.setup_latency * cfg_.cycle;
         d.start = t;
+        started_[dequeued_++ % cfg_.queue_depth] = max_tick(d.accept, engine_free_);  // its slot frees
         Tick last = t;
         std::uint64_t src = cfg_.space_base[static_cast<unsigned>(d.in.mem_src.space)] + d.in.mem_src.addr;
         std::uint64_t dst = cfg_.space_base[static_cast<unsigned>(d.in.mem_dst.space)] + d.in.mem_dst.addr;

@@ -64,6 +64,9 @@ private:
 
     DmaEngineConfig cfg_;
     std::deque<Descriptor> queue_;
+    std::vector<Tick> started_;      // start times of the last queue_depth descriptors (ring)
+    std::uint64_t accepted_ = 0;     // descriptors accepted so far
+    std::uint64_t dequeued_ = 0;     // descriptors the engine has started
     sc_core::sc_event work_, space_;
     std::deque<Tick> inflight_;  // completion times of chunks in flight
     Tick engine_free_ = 0;

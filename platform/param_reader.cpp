@@ -200,7 +200,8 @@ void ParamReader::finish() {
         std::string known;
         for (const auto& s : seen_) known += (known.empty() ? "" : ", ") + s;
         std::string p = path_.empty() ? k : path_ + "." + k;
-        if (src_) src_->fail(it->first, p, "unknown key (known here: " + known + ")");
+        // The key's own position, unless a --set put it there (then name the argument).
+        if (src_) src_->fail(src_->from_set(it->second) ? it->second : it->first, p, "unknown key (known here: " + known + ")");
         throw ConfigError(p + ": unknown key (known here: " + known + ")");
     }
 }

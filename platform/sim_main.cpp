@@ -70,6 +70,8 @@ int sc_main(int argc, char* argv[]) {
         return kOk;
     }
     bool quiet = vm.count("quiet") > 0;
+    std::string stats_path = (std::filesystem::path(out_dir) / "stats.json").string();
+    if (!vm.count("dump-config")) std::remove(stats_path.c_str());  // a stale result must not outlive a failed run
     if (platform_file.empty()) return fail(kUsage, "--platform FILE is required (see --help)");
 
     PlatformConfig cfg;
@@ -89,8 +91,6 @@ int sc_main(int argc, char* argv[]) {
     } catch (const std::exception& e) {
         return fail(kOutput, out_dir + ": cannot create the output folder: " + e.what());
     }
-    std::string stats_path = (std::filesystem::path(out_dir) / "stats.json").string();
-    std::remove(stats_path.c_str());  // an old complete-looking file must not outlive a failed run
 
     std::unique_ptr<Simulation> sim;
     RunResult result;

@@ -22,6 +22,12 @@ YamlSource YamlSource::load(const std::string& file) {
     return s;
 }
 
+bool YamlSource::from_set(const YAML::Node& n) const {
+    for (const auto& sn : set_nodes_)
+        if (sn.first.is(n)) return true;
+    return false;
+}
+
 std::string YamlSource::where(const YAML::Node& n) const {
     for (const auto& [node, arg] : set_nodes_)
         if (node.is(n)) return "--set '" + arg + "'";

@@ -25,6 +25,8 @@ public:
     // "file:line:col" for a node of the document, or "--set 'a.b=c'" for one that came from
     // the command line.
     std::string where(const YAML::Node& n) const;
+    // True when the node's value came from a --set argument.
+    bool from_set(const YAML::Node& n) const;
     [[noreturn]] void fail(const YAML::Node& n, const std::string& path, const std::string& what) const;
 
 private:

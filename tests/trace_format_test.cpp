@@ -10,6 +10,7 @@
 #include <iterator>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "models/instruction.h"
@@ -616,6 +617,30 @@ TEST_F(TraceTest, ReadersOfDifferentStreamsAreIndependent) {
     }
     EXPECT_EQ(ia, want[0].size());
     EXPECT_EQ(ib, want[1].size());
+}
+
+TEST_F(TraceTest, StreamsReadConcurrentlyFromThreads) {
+    const std::string path = file("t.bin");
+    constexpr std::size_t kStreams = 4;
+    std::mt19937_64 rng(11);
+    std::vector<std::vector<Instruction>> want(kStreams);
+    {
+        TraceWriter w(path);
+        for (std::uint16_t c = 0; c < kStreams; ++c) w.add_stream(0, c);
+        for (int i = 0; i < 100000; ++i) {
+            const std::size_t s = rng() % kStreams;
+            want[s].push_back(random_instruction(rng, 0));
+            w.append(s, want[s].back());
+        }
+        w.close();
+    }
+    const TraceFile tf = TraceFile::open(path);  // shared, read-only
+    std::vector<std::vector<Instruction>> got(kStreams);
+    std::vector<std::thread> threads;
+    for (std::size_t s = 0; s < kStreams; ++s)
+        threads.emplace_back([&, s] { got[s] = read_stream(tf, s, 333); });
+    for (auto& t : threads) t.join();
+    for (std::size_t s = 0; s < kStreams; ++s) EXPECT_TRUE(got[s] == want[s]) << "stream " << s;
 }
 
 TEST_F(TraceTest, WriterLeavesNoFileWithoutClose) {

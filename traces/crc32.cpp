@@ -108,7 +108,12 @@ __attribute__((target("pclmul,sse4.1"))) std::uint32_t update_clmul(std::uint32_
     return static_cast<std::uint32_t>(_mm_extract_epi32(x1, 1));
 }
 
-const bool kHaveClmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+// Zero (false, so the table path) until initialised: safe even if another translation unit's
+// static initialiser checksums something first.
+const bool kHaveClmul = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+}();
 #endif
 
 }  // namespace
