@@ -1,7 +1,11 @@
-// Busy time of a unit as the union of its occupancy intervals.
-// Intervals must arrive with non-decreasing start times (true for every in-order pipeline
-// here); overlapping or touching intervals merge, so nothing is counted twice.
+// Busy time of a unit as the union of its occupancy intervals: overlapping or touching
+// intervals merge, so nothing is counted twice. Intervals may arrive in any order (a vector
+// unit's pipelines start ops side by side); settle(t) tells the tracker that no interval will
+// start before t any more, so the merged ones that end before t can be folded into a total,
+// which keeps the open set small.
 #pragma once
+
+#include <map>
 
 #include "models/instruction.h"
 
@@ -10,14 +14,12 @@ namespace xpu {
 class BusyTracker {
 public:
     void add(Tick start, Tick end);
-    // Busy time so far, including the interval still open.
-    Tick total() const { return closed_ + (cur_end_ - cur_start_); }
-    Tick last_end() const { return cur_end_; }
+    void settle(Tick watermark);
+    Tick total() const;
 
 private:
+    std::map<Tick, Tick> open_;  // disjoint merged intervals: start -> end
     Tick closed_ = 0;
-    Tick cur_start_ = 0;
-    Tick cur_end_ = 0;
 };
 
 }  // namespace xpu

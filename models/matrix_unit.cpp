@@ -77,7 +77,8 @@ void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
     }
     queue_.started(start);
     if (in.op == Opcode::MatMul) last_start_ = start;
-    busy_.add(start, occupied_until);
+    busy_.add(start, occupied_until);  // weight, LHS and result paths interleave
+    busy_.settle(accept);              // later instructions are accepted no earlier
     c->accept = accept;
     c->start = start;
     c->operands_read = occupied_until;

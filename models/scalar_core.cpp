@@ -128,7 +128,10 @@ void ScalarCore::execute(const Instruction& in) {
         recorder_->on_instruction(ev);
     }
     // Temporal decoupling: never lead the kernel by more than one quantum.
-    if (issue > now_ticks() + cfg_.quantum) wait(until(issue));
+    if (issue > kernel_now_ + cfg_.quantum) {
+        wait(until(issue));
+        kernel_now_ = now_ticks();
+    }
 }
 
 Tick ScalarCore::dispatch_to_unit(FamilySocket& fam, const char* fam_name, const Instruction& in,
@@ -145,8 +148,9 @@ Tick ScalarCore::dispatch_to_unit(FamilySocket& fam, const char* fam_name, const
     cmd_.accept = cmd_.start = cmd_.operands_read = cmd_.complete = t;
     cmd_.error = nullptr;
     unit_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    sc_core::sc_time delay = until(t);
+    sc_core::sc_time delay = to_sc(t > kernel_now_ ? t - kernel_now_ : 0);
     fam[in.unit]->b_transport(unit_gp_, delay);
+    if (unit_kind(in.op) == UnitKind::Dma) kernel_now_ = now_ticks();  // a full DMA queue waits
     if (unit_gp_.is_response_error())
         fail(cmd_.error ? cmd_.error : "the unit rejected the instruction", in);
     complete = cmd_.complete;
@@ -179,6 +183,7 @@ Tick ScalarCore::sync_op(const Instruction& in, Tick t) {
     blocked_ = nullptr;
     if (flag_gp_.is_response_error()) fail("flag id out of range for " + std::string(flags.get_base_port().name()), in);
     Tick after = now_ticks();
+    kernel_now_ = after;
     sync_wait_ += after - before;
     return after;
 }

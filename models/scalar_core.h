@@ -105,6 +105,7 @@ private:
     SlotPacer fetch_, issue_;
     QueueSlots iqueue_;
     Tick last_complete_ = 0;
+    Tick kernel_now_ = 0;  // sc_time_stamp(), refreshed whenever this thread may have waited
     BusyTracker busy_;
 
     std::uint64_t index_ = 0;

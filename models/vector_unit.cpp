@@ -66,8 +66,9 @@ void VectorUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
             gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
             return;
     }
-    // In order out of the queue, then wait for the pipeline.
-    Tick start = max_tick(max_tick(accept, last_start_), pipe_free_[pipe]);
+    // Each pipeline takes its ops in order (a VLIW machine issues its load, store and ALU
+    // slots independently; the core's scoreboard orders dependent ops).
+    Tick start = max_tick(accept, pipe_free_[pipe]);
     Tick complete = start + occupancy + latency;
     if (pipe == kLdSt) {
         if (!mem.get_base_port().size() || !in.has(kBytes)) {
@@ -88,10 +89,10 @@ void VectorUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
         elements_ += elems;
     }
     queue_.started(start);
-    last_start_ = start;
     pipe_free_[pipe] = start + occupancy;
     pipe_busy_[pipe] += occupancy;
-    busy_.add(start, start + occupancy);
+    busy_.add(start, start + occupancy);  // pipes interleave: any order
+    busy_.settle(accept);                 // later ops are accepted (so start) no earlier
     ++ops_;
 
     c->accept = accept;

@@ -2,7 +2,7 @@
 // separate pipelines for elementwise ALU ops, transcendentals, cross-lane ops (reduce,
 // permute) and VMEM loads/stores. Each op is one timed event: it occupies its pipeline for
 // (vector registers it touches) x (cycles per register) and its result appears `latency`
-// cycles later. Loads and stores are TLM transactions to VMEM on the `mem` socket.
+// cycles later. Each pipeline is in order; different pipelines run side by side. Loads and stores are TLM transactions to VMEM on the `mem` socket.
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>
@@ -45,7 +45,6 @@ private:
 
     VectorUnitConfig cfg_;
     QueueSlots queue_;
-    Tick last_start_ = 0;
     Tick pipe_free_[kPipes] = {};
     Tick pipe_busy_[kPipes] = {};
     BusyTracker busy_;

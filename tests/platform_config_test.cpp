@@ -75,12 +75,12 @@ void write_text(const std::string& path, const std::string& text) {
 
 TEST(PlatformConfig, DefaultPlatformLoadsAndItsDumpRoundTrips) {
     PlatformConfig cfg = load_platform(source_path("configs/xpu.yaml"));
-    EXPECT_EQ(cfg.name, "xpu-v4-class-1core");
+    EXPECT_EQ(cfg.name, "xpu-v4-class-megacore");
     EXPECT_DOUBLE_EQ(cfg.clock_ghz, 1.05);
     EXPECT_EQ(cfg.chips, 1u);
-    EXPECT_EQ(cfg.modules.size(), 15u);
+    EXPECT_EQ(cfg.modules.size(), 19u);
     EXPECT_EQ(cfg.address_map.size(), 2u);
-    EXPECT_EQ(cfg.bindings.size(), 22u);
+    EXPECT_EQ(cfg.bindings.size(), 26u);
 
     std::string dump = dump_config(cfg);
     EXPECT_TRUE(starts_with(dump, "# effective configuration of " + source_path("configs/xpu.yaml") + "\n"));
@@ -321,13 +321,13 @@ TEST(PlatformVariant, TwoVectorUnitsElaborateAndTheSecondRuns) {
     EXPECT_EQ(vpu0->busy_ns, 0.0);
     // Four 256x256 MXUs at 1.05 GHz (a clock period of whole picoseconds: 952 ps).
     ASSERT_EQ(cycle_ticks(cfg.clock_ghz), Tick(952));
-    EXPECT_DOUBLE_EQ(r.peak_flops_per_s, 4 * 2.0 * 256 * 256 * 1e12 / 952);
+    EXPECT_DOUBLE_EQ(r.peak_flops_per_s, 8 * 2.0 * 256 * 256 * 1e12 / 952);
 }
 
 TEST(PlatformRun, InstructionForAUnitThatIsNotBoundIsAReportedError) {
-    std::string trace = write_trace("mxu7.bin", [](gen::Emitter& e) {
+    std::string trace = write_trace("mxu9.bin", [](gen::Emitter& e) {
         e.salu(gen::sreg(1), gen::sreg(2));
-        e.matmul(7, gen::mreg(0), gen::vreg(1), 8, 128, 128, DType::Bf16);
+        e.matmul(9, gen::mreg(0), gen::vreg(1), 8, 128, 128, DType::Bf16);
     });
     PlatformConfig cfg = load_platform(source_path("configs/xpu.yaml"));
     Simulation sim(cfg, trace);
@@ -338,6 +338,6 @@ TEST(PlatformRun, InstructionForAUnitThatIsNotBoundIsAReportedError) {
         std::string msg = e.get_msg();
         EXPECT_STREQ(e.get_msg_type(), "xpusim/run");
         EXPECT_TRUE(contains(msg, "xpu.chip0.core0.scalar: chip 0 core 0, instruction 1 (matmul"));
-        EXPECT_TRUE(contains(msg, "unit mxu[7] does not exist (this core has 4 bound to its mxu socket)"));
+        EXPECT_TRUE(contains(msg, "unit mxu[9] does not exist (this core has 8 bound to its mxu socket)"));
     }
 }

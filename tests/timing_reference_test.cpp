@@ -57,7 +57,12 @@ TEST(TimingReference, ComputeBoundGemmWithinFivePercentOfMatrixPeak) {
     p.m = p.n = p.k = 4096;
     auto run = simulate(gemm_trace("gemm.bin", p), {}, "configs/xpu.yaml", false);
     const double flops = static_cast<double>(gen::gemm_expected(p).flops);
-    const double mxus = 4, rows = 128, cols = 128;
+    // configs/xpu.yaml: 8 MXUs of 128 x 128 (checked here, so the bound cannot drift silently).
+    const double mxus = 8, rows = 128, cols = 128;
+    std::size_t mxu_modules = 0;
+    for (const auto& m : run->cfg.modules) mxu_modules += m.type == "MatrixUnit";
+    ASSERT_EQ(mxu_modules, 8u);
+    ASSERT_EQ(p.mxus, 8u);
     const double peak_per_ns = mxus * 2 * rows * cols * 1000.0 / static_cast<double>(cycle_of(*run));
     const double bound_ns = flops / peak_per_ns;
     ASSERT_TRUE(run->result.completed);
@@ -180,6 +185,7 @@ TEST(TimingReference, SyncWaitNeverCompletesBeforeItsConditionHolds) {
     p.m = 1024;
     p.n = 512;
     p.k = 1024;
+    p.tile_m = 256;  // 4 row blocks x 8 K steps: many DMA waits and C write-backs
     auto run = simulate(gemm_trace("gemm-sync.bin", p));
     std::size_t waits = 0;
     for (const auto& i : run->rec.instructions) {

@@ -22,8 +22,8 @@ namespace xpu::gen {
 struct GemmParams {
     std::uint64_t m = 1024, n = 1024, k = 1024;
     DType dtype = DType::Bf16;
-    unsigned tile_m = 512;
-    unsigned mxus = 4;
+    unsigned tile_m = 1024;
+    unsigned mxus = 8;               // configs/xpu.yaml's megacore has 8
     unsigned dim = 128;
     bool double_buffer = true;
     unsigned dma_engines = 4;

@@ -1,5 +1,5 @@
 // xpu_tracegen: generate instruction traces of ML workloads, lowered as a compiler would.
-//   xpu_tracegen gemm --m M --n N --k K [--dtype bf16|f32|int8] [--tile-m 512] [--mxus 4]
+//   xpu_tracegen gemm --m M --n N --k K [--dtype bf16|f32|int8] [--tile-m 1024] [--mxus 8]
 //                     [--double-buffer | --no-double-buffer] -o g.bin
 // Exit codes: 0 ok, 1 cannot write the output, 2 usage.
 #include <iostream>
@@ -28,8 +28,8 @@ int gemm_cmd(const std::vector<std::string>& args) {
         ("n", po::value(&p.n)->required(), "columns of B and C")
         ("k", po::value(&p.k)->required(), "columns of A, rows of B")
         ("dtype", po::value(&dtype), "bf16 (default), f32 or int8")
-        ("tile-m", po::value(&p.tile_m), "rows of A per block (multiple of 8, default 512)")
-        ("mxus", po::value(&p.mxus), "matrix units used (1..4, default 4)")
+        ("tile-m", po::value(&p.tile_m), "rows of A per block (multiple of 8, default 1024)")
+        ("mxus", po::value(&p.mxus), "matrix units used (1..8, default 8 as in configs/xpu.yaml)")
         ("double-buffer", "prefetch the next step's tiles (default)")
         ("no-double-buffer", "load each step's tiles just before use")
         ("output,o", po::value(&out)->required(), "output trace (.bin)")
@@ -52,7 +52,7 @@ int gemm_cmd(const std::vector<std::string>& args) {
     if (vm.count("no-double-buffer")) p.double_buffer = false;
     if (p.m == 0 || p.n == 0 || p.k == 0) return usage("--m, --n and --k must be > 0");
     if (p.tile_m == 0 || p.tile_m % 8) return usage("--tile-m must be a positive multiple of 8");
-    if (p.mxus < 1 || p.mxus > 4) return usage("--mxus must be 1..4");
+    if (p.mxus < 1 || p.mxus > 8) return usage("--mxus must be 1..8");
     try {
         trace::TraceWriter w(out);
         std::size_t s = w.add_stream(0, 0);
