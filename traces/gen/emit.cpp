@@ -32,6 +32,22 @@ void Emitter::dma(unsigned engine, Space ss, std::uint64_t src, Space ds, std::u
     put(in);
 }
 
+void Emitter::dma_remote(unsigned engine, Space ss, std::uint64_t src, std::uint16_t dst_chip, Space ds,
+                         std::uint64_t dst, std::uint64_t bytes, std::uint16_t flag) {
+    Instruction in = base(Opcode::Dma, engine);
+    in.mem_src = {ss, kLocalChip, src};
+    in.mem_dst = {ds, dst_chip, dst};
+    in.bytes = bytes;
+    in.flag = flag;
+    in.set(kMemSrc);
+    in.set(kMemDst);
+    in.set(kBytes);
+    in.set(kFlag);
+    if (ss == Space::Hbm) from_hbm_ += bytes;  // read locally
+    remote_ += bytes;
+    put(in);
+}
+
 void Emitter::swait(std::uint16_t flag, Cond c, std::int64_t v) {
     Instruction in = base(Opcode::SWait, 0);
     in.flag = flag;
@@ -81,6 +97,19 @@ void Emitter::vop(Opcode op, unsigned unit, std::uint8_t d, std::uint8_t s0, std
     in.count = elements;
     in.set(kDst);
     in.set(kSrc0);
+    in.set(kCount);
+    put(in);
+}
+
+void Emitter::vop2(Opcode op, unsigned unit, std::uint8_t d, std::uint8_t s0, std::uint8_t s1, std::uint32_t elements) {
+    Instruction in = base(op, unit);
+    in.dst = d;
+    in.src[0] = s0;
+    in.src[1] = s1;
+    in.count = elements;
+    in.set(kDst);
+    in.set(kSrc0);
+    in.set(kSrc1);
     in.set(kCount);
     put(in);
 }

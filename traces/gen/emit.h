@@ -26,11 +26,15 @@ public:
 
     void dma(unsigned engine, Space src_space, std::uint64_t src, Space dst_space, std::uint64_t dst,
              std::uint64_t bytes, std::uint16_t flag);
+    // A DMA from this chip to memory of chip `dst_chip`; the flag is raised on that chip.
+    void dma_remote(unsigned engine, Space src_space, std::uint64_t src, std::uint16_t dst_chip, Space dst_space,
+                    std::uint64_t dst, std::uint64_t bytes, std::uint16_t flag);
     void swait(std::uint16_t flag, Cond c, std::int64_t v);
     void sset(std::uint16_t flag, std::int64_t v);
     void vld(unsigned unit, std::uint8_t d, std::uint64_t vmem_addr, std::uint64_t bytes);
     void vst(unsigned unit, std::uint8_t s, std::uint64_t vmem_addr, std::uint64_t bytes);
     void vop(Opcode op, unsigned unit, std::uint8_t d, std::uint8_t s0, std::uint32_t elements);
+    void vop2(Opcode op, unsigned unit, std::uint8_t d, std::uint8_t s0, std::uint8_t s1, std::uint32_t elements);
     void mpush(unsigned mxu, std::uint8_t s, std::uint32_t k, std::uint32_t n, DType dt);
     void matmul(unsigned mxu, std::uint8_t d, std::uint8_t s, std::uint32_t m, std::uint32_t n, std::uint32_t k, DType dt);
     void mpop(unsigned mxu, std::uint8_t d, std::uint8_t s, std::uint32_t m, std::uint32_t n);
@@ -41,6 +45,7 @@ public:
     std::uint64_t flops() const { return flops_; }
     std::uint64_t dma_bytes_from_hbm() const { return from_hbm_; }
     std::uint64_t dma_bytes_to_hbm() const { return to_hbm_; }
+    std::uint64_t dma_bytes_remote() const { return remote_; }
 
 private:
     Instruction base(Opcode op, unsigned unit);
@@ -48,7 +53,7 @@ private:
     trace::TraceWriter& w_;
     std::size_t stream_;
     std::uint32_t ann_ = 0;
-    std::uint64_t count_ = 0, flops_ = 0, from_hbm_ = 0, to_hbm_ = 0;
+    std::uint64_t count_ = 0, flops_ = 0, from_hbm_ = 0, to_hbm_ = 0, remote_ = 0;
 };
 
 }  // namespace xpu::gen

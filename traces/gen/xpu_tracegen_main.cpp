@@ -1,12 +1,22 @@
-// xpu_tracegen: generate instruction traces of ML workloads, lowered as a compiler would.
+// xpu_tracegen: instruction traces of ML workloads, lowered as an XLA-style compiler would
+// (docs/tracegen.md). Every command prints what it generated and writes a deterministic file.
 //   xpu_tracegen gemm --m M --n N --k K [--dtype bf16|f32|int8] [--tile-m 1024] [--mxus 8]
-//                     [--double-buffer | --no-double-buffer] -o g.bin
-// Exit codes: 0 ok, 1 cannot write the output, 2 usage.
+//                     [--double-buffer | --no-double-buffer] [planted options] -o g.bin
+//   xpu_tracegen transformer --model llama2-7b|llama2-13b|llama2-70b|custom
+//                     [--hidden --heads --kv-heads --ffn --layers] --phase prefill|decode
+//                     --batch B --seq S [--layers L] [--tp N] [planted options] -o t.bin
+//   xpu_tracegen collective --op all-gather|reduce-scatter|all-reduce --chips N --bytes S
+//                     --algo ring|bidir-ring|torus2d [--dims XxY] [--chunks C]
+//                     [--serial-collective] -o c.bin
+// Planted inefficiencies (gemm, transformer): --late-dma --no-double-buffer --false-dep --bad-order.
+// Exit codes: 0 ok, 1 cannot generate or write the output, 2 usage.
 #include <iostream>
 
 #include <boost/program_options.hpp>
 
+#include "traces/gen/collective.h"
 #include "traces/gen/gemm.h"
+#include "traces/gen/transformer.h"
 #include "traces/trace_writer.h"
 
 namespace po = boost::program_options;
@@ -19,56 +29,194 @@ int usage(const std::string& msg) {
     return 2;
 }
 
-int gemm_cmd(const std::vector<std::string>& args) {
-    gen::GemmParams p;
+// Options every lowering shares: data type, tiling, and the planted inefficiencies.
+struct Common {
     std::string out, dtype = "bf16";
-    po::options_description o("xpu_tracegen gemm: tiled matmul C[MxN] = A[MxK] B[KxN]");
-    o.add_options()
-        ("m", po::value(&p.m)->required(), "rows of A and C")
-        ("n", po::value(&p.n)->required(), "columns of B and C")
-        ("k", po::value(&p.k)->required(), "columns of A, rows of B")
-        ("dtype", po::value(&dtype), "bf16 (default), f32 or int8")
-        ("tile-m", po::value(&p.tile_m), "rows of A per block (multiple of 8, default 1024)")
-        ("mxus", po::value(&p.mxus), "matrix units used (1..8, default 8 as in configs/xpu.yaml)")
-        ("double-buffer", "prefetch the next step's tiles (default)")
-        ("no-double-buffer", "load each step's tiles just before use")
-        ("output,o", po::value(&out)->required(), "output trace (.bin)")
-        ("help,h", "this help");
-    po::variables_map vm;
+    gen::TileConfig tiles;
+    void add(po::options_description& o, bool planted) {
+        o.add_options()
+            ("dtype", po::value(&dtype), "bf16 (default), f32 or int8")
+            ("tile-m", po::value(&tiles.tile_m), "rows of A per block (multiple of 8, default 1024)")
+            ("mxus", po::value(&tiles.mxus), "matrix units used (1..8, default 8 as in configs/xpu.yaml)")
+            ("output,o", po::value(&out)->required(), "output trace (.bin)")
+            ("help,h", "this help");
+        if (planted)
+            o.add_options()
+                ("double-buffer", "prefetch tiles ahead of use (default)")
+                ("no-double-buffer", "planted: load each step's tiles just before use")
+                ("late-dma", "planted: load the weight tiles just before their use instead of prefetching them")
+                ("false-dep", "planted: wait for every result write-back although nothing reads it")
+                ("bad-order", "planted: emit each block's epilogue behind a wait for data it does not need");
+    }
+    // Returns an error message, or "" when the values are good.
+    std::string finish(const po::variables_map& vm) {
+        auto dt = dtype_from_name(dtype);
+        if (!dt || (*dt != DType::Bf16 && *dt != DType::F32 && *dt != DType::Int8))
+            return "--dtype: expected bf16, f32 or int8, got '" + dtype + "'";
+        tiles.dtype = *dt;
+        if (tiles.tile_m == 0 || tiles.tile_m % 8) return "--tile-m must be a positive multiple of 8";
+        if (tiles.mxus < 1 || tiles.mxus > 8) return "--mxus must be 1..8";
+        if (vm.count("no-double-buffer")) tiles.prefetch = false;
+        tiles.late_dma = vm.count("late-dma") > 0;
+        tiles.false_dep = vm.count("false-dep") > 0;
+        tiles.bad_order = vm.count("bad-order") > 0;
+        return "";
+    }
+};
+
+bool parse(const std::vector<std::string>& args, po::options_description& o, po::variables_map& vm, int& rc) {
     try {
         po::store(po::command_line_parser(args).options(o).run(), vm);
         if (vm.count("help")) {
             std::cout << o;
-            return 0;
+            rc = 0;
+            return false;
         }
         po::notify(vm);
     } catch (const po::error& e) {
-        return usage(e.what());
+        rc = usage(e.what());
+        return false;
     }
-    auto dt = dtype_from_name(dtype);
-    if (!dt || (*dt != DType::Bf16 && *dt != DType::F32 && *dt != DType::Int8))
-        return usage("--dtype: expected bf16, f32 or int8, got '" + dtype + "'");
-    p.dtype = *dt;
-    if (vm.count("no-double-buffer")) p.double_buffer = false;
+    return true;
+}
+
+int write_failed(const std::exception& ex) {
+    std::cerr << "xpu_tracegen: " << ex.what() << "\n";
+    return 1;
+}
+
+int gemm_cmd(const std::vector<std::string>& args) {
+    gen::GemmParams p;
+    Common c;
+    po::options_description o("xpu_tracegen gemm: tiled matmul C[MxN] = A[MxK] B[KxN]");
+    o.add_options()("m", po::value(&p.m)->required(), "rows of A and C")("n", po::value(&p.n)->required(),
+                                                                            "columns of B and C")(
+        "k", po::value(&p.k)->required(), "columns of A, rows of B");
+    c.add(o, true);
+    po::variables_map vm;
+    int rc = 0;
+    if (!parse(args, o, vm, rc)) return rc;
+    if (std::string err = c.finish(vm); !err.empty()) return usage(err);
     if (p.m == 0 || p.n == 0 || p.k == 0) return usage("--m, --n and --k must be > 0");
-    if (p.tile_m == 0 || p.tile_m % 8) return usage("--tile-m must be a positive multiple of 8");
-    if (p.mxus < 1 || p.mxus > 8) return usage("--mxus must be 1..8");
+    p.dtype = c.tiles.dtype;
+    p.tile_m = c.tiles.tile_m;
+    p.mxus = c.tiles.mxus;
+    p.double_buffer = c.tiles.prefetch;
+    p.late_dma = c.tiles.late_dma;
+    p.false_dep = c.tiles.false_dep;
+    p.bad_order = c.tiles.bad_order;
     try {
-        trace::TraceWriter w(out);
-        std::size_t s = w.add_stream(0, 0);
-        gen::Emitter e(w, s);
+        trace::TraceWriter w(c.out);
+        gen::Emitter e(w, w.add_stream(0, 0));
         gen::emit_gemm(e, p);
         e.halt();
         w.close();
-        auto x = gen::gemm_expected(p);
-        std::cout << "wrote " << out << ": gemm " << p.m << "x" << p.n << "x" << p.k << " " << dtype_name(p.dtype)
+        std::cout << "wrote " << c.out << ": gemm " << p.m << "x" << p.n << "x" << p.k << " " << dtype_name(p.dtype)
                   << (p.double_buffer ? " double-buffered" : " single-buffered") << "\n"
                   << "  stream chip 0 core 0: " << e.instructions() << " instructions\n"
-                  << "  FLOPs " << e.flops() << " (analytic " << x.flops << ")\n"
+                  << "  FLOPs " << e.flops() << "\n"
                   << "  HBM bytes read " << e.dma_bytes_from_hbm() << ", written " << e.dma_bytes_to_hbm() << "\n";
     } catch (const std::exception& ex) {
-        std::cerr << "xpu_tracegen: " << ex.what() << "\n";
-        return 1;
+        return write_failed(ex);
+    }
+    return 0;
+}
+
+int transformer_cmd(const std::vector<std::string>& args) {
+    gen::TransformerParams p;
+    Common c;
+    std::string model, phase;
+    std::uint64_t layers = 0;
+    po::options_description o("xpu_tracegen transformer: Llama-style decoder layers");
+    o.add_options()
+        ("model", po::value(&model)->required(), "llama2-7b, llama2-13b, llama2-70b or custom")
+        ("hidden", po::value(&p.model.hidden), "custom: hidden size")
+        ("heads", po::value(&p.model.heads), "custom: attention heads")
+        ("kv-heads", po::value(&p.model.kv_heads), "custom: key/value heads")
+        ("ffn", po::value(&p.model.ffn), "custom: MLP hidden size")
+        ("layers", po::value(&layers), "layers to generate (default: all of the model's)")
+        ("phase", po::value(&phase)->required(), "prefill or decode")
+        ("batch", po::value(&p.batch)->required(), "sequences")
+        ("seq", po::value(&p.seq)->required(), "prefill: tokens per sequence; decode: tokens already in the KV cache")
+        ("tp", po::value(&p.tp), "tensor-parallel chips (default 1)");
+    c.add(o, true);
+    po::variables_map vm;
+    int rc = 0;
+    if (!parse(args, o, vm, rc)) return rc;
+    if (std::string err = c.finish(vm); !err.empty()) return usage(err);
+    p.tiles = c.tiles;
+    if (model == "custom") {
+        for (const char* k : {"hidden", "heads", "kv-heads", "ffn"})
+            if (!vm.count(k)) return usage(std::string("--model custom needs --") + k);
+        p.model.layers = layers ? layers : 1;
+    } else if (!gen::model_preset(model, p.model)) {
+        return usage("--model: expected llama2-7b, llama2-13b, llama2-70b or custom, got '" + model + "'");
+    }
+    p.layers = layers;
+    if (phase != "prefill" && phase != "decode") return usage("--phase: expected prefill or decode, got '" + phase + "'");
+    p.decode = phase == "decode";
+    try {
+        trace::TraceWriter w(c.out);
+        auto s = gen::emit_transformer(w, p);
+        w.close();
+        const std::uint64_t n = p.layers ? std::min(p.layers, p.model.layers) : p.model.layers;
+        std::cout << "wrote " << c.out << ": " << model << " " << phase << ", batch " << p.batch << ", seq " << p.seq
+                  << ", " << n << " layer(s), tp " << p.tp << "\n"
+                  << "  " << p.tp << " stream(s) (chip 0.." << p.tp - 1 << ", core 0): " << s.instructions
+                  << " instructions (" << s.instructions / p.tp << " per stream)\n"
+                  << "  FLOPs " << s.flops << "\n"
+                  << "  HBM bytes read " << s.hbm_bytes_read << ", written " << s.hbm_bytes_written
+                  << ", sent to other chips " << s.remote_bytes << "\n";
+    } catch (const std::invalid_argument& ex) {
+        return usage(ex.what());
+    } catch (const std::exception& ex) {
+        return write_failed(ex);
+    }
+    return 0;
+}
+
+int collective_cmd(const std::vector<std::string>& args) {
+    gen::CollectiveParams p;
+    Common c;
+    std::string dims;
+    po::options_description o("xpu_tracegen collective: ring / torus collectives as remote DMAs and flags");
+    o.add_options()
+        ("op", po::value(&p.op)->required(), "all-gather, reduce-scatter or all-reduce")
+        ("chips", po::value(&p.chips)->required(), "chips taking part")
+        ("bytes", po::value(&p.bytes)->required(), "bytes of the full tensor on each chip")
+        ("algo", po::value(&p.algo)->required(), "ring, bidir-ring or torus2d")
+        ("dims", po::value(&dims), "torus2d: XxY")
+        ("chunks", po::value(&p.chunks), "pieces per shard, pipelined (default 1)")
+        ("serial-collective", "planted: finish every step before the next starts");
+    c.add(o, false);
+    po::variables_map vm;
+    int rc = 0;
+    if (!parse(args, o, vm, rc)) return rc;
+    if (std::string err = c.finish(vm); !err.empty()) return usage(err);
+    p.tiles = c.tiles;
+    p.serial = vm.count("serial-collective") > 0;
+    if (!dims.empty()) {
+        auto x = dims.find('x');
+        try {
+            if (x == std::string::npos) throw std::invalid_argument("");
+            p.dims_x = static_cast<unsigned>(std::stoul(dims.substr(0, x)));
+            p.dims_y = static_cast<unsigned>(std::stoul(dims.substr(x + 1)));
+        } catch (const std::exception&) {
+            return usage("--dims: expected XxY, got '" + dims + "'");
+        }
+    }
+    try {
+        trace::TraceWriter w(c.out);
+        auto s = gen::emit_collective(w, p);
+        w.close();
+        std::cout << "wrote " << c.out << ": " << p.op << " " << p.algo << " over " << p.chips << " chips, " << p.bytes
+                  << " bytes per chip, " << std::max(1u, p.chunks) << " chunk(s)" << (p.serial ? ", serialised" : "")
+                  << "\n  " << p.chips << " streams: " << s.instructions << " instructions, " << s.remote_bytes
+                  << " bytes sent between chips\n";
+    } catch (const std::invalid_argument& ex) {
+        return usage(ex.what());
+    } catch (const std::exception& ex) {
+        return write_failed(ex);
     }
     return 0;
 }
@@ -79,7 +227,10 @@ int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
     if (args.empty() || args[0] == "--help" || args[0] == "-h") {
         std::cout << "usage: xpu_tracegen WORKLOAD [options] -o OUT.bin\n"
-                     "workloads:\n  gemm   tiled matmul (xpu_tracegen gemm --help)\n";
+                     "workloads (each has --help):\n"
+                     "  gemm          tiled matmul\n"
+                     "  transformer   Llama-style decoder layers, prefill or decode, optional tensor parallelism\n"
+                     "  collective    all-gather / reduce-scatter / all-reduce over chips\n";
         return args.empty() ? 2 : 0;
     }
     if (args[0] == "--version") {
@@ -89,5 +240,7 @@ int main(int argc, char** argv) {
     std::string cmd = args[0];
     args.erase(args.begin());
     if (cmd == "gemm") return gemm_cmd(args);
+    if (cmd == "transformer") return transformer_cmd(args);
+    if (cmd == "collective") return collective_cmd(args);
     return usage("unknown workload '" + cmd + "'");
 }

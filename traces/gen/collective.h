@@ -1,0 +1,47 @@
+// Collectives as TPU-class chips run them: not opcodes, but remote DMAs into a neighbour's
+// memory, each raising a flag on the receiving chip, plus waits on the local flags and vector
+// passes for the reductions.
+//   ring:        N-1 steps around chips 0 -> 1 -> ... -> N-1 -> 0, shards of bytes/N;
+//   bidir-ring:  the data split in halves, one ring in each direction;
+//   torus2d XxY: the ring algorithm along X (rows of the torus), then along Y.
+// Data is split into `chunks` pieces per shard so that steps pipeline (a piece moves on as
+// soon as it has arrived); --serial-collective (planted) finishes every step, all pieces,
+// before the next one starts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "traces/gen/lowering.h"
+#include "traces/trace_writer.h"
+
+namespace xpu::gen {
+
+struct RingInfo {
+    unsigned chips = 1;
+};
+
+// All-reduce of `bytes` at `buf` (HBM, same address on every chip) over a ring of every chip;
+// `scratch` (as large as buf) receives partial sums.
+void emit_all_reduce(Lowering& lo, const RingInfo& ring, unsigned chip, std::uint64_t buf, std::uint64_t scratch,
+                     std::uint64_t bytes, const std::string& op);
+
+struct CollectiveParams {
+    std::string op = "all-gather";  // all-gather | reduce-scatter | all-reduce
+    std::string algo = "ring";      // ring | bidir-ring | torus2d
+    unsigned chips = 4;
+    unsigned dims_x = 0, dims_y = 0;  // torus2d
+    std::uint64_t bytes = 1 << 20;    // per chip: the full (gathered / reduced) tensor
+    unsigned chunks = 1;
+    bool serial = false;              // planted: steps do not overlap
+    TileConfig tiles;
+};
+
+struct CollectiveSummary {
+    std::uint64_t instructions = 0, remote_bytes = 0;
+};
+
+// One stream per chip (chip c, core 0).
+CollectiveSummary emit_collective(trace::TraceWriter& w, const CollectiveParams& p);
+
+}  // namespace xpu::gen

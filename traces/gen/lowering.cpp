@@ -1,0 +1,408 @@
+#include "traces/gen/lowering.h"
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+
+namespace xpu::gen {
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+namespace {
+constexpr unsigned kBuffers = 3;          // matmul tile buffers: prefetch two steps ahead
+constexpr std::uint16_t kFlagBuf0 = 1;    // flags 1..3: matmul tile buffers
+constexpr std::uint16_t kFlagC = 4;       // matmul write-back
+constexpr std::uint16_t kFlagVecIn0 = 5;  // flags 5, 6: vector pass input buffers
+constexpr std::uint16_t kFlagVecOut0 = 7; // flags 7, 8: vector pass output buffers
+constexpr std::uint16_t kFlagCopy = 9;
+constexpr unsigned kLhsRegs = 32;         // v0..v31 stream A rows
+constexpr unsigned kWeightReg = 32;       // v32..v39 hold weight tiles (one per MXU)
+constexpr unsigned kOutReg = 40;          // v40..v63 epilogue: three stages of 8
+constexpr std::uint64_t kEpilogueDelayChunks = 40;  // > MXU queue (32 chunks) + drain
+constexpr unsigned kVregElements = 1024;  // 128 lanes x 8 sublanes
+constexpr std::uint64_t kVecChunkElements = 64 * kVregElements;
+}  // namespace
+
+Lowering::Lowering(Emitter& e, const TileConfig& cfg) : e_(e), cfg_(cfg) {
+    if (!cfg.tile_m || cfg.tile_m % 8 || !cfg.mxus || cfg.mxus > 8 || !cfg.dim || !cfg.dma_engines)
+        throw std::invalid_argument("tiling: need tile_m a positive multiple of 8, 1..8 MXUs, dim > 0, DMA engines > 0");
+}
+
+void Lowering::dma_in(std::uint64_t hbm, std::uint64_t vmem, std::uint64_t bytes, std::uint16_t flag) {
+    e_.dma(next_engine(), Space::Hbm, hbm, Space::Vmem, vmem, bytes, flag);
+    ++flag_count_[flag];
+}
+
+void Lowering::dma_out(std::uint64_t vmem, std::uint64_t hbm, std::uint64_t bytes, std::uint16_t flag) {
+    e_.dma(next_engine(), Space::Vmem, vmem, Space::Hbm, hbm, bytes, flag);
+    ++flag_count_[flag];
+}
+
+void Lowering::wait_all(std::uint16_t flag) {
+    if (flag_count_[flag]) e_.swait(flag, Cond::Ge, flag_count_[flag]);
+}
+
+void Lowering::copy(std::uint64_t src, std::uint64_t dst, std::uint64_t bytes, const std::string& op) {
+    e_.annotate(op);
+    e_.dma(next_engine(), Space::Hbm, src, Space::Hbm, dst, bytes, kFlagCopy);
+    ++flag_count_[kFlagCopy];
+    wait_all(kFlagCopy);
+}
+
+void Lowering::send(std::uint64_t src, std::uint16_t chip, std::uint64_t dst, std::uint64_t bytes, std::uint16_t flag) {
+    e_.dma_remote(next_engine(), Space::Hbm, src, chip, Space::Hbm, dst, bytes, flag);
+}
+
+void Lowering::wait_flag(std::uint16_t flag, std::int64_t count) { e_.swait(flag, Cond::Ge, count); }
+
+void Lowering::vector_pass(std::uint64_t in, std::uint64_t in2, std::uint64_t out, std::uint64_t elements,
+                           const std::vector<Opcode>& ops, const std::string& op) {
+    if (!elements) return;
+    const std::uint64_t eb = dtype_bytes(cfg_.dtype);
+    const std::uint64_t chunk_bytes = kVecChunkElements * eb;
+    // VMEM above the matmul buffers: per buffer an input, a second input and an output chunk.
+    const std::uint64_t base = 24ull << 20;  // above the matmul buffers (under 12 MiB)
+    auto vm_in = [&](unsigned b) { return base + b * 3 * chunk_bytes; };
+    auto vm_in2 = [&](unsigned b) { return vm_in(b) + chunk_bytes; };
+    auto vm_out = [&](unsigned b) { return vm_in(b) + 2 * chunk_bytes; };
+    const std::uint64_t chunks = ceil_div(elements, kVecChunkElements);
+    const std::uint32_t ann = e_.string_id(op);
+    auto load = [&](std::uint64_t c) {
+        const unsigned b = c % 2;
+        const std::uint64_t n = std::min(kVecChunkElements, elements - c * kVecChunkElements) * eb;
+        dma_in(in + c * chunk_bytes, vm_in(b), n, kFlagVecIn0 + b);
+        if (in2) dma_in(in2 + c * chunk_bytes, vm_in2(b), n, kFlagVecIn0 + b);
+    };
+    e_.annotate(ann);
+    load(0);
+    std::int64_t outs[2] = {0, 0};
+    for (std::uint64_t c = 0; c < chunks; ++c) {
+        const unsigned b = c % 2;
+        e_.annotate(ann);
+        if (c + 1 < chunks) load(c + 1);  // double-buffered
+        wait_all(kFlagVecIn0 + b);
+        if (outs[b]) e_.swait(kFlagVecOut0 + b, Cond::Ge, flag_count_[kFlagVecOut0 + b]);  // its output buffer is free
+        const std::uint64_t n = std::min(kVecChunkElements, elements - c * kVecChunkElements);
+        for (std::uint64_t v = 0; v * kVregElements < n; ++v) {
+            const std::uint32_t cnt = static_cast<std::uint32_t>(std::min<std::uint64_t>(kVregElements, n - v * kVregElements));
+            const std::uint8_t a = vreg(v % 16), x = vreg(16 + v % 16);
+            e_.vld(0, a, vm_in(b) + v * kVregElements * eb, cnt * eb);
+            if (in2) e_.vld(0, x, vm_in2(b) + v * kVregElements * eb, cnt * eb);
+            for (std::size_t i = 0; i < ops.size(); ++i) {
+                if (i == 0 && in2) e_.vop2(ops[i], 0, a, a, x, cnt);
+                else e_.vop(ops[i], 0, a, a, cnt);
+            }
+            e_.vst(0, a, vm_out(b) + v * kVregElements * eb, cnt * eb);
+        }
+        dma_out(vm_out(b), out + c * chunk_bytes, n * eb, kFlagVecOut0 + b);
+        ++outs[b];
+    }
+    wait_all(kFlagVecOut0);
+    wait_all(kFlagVecOut0 + 1);
+}
+
+void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) {
+    if (batch.empty()) return;
+    for (const auto& m : batch)
+        if (!m.m || !m.n || !m.k) throw std::invalid_argument(op + ": matmul with a zero dimension");
+    Emitter& e = e_;
+    const TileConfig& p = cfg_;
+    const std::uint64_t eb = dtype_bytes(p.dtype);
+    const std::uint64_t block_cols = std::uint64_t(p.mxus) * p.dim;
+
+    // The work as blocks of output, each handled by the MXUs ("lanes") together:
+    //  - wide problems: a block is tile_m rows x (mxus x dim) columns of one problem, each MXU a
+    //    dim-wide column tile, all fed the same A rows;
+    //  - a batch of narrow problems (n <= dim, e.g. attention's P V per head): up to mxus
+    //    problems side by side, each MXU one problem with its own A and B.
+    struct Lane {
+        std::size_t i = 0;
+        std::uint64_t col0 = 0, cols = 0;
+    };
+    struct Block {
+        std::vector<Lane> lanes;
+        std::uint64_t mb = 0, rows = 0, k = 0, ksteps = 0;
+        bool shared_a = true;
+    };
+    std::vector<Block> blocks;
+    const bool grouped = batch.size() > 1 && std::all_of(batch.begin(), batch.end(), [&](const Matmul& m) { return m.n <= p.dim; });
+    if (!grouped) {
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            const Matmul& m = batch[i];
+            for (std::uint64_t mb = 0; mb * p.tile_m < m.m; ++mb)
+                for (std::uint64_t nb = 0; nb * block_cols < m.n; ++nb) {
+                    Block b;
+                    b.mb = mb;
+                    b.rows = std::min<std::uint64_t>(p.tile_m, m.m - mb * p.tile_m);
+                    b.k = m.k;
+                    b.ksteps = ceil_div(m.k, p.dim);
+                    for (unsigned j = 0; j < p.mxus; ++j) {
+                        const std::uint64_t c0 = nb * block_cols + std::uint64_t(j) * p.dim;
+                        if (c0 < m.n) b.lanes.push_back({i, c0, std::min<std::uint64_t>(p.dim, m.n - c0)});
+                    }
+                    blocks.push_back(b);
+                }
+        }
+    } else {
+        for (std::size_t g = 0; g < batch.size();) {
+            std::size_t end = g + 1;  // problems of one shape share a block
+            while (end < batch.size() && end - g < p.mxus && batch[end].m == batch[g].m && batch[end].k == batch[g].k) ++end;
+            for (std::uint64_t mb = 0; mb * p.tile_m < batch[g].m; ++mb) {
+                Block b;
+                b.mb = mb;
+                b.rows = std::min<std::uint64_t>(p.tile_m, batch[g].m - mb * p.tile_m);
+                b.k = batch[g].k;
+                b.ksteps = ceil_div(b.k, p.dim);
+                b.shared_a = false;
+                for (std::size_t i = g; i < end; ++i) b.lanes.push_back({i, 0, batch[i].n});
+                blocks.push_back(b);
+            }
+            g = end;
+        }
+    }
+    std::vector<std::uint64_t> first_step;
+    std::uint64_t total_steps = 0;
+    for (const auto& b : blocks) {
+        first_step.push_back(total_steps);
+        total_steps += b.ksteps;
+    }
+    struct Step {
+        std::size_t block = 0;
+        std::uint64_t ks = 0;
+        bool last_k = false;
+    };
+    auto step_at = [&](std::uint64_t g) {
+        Step s;
+        s.block = static_cast<std::size_t>(std::upper_bound(first_step.begin(), first_step.end(), g) - first_step.begin() - 1);
+        s.ks = g - first_step[s.block];
+        s.last_k = s.ks + 1 == blocks[s.block].ksteps;
+        return s;
+    };
+    auto depth_of = [&](const Step& s) { return std::min<std::uint64_t>(p.dim, blocks[s.block].k - s.ks * p.dim); };
+
+    // VMEM: kBuffers A buffers (one tile per lane when lanes have their own A), kBuffers B
+    // buffers (a dim x dim tile per lane), one C block.
+    const std::uint64_t a_tile = std::uint64_t(p.tile_m) * p.dim * eb, b_tile = std::uint64_t(p.dim) * p.dim * eb;
+    const std::uint64_t a_buf = a_tile * (grouped ? p.mxus : 1), b_buf = b_tile * p.mxus;
+    std::uint64_t vm_a[kBuffers], vm_b[kBuffers];
+    for (unsigned i = 0; i < kBuffers; ++i) {
+        vm_a[i] = i * a_buf;
+        vm_b[i] = kBuffers * a_buf + i * b_buf;
+    }
+    const std::uint64_t vm_c = kBuffers * (a_buf + b_buf);
+    auto lane_a = [&](std::uint64_t g, unsigned j) { return vm_a[g % kBuffers] + (grouped ? j * a_tile : 0); };
+    auto lane_b = [&](std::uint64_t g, unsigned j, std::uint64_t depth) { return vm_b[g % kBuffers] + j * p.dim * depth * eb; };
+
+    // Accumulators: the 64 m registers split evenly over the MXUs, two sets per MXU (a block
+    // drains one while the next fills the other); result chunks share a register modulo the set.
+    const unsigned acc_per_set = kRegsPerClass / p.mxus / 2;
+    auto acc = [&](unsigned j, unsigned set, std::uint64_t r) {
+        return mreg(j * 2 * acc_per_set + set * acc_per_set + static_cast<unsigned>(r % acc_per_set));
+    };
+    const std::string pre = op + "/";
+    const std::uint32_t ann_load_a = e.string_id(pre + "load_a"), ann_load_b = e.string_id(pre + "load_b"),
+                        ann_wait = e.string_id(pre + "wait_data"), ann_weights = e.string_id(pre + "load_weights"),
+                        ann_push = e.string_id(pre + "push_weights"), ann_matmul = e.string_id(pre + "matmul"),
+                        ann_epi = e.string_id(pre + "epilogue"), ann_store = e.string_id(pre + "store_c"),
+                        ann_wait_c = e.string_id(pre + "wait_c");
+    // A: tile-major in HBM, the (row block, K step) tile at rows x depth. B: the (K step,
+    // columns) tile at depth x cols. C: the block's rows x cols per lane (or per block).
+    auto load_a = [&](std::uint64_t g) {
+        const Step s = step_at(g);
+        const Block& bl = blocks[s.block];
+        const std::uint64_t depth = depth_of(s);
+        e.annotate(ann_load_a);
+        for (unsigned j = 0; j < (bl.shared_a ? 1u : bl.lanes.size()); ++j) {
+            const Matmul& m = batch[bl.lanes[j].i];
+            dma_in(m.hbm_a + (bl.mb * p.tile_m * m.k + s.ks * p.dim * bl.rows) * eb, lane_a(g, j), bl.rows * depth * eb,
+                   kFlagBuf0 + g % kBuffers);
+        }
+    };
+    auto load_b = [&](std::uint64_t g) {
+        const Step s = step_at(g);
+        const Block& bl = blocks[s.block];
+        const std::uint64_t depth = depth_of(s);
+        e.annotate(ann_load_b);
+        if (bl.shared_a) {  // one problem: its block's columns are one tile
+            const Matmul& m = batch[bl.lanes[0].i];
+            std::uint64_t cols = 0;
+            for (const auto& l : bl.lanes) cols += l.cols;
+            dma_in(m.hbm_b + (s.ks * p.dim * m.n + bl.lanes[0].col0 * depth) * eb, lane_b(g, 0, depth), depth * cols * eb,
+                   kFlagBuf0 + g % kBuffers);
+        } else {
+            for (unsigned j = 0; j < bl.lanes.size(); ++j) {
+                const Matmul& m = batch[bl.lanes[j].i];
+                dma_in(m.hbm_b + s.ks * p.dim * m.n * eb, lane_b(g, j, depth), depth * m.n * eb, kFlagBuf0 + g % kBuffers);
+            }
+        }
+    };
+    auto load_step = [&](std::uint64_t g) {
+        load_a(g);
+        if (!p.late_dma) load_b(g);
+    };
+
+    // Pops, epilogue and write-back of a finished block, in groups of 8 result vregs,
+    // software-pipelined in three stages (pops of group g, bias + activation of g-1, stores of
+    // g-2, each stage in its own 8 registers) so that no stage waits on the one before, and
+    // interleaved into the next block's first steps so that the MXUs keep streaming.
+    struct Group {
+        unsigned j = 0;
+        std::uint64_t r0 = 0, r1 = 0, cols = 0, rows = 0;
+        unsigned regs = 0;  // first of its 8 vector registers
+    };
+    struct Epilogue {
+        std::size_t block = 0;
+        unsigned j = 0;
+        std::uint64_t next_r = 0, out_bytes = 0, groups = 0;
+        std::vector<std::uint64_t> lane_start;  // where each lane's rows begin in the C buffer
+        std::optional<Group> alu, store;        // groups waiting for their next stage
+    };
+    std::optional<Epilogue> epi;
+    std::uint64_t epi_chunks = 0;
+    auto start_epilogue = [&](std::size_t block) {
+        e.annotate(ann_wait_c);
+        wait_all(kFlagC);  // the C buffer must be free
+        epi.emplace();
+        epi->block = block;
+        epi_chunks = 0;
+    };
+    auto epilogue_group = [&]() {  // advances the pipeline by one group; false when drained
+        Epilogue& x = *epi;
+        const Block& bl = blocks[x.block];
+        const std::uint64_t chunks = (bl.rows + 7) / 8;
+        const unsigned set = static_cast<unsigned>(x.block % 2);
+        std::optional<Group> pop;
+        if (x.j < bl.lanes.size()) {
+            Group g{x.j, x.next_r, std::min<std::uint64_t>(chunks, x.next_r + 8), bl.lanes[x.j].cols, bl.rows,
+                    kOutReg + static_cast<unsigned>(x.groups++ % 3) * 8};
+            pop = g;
+            x.next_r = g.r1;
+            if (x.next_r >= chunks) {
+                x.next_r = 0;
+                ++x.j;
+            }
+        }
+        if (!pop && !x.alu && !x.store) return false;
+        e.annotate(ann_epi);
+        auto rows_in = [](const Group& g, std::uint64_t r) { return std::min<std::uint64_t>(8, g.rows - r * 8); };
+        if (x.store)
+            for (std::uint64_t r = x.store->r0; r < x.store->r1; ++r) {
+                if (r == 0) x.lane_start.push_back(x.out_bytes);
+                std::uint64_t b = rows_in(*x.store, r) * x.store->cols * eb;
+                e.vst(0, vreg(x.store->regs + static_cast<unsigned>(r - x.store->r0)), vm_c + x.out_bytes, b);
+                x.out_bytes += b;
+            }
+        if (x.alu)
+            for (std::uint64_t r = x.alu->r0; r < x.alu->r1; ++r) {
+                std::uint8_t v = vreg(x.alu->regs + static_cast<unsigned>(r - x.alu->r0));
+                e.vop(Opcode::VAlu, 0, v, v, static_cast<std::uint32_t>(rows_in(*x.alu, r) * x.alu->cols));
+            }
+        if (pop)
+            for (std::uint64_t r = pop->r0; r < pop->r1; ++r)
+                e.mpop(pop->j, vreg(pop->regs + static_cast<unsigned>(r - pop->r0)), acc(pop->j, set, r),
+                       static_cast<std::uint32_t>(rows_in(*pop, r)), static_cast<std::uint32_t>(pop->cols));
+        x.store = x.alu;
+        x.alu = pop;
+        return true;
+    };
+    auto finish_epilogue = [&]() {
+        while (epilogue_group()) {
+        }
+        const Epilogue& x = *epi;
+        const Block& bl = blocks[x.block];
+        e.annotate(ann_store);
+        if (bl.shared_a) {
+            const Matmul& m = batch[bl.lanes[0].i];
+            dma_out(vm_c, m.hbm_c + (bl.mb * p.tile_m * m.n + bl.lanes[0].col0 * bl.rows) * eb, x.out_bytes, kFlagC);
+        } else {
+            for (std::size_t j = 0; j < bl.lanes.size(); ++j) {
+                const Matmul& m = batch[bl.lanes[j].i];
+                const std::uint64_t end = j + 1 < x.lane_start.size() ? x.lane_start[j + 1] : x.out_bytes;
+                dma_out(vm_c + x.lane_start[j], m.hbm_c + bl.mb * p.tile_m * m.n * eb, end - x.lane_start[j], kFlagC);
+            }
+        }
+        if (p.false_dep) {  // planted: nothing below reads C, yet the core waits for it
+            e.annotate(ann_wait_c);
+            wait_all(kFlagC);
+        }
+        epi.reset();
+    };
+    // Wait for a step's tiles, then load each MXU's weight tile into its register (all loads
+    // first, so that the pushes after them overlap).
+    bool weights_loaded = false;
+    auto load_weights = [&](std::uint64_t g) {
+        const Step s = step_at(g);
+        const Block& bl = blocks[s.block];
+        const std::uint64_t depth = depth_of(s);
+        if (p.late_dma) load_b(g);  // planted: the weight tile is fetched only now
+        e.annotate(ann_wait);
+        wait_all(kFlagBuf0 + g % kBuffers);
+        e.annotate(ann_weights);
+        for (unsigned j = 0; j < bl.lanes.size(); ++j)
+            e.vld(0, vreg(kWeightReg + j), lane_b(g, j, depth), depth * bl.lanes[j].cols * eb);
+    };
+
+    std::optional<std::size_t> finished;  // a block whose epilogue is due
+    const std::uint64_t ahead = p.prefetch ? kBuffers - 1 : 0;
+    for (std::uint64_t g = 0; g < ahead && g < total_steps; ++g) load_step(g);
+    for (std::uint64_t g = 0; g < total_steps; ++g) {
+        const Step s = step_at(g);
+        const Block& bl = blocks[s.block];
+        if (g + ahead < total_steps) load_step(g + ahead);
+        if (finished && p.bad_order) {
+            // Planted: the finished block's whole epilogue is emitted here, behind a wait for
+            // the data just requested, although it needs none of it.
+            e.annotate(ann_wait);
+            wait_all(kFlagBuf0 + (g + ahead) % kBuffers);
+            start_epilogue(*finished);
+            finish_epilogue();
+            finished.reset();
+        }
+        const std::uint64_t rows = bl.rows, depth = depth_of(s);
+        if (!weights_loaded) load_weights(g);  // not hoisted into the previous step
+        weights_loaded = false;
+        e.annotate(ann_push);
+        for (unsigned j = 0; j < bl.lanes.size(); ++j)
+            e.mpush(j, vreg(kWeightReg + j), static_cast<std::uint32_t>(depth), static_cast<std::uint32_t>(bl.lanes[j].cols),
+                    p.dtype);
+        if (finished) {
+            start_epilogue(*finished);
+            finished.reset();
+        }
+        for (std::uint64_t r = 0; r * 8 < rows; ++r) {
+            const std::uint64_t rr = std::min<std::uint64_t>(8, rows - r * 8);
+            e.annotate(ann_matmul);
+            for (unsigned j = 0; j < bl.lanes.size(); ++j) {
+                // Shared A: one load feeds every MXU; own A: a load per lane (registers rotate).
+                const unsigned reg = static_cast<unsigned>((r * (bl.shared_a ? 1 : bl.lanes.size()) + (bl.shared_a ? 0 : j)) % kLhsRegs);
+                if (j == 0 || !bl.shared_a) e.vld(0, vreg(reg), lane_a(g, j) + r * 8 * depth * eb, rr * depth * eb);
+                e.matmul(j, acc(j, static_cast<unsigned>(s.block % 2), r), vreg(reg), static_cast<std::uint32_t>(rr),
+                         static_cast<std::uint32_t>(bl.lanes[j].cols), static_cast<std::uint32_t>(depth), p.dtype);
+            }
+            // With prefetch, the next step's weights come into registers three quarters into
+            // this step (its data has landed by then), so that only the pushes are left at the
+            // step boundary and they hide behind the queued matmuls.
+            if (p.prefetch && !p.late_dma && g + 1 < total_steps && r == (rows / 8) * 3 / 4) {
+                load_weights(g + 1);
+                weights_loaded = true;
+            }
+            // One epilogue group every other chunk, once the finished block's last matmuls
+            // (still queued when it started) have drained: a pop issued earlier would stall
+            // the in-order core and starve the MXUs.
+            if (epi && ++epi_chunks > kEpilogueDelayChunks && epi_chunks % 2 == 0 && !epilogue_group())
+                finish_epilogue();
+        }
+        if (s.last_k) {
+            if (epi) finish_epilogue();  // before its accumulators are written again
+            finished = s.block;
+        }
+    }
+    if (finished) {
+        start_epilogue(*finished);
+        finish_epilogue();
+    }
+    e.annotate(ann_wait_c);
+    wait_all(kFlagC);
+}
+
+}  // namespace xpu::gen
