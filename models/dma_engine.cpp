@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "models/address.h"
 #include "models/sim_time.h"
 #include "traces/trace_text.h"
 
@@ -42,8 +43,13 @@ void DmaEngine::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
         return;
     }
     auto remote = [&](const MemRef& r) { return r.chip != kLocalChip && r.chip != cfg_.chip; };
-    if (remote(in.mem_src) || remote(in.mem_dst)) {
-        c->error = "remote-chip DMA needs a multi-chip platform with inter-chip links";
+    if (remote(in.mem_src)) {
+        c->error = "a DMA reads from its own chip only (write to the other chip from there)";
+        gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+        return;
+    }
+    if (remote(in.mem_dst) && in.has(kFlag) && !cfg_.flags_mapped) {
+        c->error = "a remote DMA's completion flag needs the chips' SyncFlags in the address map (space: flags)";
         gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
         return;
     }
@@ -70,14 +76,14 @@ void DmaEngine::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
 }
 
 Tick DmaEngine::transfer(tlm::tlm_command command, std::uint64_t addr, std::uint64_t len, Tick at,
-                         Tick* accept, const Descriptor& d) {
+                         Tick* stall, const Descriptor& d) {
     mem_gp_.set_command(command);
     mem_gp_.set_address(addr);
     mem_gp_.set_data_ptr(nullptr);  // timing only: no data moves
     mem_gp_.set_data_length(static_cast<unsigned>(len));
     mem_gp_.set_streaming_width(static_cast<unsigned>(len));
     mem_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    mem_accept_.accept = at;
+    mem_accept_.stall = 0;
     Tick base = now_ticks();
     sc_core::sc_time delay = until(at);
     mem->b_transport(mem_gp_, delay);
@@ -88,7 +94,7 @@ Tick DmaEngine::transfer(tlm::tlm_command command, std::uint64_t addr, std::uint
            << " failed: no memory on this chip's interconnect holds that range";
         fail(os.str(), d);
     }
-    if (accept) *accept = mem_accept_.accept;
+    if (stall) *stall = mem_accept_.stall;
     return base + delay.value();
 }
 
@@ -104,6 +110,8 @@ void DmaEngine::engine() {
         Tick last = t;
         std::uint64_t src = cfg_.space_base[static_cast<unsigned>(d.in.mem_src.space)] + d.in.mem_src.addr;
         std::uint64_t dst = cfg_.space_base[static_cast<unsigned>(d.in.mem_dst.space)] + d.in.mem_dst.addr;
+        const bool remote = d.in.mem_dst.chip != kLocalChip && d.in.mem_dst.chip != cfg_.chip;
+        if (remote) dst = remote_address(d.in.mem_dst.chip, dst);
         for (std::uint64_t off = 0; off < d.in.bytes; off += cfg_.chunk_bytes) {
             std::uint64_t len = std::min<std::uint64_t>(cfg_.chunk_bytes, d.in.bytes - off);
             if (inflight_.size() >= cfg_.max_outstanding) {
@@ -111,12 +119,13 @@ void DmaEngine::engine() {
                 inflight_.pop_front();
             }
             if (t > now_ticks() + cfg_.quantum) wait(until(t));
-            Tick read_accept = t;
-            Tick read_done = transfer(tlm::TLM_READ_COMMAND, src + off, len, t, &read_accept, d);
-            Tick write_done = transfer(tlm::TLM_WRITE_COMMAND, dst + off, len, read_done, nullptr, d);
+            Tick read_stall = 0, write_stall = 0;
+            Tick read_done = transfer(tlm::TLM_READ_COMMAND, src + off, len, t, &read_stall, d);
+            Tick write_done = transfer(tlm::TLM_WRITE_COMMAND, dst + off, len, read_done, &write_stall, d);
             inflight_.push_back(write_done);
             last = max_tick(last, write_done);
-            t = max_tick(t + transfer_ticks(len, cfg_.bandwidth_gbps), read_accept);
+            // Back-pressure from either side (a full HBM channel queue, a full link buffer).
+            t = max_tick(t + transfer_ticks(len, cfg_.bandwidth_gbps), t + std::max(read_stall, write_stall));
             ++chunks_;
         }
         engine_free_ = t;
@@ -133,7 +142,24 @@ void DmaEngine::completer() {
     for (;;) {
         wait(done_peq_.get_event());
         while (Descriptor* d = done_peq_.get_next_transaction()) {
-            if (d->in.has(kFlag)) {
+            const bool remote = d->in.mem_dst.chip != kLocalChip && d->in.mem_dst.chip != cfg_.chip;
+            if (d->in.has(kFlag) && remote) {
+                // The flag write follows the data to the destination chip.
+                flag_cmd_.flag = d->in.flag;
+                flag_cmd_.value = d->in.has(kValue) ? d->in.value : 1;
+                flag_cmd_.in = &d->in;
+                flag_cmd_.index = d->index;
+                mem_gp_.set_command(tlm::TLM_WRITE_COMMAND);
+                mem_gp_.set_address(remote_address(d->in.mem_dst.chip, cfg_.flags_base));
+                mem_gp_.set_data_ptr(reinterpret_cast<unsigned char*>(&flag_cmd_));
+                mem_gp_.set_data_length(sizeof(FlagCommand));
+                mem_gp_.set_streaming_width(sizeof(FlagCommand));
+                mem_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+                sc_core::sc_time zero = sc_core::SC_ZERO_TIME;
+                mem->b_transport(mem_gp_, zero);
+                if (mem_gp_.is_response_error()) fail("the completion flag could not reach the destination chip", *d);
+                ++remote_flags_;
+            } else if (d->in.has(kFlag)) {
                 if (flags.get_base_port().size() == 0) fail("no SyncFlags bound to raise the completion flag", *d);
                 flag_cmd_.flag = d->in.flag;
                 flag_cmd_.value = d->in.has(kValue) ? d->in.value : 1;
@@ -171,7 +197,8 @@ std::vector<Stat> DmaEngine::stats() const {
     return {{"descriptors", d(descriptors_), true, "DMAs completed"},
             {"bytes", d(bytes_), true, "bytes moved"},
             {"chunks", d(chunks_), true, "chunk transactions (each a read and a write)"},
-            {"queue_full_wait_ns", ticks_to_ns(queue_wait_), false, "time cores waited for a free descriptor slot"}};
+            {"queue_full_wait_ns", ticks_to_ns(queue_wait_), false, "time cores waited for a free descriptor slot"},
+            {"remote_flags", d(remote_flags_), true, "completion flags raised on other chips"}};
 }
 
 }  // namespace xpu

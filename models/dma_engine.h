@@ -4,6 +4,9 @@
 // the destination when the read data is back, with at most `max_outstanding` chunks in flight
 // and chunks issued no faster than `bandwidth_gbps`. When the last byte is written the
 // descriptor's completion flag is raised on `flags` (flag += val, default 1).
+// A destination on another chip (remote DMA) is written through the same `mem` socket at its
+// remote global address (address.h), over the inter-chip links; its completion flag is then
+// raised on the destination chip, by a flag write that follows the data over the same path.
 //
 // The engine runs in its own thread with temporal decoupling: its local time may lead the
 // kernel by one quantum, which bounds how far out of time order its requests reach a shared
@@ -33,6 +36,8 @@ struct DmaEngineConfig {
     double bandwidth_gbps = 1200;     // chunk issue rate
     unsigned setup_latency = 16;      // cycles from dequeue to the first chunk
     std::array<std::uint64_t, 2> space_base{};  // global address of Space::Vmem, Space::Hbm
+    std::uint64_t flags_base = 0;    // global address of the chips' SyncFlags (remote completion flags)
+    bool flags_mapped = false;       // ... when the address map has one
     Tick quantum = 1'000'000;
 };
 
@@ -59,7 +64,7 @@ private:
     void engine();
     void completer();
     Tick transfer(tlm::tlm_command cmd, std::uint64_t addr, std::uint64_t len, Tick at,
-                  Tick* accept, const Descriptor& d);
+                  Tick* stall, const Descriptor& d);
     [[noreturn]] void fail(const std::string& what, const Descriptor& d);
 
     DmaEngineConfig cfg_;
@@ -76,7 +81,7 @@ private:
     MemAccept& mem_accept_;  // owned by mem_gp_
     FlagCommand flag_cmd_;
     BusyTracker busy_;
-    std::uint64_t descriptors_ = 0, bytes_ = 0, chunks_ = 0;
+    std::uint64_t descriptors_ = 0, bytes_ = 0, chunks_ = 0, remote_flags_ = 0;
     Tick queue_wait_ = 0;
 };
 

@@ -47,7 +47,7 @@ void HbmController::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_t
     (write ? bytes_written_ : bytes_read_) += len;
     ++requests_;
     if (recorder_) recorder_->on_mem({name(), write, addr, len, arrival, done});
-    if (auto* a = gp.get_extension<MemAccept>()) a->accept = accept;
+    if (auto* a = gp.get_extension<MemAccept>()) a->stall = std::max(a->stall, accept - arrival);
     delay = to_sc(done - now_ticks());
     gp.set_response_status(tlm::TLM_OK_RESPONSE);
 }

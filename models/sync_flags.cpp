@@ -10,6 +10,30 @@ SyncFlags::SyncFlags(const sc_core::sc_module_name& n, const SyncFlagsConfig& cf
     : XpuModule(n), port("port"), cfg_(cfg), values_(cfg.flags, 0), changed_(cfg.flags) {
     port.register_b_transport(this, &SyncFlags::b_transport);
     expose_target("port", port, true, false);
+    SC_HAS_PROCESS(SyncFlags);
+    SC_METHOD(apply_due);
+    sensitive << due_;
+    dont_initialize();
+}
+
+void SyncFlags::apply_due() {
+    const Tick now = now_ticks();
+    // Apply everything due, earliest first (arrivals may have been announced out of order).
+    for (;;) {
+        auto it = delayed_.end();
+        for (auto j = delayed_.begin(); j != delayed_.end(); ++j)
+            if (j->at <= now && (it == delayed_.end() || j->at < it->at)) it = j;
+        if (it == delayed_.end()) break;
+        Delayed d = *it;
+        delayed_.erase(it);
+        if (d.op == FlagCommand::Op::Set) {
+            ++sets_;
+            change(d.flag, d.value);
+        } else {
+            ++adds_;
+            change(d.flag, values_[d.flag] + d.value);
+        }
+    }
 }
 
 void SyncFlags::change(std::uint16_t flag, std::int64_t v) {
@@ -27,6 +51,12 @@ void SyncFlags::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time&
     }
     // Flags are observed by other threads: act at the caller's time, in kernel time.
     if (delay != sc_core::SC_ZERO_TIME) {
+        if (c->op == FlagCommand::Op::Set || c->op == FlagCommand::Op::Add) {
+            delayed_.push_back({now_ticks() + delay.value(), c->op, c->flag, c->value});
+            due_.notify(delay);
+            gp.set_response_status(tlm::TLM_OK_RESPONSE);
+            return;
+        }
         wait(delay);
         delay = sc_core::SC_ZERO_TIME;
     }

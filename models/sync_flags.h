@@ -1,8 +1,10 @@
 // SyncFlags: the chip's synchronisation flags (semaphores), shared by its cores and DMA
 // engines over TLM. A payload's data points at a FlagCommand; the address is the flag id.
-// Set and Add take effect at the kernel's current time (callers synchronise first), Wait and
-// Barrier block the calling thread in b_transport until their condition holds, which is how
-// LT TLM-2.0 models a blocking target. The blocked requesters are kept for deadlock diagnosis.
+// Set and Add take effect at the caller's time: now, or (an annotated delay, e.g. a flag write
+// that arrives over the inter-chip links) later, without blocking the caller. Wait and Barrier
+// block the calling thread in b_transport until their condition holds, which is how LT TLM-2.0
+// models a blocking target. The flag id travels in the command, so the same target also serves
+// flag writes routed by address through an interconnect (the address only selects the target). The blocked requesters are kept for deadlock diagnosis.
 #pragma once
 
 #include <deque>
@@ -47,6 +49,16 @@ public:
 private:
     void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     void change(std::uint16_t flag, std::int64_t v);
+    void apply_due();  // applies delayed sets/adds whose time has come
+
+    struct Delayed {
+        Tick at = 0;
+        FlagCommand::Op op = FlagCommand::Op::Add;
+        std::uint16_t flag = 0;
+        std::int64_t value = 0;
+    };
+    std::deque<Delayed> delayed_;   // in arrival order; applied in time order
+    sc_core::sc_event_queue due_;
 
     SyncFlagsConfig cfg_;
     std::vector<std::int64_t> values_;

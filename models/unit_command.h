@@ -31,10 +31,13 @@ struct UnitCommand : tlm::tlm_extension<UnitCommand> {
     }
 };
 
-// A memory target reports when it accepted a request (its queue had room); an initiator
-// that respects back-pressure issues nothing before that.
+// Back-pressure along a memory path: how long a request had to wait, beyond its arrival, for
+// room in a full queue (an HBM channel, a link buffer). Every stage keeps the largest wait it
+// sees; an initiator that respects back-pressure issues nothing more for that long. (A stall,
+// not an absolute time: stages further down the path see the request later, which is latency,
+// not back-pressure.)
 struct MemAccept : tlm::tlm_extension<MemAccept> {
-    Tick accept = 0;
+    Tick stall = 0;
     tlm::tlm_extension_base* clone() const override { return new MemAccept(*this); }
     void copy_from(const tlm::tlm_extension_base& e) override {
         *this = static_cast<const MemAccept&>(e);

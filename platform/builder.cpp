@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "models/ici.h"
 #include "models/sim_time.h"
 
 namespace xpu::platform {
@@ -43,8 +44,11 @@ Platform::Platform(const PlatformConfig& cfg, const trace::TraceFile* trace) {
     // Per-chip derived settings shared by all chips.
     std::array<std::uint64_t, 2> space_base{};
     std::array<bool, 2> has_space{};
+    std::optional<std::uint64_t> flags_base;
     for (const auto& e : cfg.address_map) {
-        auto s = static_cast<unsigned>(e.space);
+        if (e.window == Window::Flags) flags_base = e.base;
+        if (e.window != Window::Vmem && e.window != Window::Hbm) continue;
+        auto s = static_cast<unsigned>(e.window == Window::Vmem ? Space::Vmem : Space::Hbm);
         if (!has_space[s] || e.base < space_base[s]) space_base[s] = e.base;
         has_space[s] = true;
     }
@@ -132,6 +136,9 @@ Platform::Platform(const PlatformConfig& cfg, const trace::TraceFile* trace) {
                 ctx.cycle = cycle_ticks(cfg.clock_ghz);
                 ctx.quantum = ns_to_ticks(cfg.quantum_ns);
                 ctx.space_base = space_base;
+                ctx.flags_base = flags_base;
+                ctx.dims = cfg.topology.dims;
+                ctx.links_per_neighbour = cfg.topology.links_per_neighbour;
                 ctx.trace = trace;
                 ctx.cores = cores_per_chip;
                 if (auto it = routes.find(d.path); it != routes.end()) ctx.routes = it->second;
@@ -151,9 +158,67 @@ Platform::Platform(const PlatformConfig& cfg, const trace::TraceFile* trace) {
         };
         owned_.push_back(std::make_unique<Container>(("chip" + std::to_string(chip)).c_str(), [&] { build(tree); }));
     };
+    // Inter-chip links: per chip, per dimension, per direction (+, -), links_per_neighbour
+    // each, in the order of the IciPort's links[] socket (see IciPort::route).
+    struct LinkPlan {
+        unsigned from, to;
+        IciLink* link;
+    };
+    std::vector<LinkPlan> link_plan;
+    auto build_links = [&] {
+        const auto& dims = cfg.topology.dims;
+        for (unsigned c = 0; c < cfg.chips; ++c) {
+            std::vector<unsigned> coord;
+            unsigned rest = c;
+            for (unsigned d : dims) {
+                coord.push_back(rest % d);
+                rest /= d;
+            }
+            for (std::size_t d = 0; d < dims.size(); ++d)
+                for (int dir = 0; dir < 2; ++dir)
+                    for (unsigned j = 0; j < cfg.topology.links_per_neighbour; ++j) {
+                        std::vector<unsigned> nc = coord;
+                        nc[d] = (coord[d] + (dir == 0 ? 1 : dims[d] - 1)) % dims[d];
+                        unsigned to = 0, mul = 1;
+                        for (std::size_t k = 0; k < dims.size(); ++k) {
+                            to += nc[k] * mul;
+                            mul *= dims[k];
+                        }
+                        std::string name = "chip" + std::to_string(c) + "_" + "xyz"[d] + (dir == 0 ? "p" : "m");
+                        if (cfg.topology.links_per_neighbour > 1) name += std::to_string(j);
+                        auto link = std::make_unique<IciLink>(name.c_str(), cfg.topology.link);
+                        link_plan.push_back({c, to, link.get()});
+                        modules_.push_back(link.get());
+                        owned_.push_back(std::move(link));
+                    }
+        }
+    };
     owned_.push_back(std::make_unique<Container>("xpu", [&] {
         for (unsigned c = 0; c < cfg.chips; ++c) build_chip(c);
+        if (cfg.chips > 1) owned_.push_back(std::make_unique<Container>("links", build_links));
     }));
+    if (cfg.chips > 1) {
+        std::vector<IciPort*> ports(cfg.chips, nullptr);
+        for (auto* m : modules_)
+            if (auto* p = dynamic_cast<IciPort*>(m)) {
+                std::string n = m->name();  // xpu.chipN....
+                unsigned chip = static_cast<unsigned>(std::stoul(n.substr(8, n.find('.', 8) - 8)));
+                if (ports[chip])
+                    throw ConfigError(cfg.file + ": chip.modules: a chip has more than one IciPort; the links need exactly one");
+                ports[chip] = p;
+            }
+        if (!ports[0])
+            throw ConfigError(cfg.file + ": chip.modules: " + std::to_string(cfg.chips) +
+                              " chips need an IciPort per chip (type: IciPort) to connect their links");
+        for (const auto& lp : link_plan) {
+            ports[lp.from]->links.bind(lp.link->in);
+            lp.link->out.bind(ports[lp.to]->in);
+            ++ports[lp.from]->port("links")->bound;
+            ++ports[lp.to]->port("in")->bound;
+            ++lp.link->port("in")->bound;
+            ++lp.link->port("out")->bound;
+        }
+    }
 
     // Bind, in the order the description gives (multi sockets: in index order).
     auto sockets_of = [](XpuModule* m) {

@@ -4,6 +4,8 @@
 
 #include "models/dma_engine.h"
 #include "models/hbm_controller.h"
+#include "models/address.h"
+#include "models/ici.h"
 #include "models/matrix_unit.h"
 #include "models/scalar_core.h"
 #include "models/sim_time.h"
@@ -145,6 +147,8 @@ struct DmaEngineSpec : ModuleSpec {
         k.cycle = ctx.cycle;
         k.quantum = ctx.quantum;
         k.space_base = ctx.space_base;
+        k.flags_mapped = ctx.flags_base.has_value();
+        k.flags_base = ctx.flags_base.value_or(0);
         return std::make_unique<DmaEngine>(n.c_str(), k);
     }
 };
@@ -154,6 +158,8 @@ struct SyncFlagsSpec : ModuleSpec {
     void params(ParamReader& p) override {
         p.u32("flags", c.flags, 1, 65536, "number of sync flags");
     }
+    // Mapped (for flag writes from other chips) as 8 bytes per flag.
+    std::optional<std::uint64_t> capacity() const override { return std::uint64_t(c.flags) * 8; }
     std::unique_ptr<XpuModule> build(const std::string& n, const BuildContext& ctx) const override {
         SyncFlagsConfig k = c;
         k.barrier_participants = ctx.cores;
@@ -170,6 +176,22 @@ struct InterconnectSpec : ModuleSpec {
         InterconnectConfig k = c;
         k.routes = ctx.routes;
         return std::make_unique<Interconnect>(n.c_str(), k);
+    }
+};
+
+struct IciPortSpec : ModuleSpec {
+    IciPortConfig c;
+    void params(ParamReader& p) override {
+        latency_ns(p, "latency_ns", c.latency, "latency through the port");
+    }
+    // It serves the whole remote window of the address map (bit 63 set).
+    std::optional<std::uint64_t> capacity() const override { return kRemoteBit; }
+    std::unique_ptr<XpuModule> build(const std::string& n, const BuildContext& ctx) const override {
+        IciPortConfig k = c;
+        k.chip = ctx.chip;
+        k.dims = ctx.dims.empty() ? std::vector<unsigned>{1} : ctx.dims;
+        k.links_per_neighbour = ctx.links_per_neighbour;
+        return std::make_unique<IciPort>(n.c_str(), k);
     }
 };
 
@@ -191,6 +213,7 @@ const std::vector<ModuleType>& module_types() {
         type<DmaEngineSpec>("DmaEngine", "DMA descriptors chunked into TLM transactions (sockets: cmd, mem, flags)"),
         type<SyncFlagsSpec>("SyncFlags", "sync flags and barriers (socket: port)"),
         type<InterconnectSpec>("Interconnect", "address-mapped router (sockets: in, out[i])"),
+        type<IciPortSpec>("IciPort", "inter-chip port, dimension-order routing over the topology's links (sockets: in, local, links[i])"),
     };
     return types;
 }

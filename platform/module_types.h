@@ -31,6 +31,9 @@ struct BuildContext {
     std::vector<AddressRange> routes;   // Interconnect: its address map
     unsigned cores = 1;                 // SyncFlags: barrier participants
     std::optional<std::uint64_t> base;  // memories: where the address map put them
+    std::optional<std::uint64_t> flags_base;  // DmaEngine: the chips' SyncFlags window, if mapped
+    std::vector<unsigned> dims;         // IciPort: the torus
+    unsigned links_per_neighbour = 1;
 };
 
 class ModuleSpec {

@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 
+#include "models/address.h"
+#include "models/sim_time.h"
 #include "platform/yaml_source.h"
 
 namespace xpu::platform {
@@ -111,9 +113,59 @@ PlatformConfig load_platform(const std::string& file, const std::vector<std::str
     top.u32("chips", cfg.chips, 1, 4096, "number of chips (each an instance of `chip`)");
     top.skip("sim");
     top.skip("chip");
+    top.skip("topology");
     top.finish();
     for (auto e = top.effective().begin(); e != top.effective().end(); ++e)
         cfg.effective[e->first.Scalar()] = e->second;
+
+    // Topology: how the chips connect (multi-chip platforms).
+    YAML::Node topo = root["topology"];
+    if (topo.IsDefined()) {
+        ParamReader tp(&src, topo, "topology");
+        Topology& t = cfg.topology;
+        tp.text("kind", t.kind, "ring, torus2d or torus3d");
+        tp.skip("dims");
+        tp.skip("link");
+        tp.u32("links_per_neighbour", t.links_per_neighbour, 1, 16, "parallel links per direction to each neighbour");
+        tp.finish();
+        const unsigned want = t.kind == "ring" ? 1 : t.kind == "torus2d" ? 2 : t.kind == "torus3d" ? 3 : 0;
+        if (!want) tp.fail("kind", "expected ring, torus2d or torus3d, got '" + t.kind + "'");
+        YAML::Node dims = topo["dims"];
+        if (!dims.IsDefined() || !dims.IsSequence() || dims.size() != want)
+            src.fail(dims.IsDefined() ? dims : topo, "topology.dims",
+                     "expected a list of " + std::to_string(want) + " dimension size(s) for a " + t.kind);
+        unsigned product = 1;
+        for (std::size_t i = 0; i < dims.size(); ++i) {
+            std::uint64_t d = 0;
+            if (!dims[i].IsScalar() || !parse_u64(dims[i].Scalar(), d) || d < 1 || d > 4096)
+                src.fail(dims[i], "topology.dims[" + std::to_string(i) + "]", "expected a dimension size 1..4096");
+            t.dims.push_back(static_cast<unsigned>(d));
+            product *= static_cast<unsigned>(d);
+        }
+        if (product != cfg.chips)
+            src.fail(dims, "topology.dims", "the dimensions multiply to " + std::to_string(product) + " chips, but chips is " +
+                                                std::to_string(cfg.chips));
+        ParamReader lk(&src, topo["link"], "topology.link");
+        double ns = ticks_to_ns(t.link.latency);
+        lk.real("bandwidth_gbps", t.link.bandwidth_gbps, 0.001, 1e6, "GB/s per direction of one link");
+        lk.real("latency_ns", ns, 0, 1e6, "per hop");
+        lk.u32("packet_bytes", t.link.packet_bytes, 1, 1u << 24, "payload bytes per packet");
+        lk.u32("packet_overhead_bytes", t.link.packet_overhead_bytes, 0, 1u << 20, "header/CRC bytes per packet");
+        lk.bytes("buffer_bytes", t.link.buffer_bytes, 1, 1ull << 40, "bytes in flight on a link before back-pressure");
+        lk.finish();
+        t.link.latency = ns_to_ticks(ns);
+        YAML::Node eff(YAML::NodeType::Map);
+        eff["kind"] = t.kind;
+        YAML::Node ed(YAML::NodeType::Sequence);
+        ed.SetStyle(YAML::EmitterStyle::Flow);
+        for (unsigned d : t.dims) ed.push_back(d);
+        eff["dims"] = ed;
+        eff["links_per_neighbour"] = t.links_per_neighbour;
+        eff["link"] = lk.effective();
+        cfg.effective["topology"] = eff;
+    } else if (cfg.chips > 1) {
+        src.fail(root, "topology", "missing: " + std::to_string(cfg.chips) + " chips need a topology (ring, torus2d or torus3d)");
+    }
 
     ParamReader sim(&src, root["sim"], "sim");
     sim.real("quantum_ns", cfg.quantum_ns, 0.001, 1e9,
@@ -149,20 +201,27 @@ PlatformConfig load_platform(const std::string& file, const std::vector<std::str
             ParamReader p(&src, e, kp);
             std::string space, target;
             std::uint64_t base = 0;
-            p.text("space", space, "vmem or hbm");
+            p.text("space", space, "vmem, hbm, flags or remote");
             p.text("target", target, "module instance serving the range");
             p.u64("base", base, 0, UINT64_MAX, "global base address");
             p.finish();
             AddressMapEntry m;
-            auto sp = space_from_name(space);
-            if (!sp) p.fail("space", "expected vmem or hbm, got '" + space + "'");
-            m.space = *sp;
+            if (space == "vmem") m.window = Window::Vmem;
+            else if (space == "hbm") m.window = Window::Hbm;
+            else if (space == "flags") m.window = Window::Flags;
+            else if (space == "remote") m.window = Window::Remote;
+            else p.fail("space", "expected vmem, hbm, flags or remote, got '" + space + "'");
             m.target = target;
             m.base = base;
             m.where = src.where(e);
             const ModuleDecl* t = cfg.module(target);
             if (!t) p.fail("target", "no module '" + target + "' in chip.modules");
             if (!t->spec->capacity()) p.fail("target", "'" + target + "' is a " + t->type + ", not a memory");
+            const std::string want = m.window == Window::Flags ? "SyncFlags" : m.window == Window::Remote ? "IciPort" : "";
+            if (!want.empty() && t->type != want)
+                p.fail("target", "space " + space + " needs a " + want + ", '" + target + "' is a " + t->type);
+            if (m.window == Window::Remote && base != kRemoteWindow)
+                p.fail("base", "the remote window starts at 0x8000000000000000 (bit 63: see docs/platform.md)");
             cfg.address_map.push_back(m);
             YAML::Node x(YAML::NodeType::Map);
             x.SetStyle(YAML::EmitterStyle::Flow);
@@ -180,7 +239,8 @@ PlatformConfig load_platform(const std::string& file, const std::vector<std::str
             const auto& a = cfg.address_map[i];
             const auto& b = cfg.address_map[j];
             std::uint64_t asz = *cfg.module(a.target)->spec->capacity(), bsz = *cfg.module(b.target)->spec->capacity();
-            if (a.base < b.base + bsz && b.base < a.base + asz)
+            // Do [base, base + size) overlap? (Computed without overflowing 2^64.)
+            if (a.base >= b.base ? a.base - b.base < bsz : b.base - a.base < asz)
                 throw ConfigError(a.where + ": chip.address_map[" + std::to_string(i) + "]: range of '" + a.target +
                                   "' overlaps that of '" + b.target + "' (" + b.where + ")");
         }

@@ -10,6 +10,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "models/ici.h"
 #include "models/instruction.h"
 #include "platform/module_types.h"
 
@@ -35,11 +36,25 @@ struct BindingDecl {
     std::string text;
 };
 
+// What an address-map entry holds: a memory space instructions name (vmem, hbm), the chip's
+// sync flags (for completion flags written by other chips), or the window of remote addresses
+// served by the chip's IciPort.
+enum class Window { Vmem, Hbm, Flags, Remote };
+
 struct AddressMapEntry {
-    Space space = Space::Hbm;
+    Window window = Window::Hbm;
     std::string target;
     std::uint64_t base = 0;
     std::string where;
+};
+
+// How the chips connect: a ring or torus of `dims` (product = chips), with one IciLink per
+// direction per neighbour (times links_per_neighbour).
+struct Topology {
+    std::string kind = "none";  // none (one chip), ring, torus2d, torus3d
+    std::vector<unsigned> dims;
+    unsigned links_per_neighbour = 1;
+    IciLinkConfig link;
 };
 
 struct PlatformConfig {
@@ -47,6 +62,7 @@ struct PlatformConfig {
     std::string name;
     double quantum_ns = 1000;
     unsigned chips = 1;
+    Topology topology;
     double clock_ghz = 1.0;
     std::vector<ModuleDecl> modules;
     std::vector<AddressMapEntry> address_map;

@@ -1,0 +1,86 @@
+// Inter-chip interconnect (ICI): one IciPort per chip and one IciLink per direction of every
+// neighbour connection of the torus.
+//
+// IciPort routes a transaction addressed to another chip (see address.h) over the links with
+// dimension-order routing (dimension 0 first, the shorter way around each ring), and hands a
+// transaction addressed to its own chip to the chip's interconnect (`local`) with the remote
+// bits stripped. IciLink is one direction of one link: a BandwidthCalendar at
+// `bandwidth_gbps` carrying the payload plus `packet_overhead_bytes` per `packet_bytes` packet,
+// with `latency` per hop; transfers are cut-through (the next hop starts when the head
+// arrives). A link holds at most `buffer_bytes` in flight: a sender that would overflow it is
+// accepted only when room frees (back-pressure, reported via MemAccept).
+#pragma once
+
+#include <vector>
+
+#include <tlm_utils/multi_passthrough_initiator_socket.h>
+#include <tlm_utils/multi_passthrough_target_socket.h>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+
+#include "models/bandwidth_calendar.h"
+#include "models/unit_command.h"
+#include "models/xpu_module.h"
+
+namespace xpu {
+
+struct IciPortConfig {
+    std::uint16_t chip = 0;
+    std::vector<unsigned> dims;        // torus dimensions (a ring: one), product = chips
+    unsigned links_per_neighbour = 1;  // parallel links per direction
+    Tick latency = 2'000;              // ps through the port
+};
+
+class IciPort : public XpuModule {
+public:
+    tlm_utils::multi_passthrough_target_socket<IciPort, 32, tlm::tlm_base_protocol_types, 0,
+                                               sc_core::SC_ZERO_OR_MORE_BOUND>
+        in;  // from the chip's interconnect and from incoming links
+    tlm_utils::simple_initiator_socket_optional<IciPort> local;  // -> this chip's Interconnect.in
+    tlm_utils::multi_passthrough_initiator_socket<IciPort, 32, tlm::tlm_base_protocol_types, 0,
+                                                  sc_core::SC_ZERO_OR_MORE_BOUND>
+        links;  // [(2 x dim + (minus ? 1 : 0)) x links_per_neighbour + j] -> IciLink.in
+
+    IciPort(const sc_core::sc_module_name& n, const IciPortConfig& cfg);
+    const char* kind() const override { return "IciPort"; }
+    std::vector<Stat> stats() const override;
+    // The socket index of the link toward `dest` taken by a transaction from this chip
+    // (dimension-order routing); -1 if dest is this chip.
+    int route(std::uint16_t dest, std::uint64_t addr) const;
+
+private:
+    void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    IciPortConfig cfg_;
+    std::vector<unsigned> coord_;
+    std::uint64_t forwarded_ = 0, delivered_ = 0;
+};
+
+struct IciLinkConfig {
+    double bandwidth_gbps = 50;       // per direction
+    Tick latency = 500'000;           // ps per hop
+    unsigned packet_bytes = 1024;
+    unsigned packet_overhead_bytes = 64;
+    std::uint64_t buffer_bytes = 256 * 1024;  // in flight before back-pressure
+};
+
+class IciLink : public XpuModule {
+public:
+    tlm_utils::simple_target_socket<IciLink> in;
+    tlm_utils::simple_initiator_socket<IciLink> out;  // -> the next chip's IciPort.in
+
+    IciLink(const sc_core::sc_module_name& n, const IciLinkConfig& cfg);
+    const char* kind() const override { return "IciLink"; }
+    std::optional<Tick> busy_time() const override { return cal_.busy(); }
+    std::vector<Stat> stats() const override;
+    std::uint64_t bytes() const { return bytes_; }
+    std::uint64_t wire_bytes() const { return wire_bytes_; }
+
+private:
+    void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    IciLinkConfig cfg_;
+    BandwidthCalendar cal_;
+    std::uint64_t bytes_ = 0, wire_bytes_ = 0, transfers_ = 0;
+    Tick backpressure_ = 0;
+};
+
+}  // namespace xpu
