@@ -121,7 +121,9 @@ void DmaEngine::engine() {
             if (t > now_ticks() + cfg_.quantum) wait(until(t));
             Tick read_stall = 0, write_stall = 0;
             Tick read_done = transfer(tlm::TLM_READ_COMMAND, src + off, len, t, &read_stall, d);
+            if (d.in.has(kDtype)) mem_gp_.set_extension(&reduce_);  // dst += src
             Tick write_done = transfer(tlm::TLM_WRITE_COMMAND, dst + off, len, read_done, &write_stall, d);
+            if (d.in.has(kDtype)) mem_gp_.clear_extension(&reduce_);
             inflight_.push_back(write_done);
             last = max_tick(last, write_done);
             // Back-pressure from either side (a full HBM channel queue, a full link buffer).

@@ -4,6 +4,7 @@
 // the destination when the read data is back, with at most `max_outstanding` chunks in flight
 // and chunks issued no faster than `bandwidth_gbps`. When the last byte is written the
 // descriptor's completion flag is raised on `flags` (flag += val, default 1).
+// A DMA with a dtype reduces (dst += src): its writes carry ReduceWrite.
 // A destination on another chip (remote DMA) is written through the same `mem` socket at its
 // remote global address (address.h), over the inter-chip links; its completion flag is then
 // raised on the destination chip, by a flag write that follows the data over the same path.
@@ -79,6 +80,7 @@ private:
     tlm_utils::peq_with_get<Descriptor> done_peq_;
     tlm::tlm_generic_payload mem_gp_, flag_gp_;
     MemAccept& mem_accept_;  // owned by mem_gp_
+    ReduceWrite reduce_;     // set on mem_gp_ only around a reducing write, then cleared
     FlagCommand flag_cmd_;
     BusyTracker busy_;
     std::uint64_t descriptors_ = 0, bytes_ = 0, chunks_ = 0, remote_flags_ = 0;

@@ -30,12 +30,15 @@ void HbmController::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_t
     const Tick now = now_ticks();
     Tick accept = arrival, done = arrival;
     std::uint64_t off = addr - cfg_.base, end = off + len;
+    const bool write = gp.is_write();
+    // A reducing write reads and writes every byte: twice the channel time.
+    const unsigned passes = write && gp.get_extension<ReduceWrite>() ? 2 : 1;
     while (off < end) {
         const std::uint64_t granule = off / gran;
         std::uint64_t piece = std::min<std::uint64_t>(end, (granule + 1) * gran) - off;
         std::size_t ch = granule % nch;
-        Tick service = piece == gran ? granule_service_ : transfer_ticks(piece, cfg_.channel_bandwidth_gbps);
-        Tick moved = channels_[ch].reserve(arrival, piece, now);
+        Tick service = (piece == gran ? granule_service_ : transfer_ticks(piece, cfg_.channel_bandwidth_gbps)) * passes;
+        Tick moved = channels_[ch].reserve(arrival, piece * passes, now);
         // Queue full: more than queue_depth pieces ahead; the piece waits outside for room.
         Tick room = cfg_.queue_depth * service;
         if (moved > arrival + room + service) accept = std::max(accept, moved - room - service);
@@ -43,8 +46,8 @@ void HbmController::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_t
         off += piece;
     }
     backpressure_ += accept - arrival;
-    bool write = gp.is_write();
     (write ? bytes_written_ : bytes_read_) += len;
+    if (passes == 2) bytes_read_ += len;
     ++requests_;
     if (recorder_) recorder_->on_mem({name(), write, addr, len, arrival, done});
     if (auto* a = gp.get_extension<MemAccept>()) a->stall = std::max(a->stall, accept - arrival);

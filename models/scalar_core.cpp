@@ -19,7 +19,8 @@ ScalarCore::ScalarCore(const sc_core::sc_module_name& n, const ScalarCoreConfig&
       cmd_(*new UnitCommand),
       fetch_(cfg.cycle, cfg.fetch_width),
       issue_(cfg.cycle, cfg.issue_width),
-      iqueue_(cfg.iqueue_depth) {
+      iqueue_(cfg.iqueue_depth),
+      time_by_ann_(cfg.annotations, 0) {
     expose_initiator("imem", imem, false);
     expose_initiator("vpu", vpu, true, false);
     expose_initiator("mxu", mxu, true, false);
@@ -111,6 +112,8 @@ void ScalarCore::execute(const Instruction& in) {
     if (in.has(kSrc1)) reg_read_until_[in.src[1]] = max_tick(reg_read_until_[in.src[1]], operands_read);
     if (in.has(kSrc2)) reg_read_until_[in.src[2]] = max_tick(reg_read_until_[in.src[2]], operands_read);
     last_complete_ = max_tick(last_complete_, complete);
+    if (in.has(kAnn) && in.ann < time_by_ann_.size()) time_by_ann_[in.ann] += issue - last_issue_;
+    last_issue_ = issue;
     busy_.add(issue, issue + cfg_.cycle / (cfg_.issue_width ? cfg_.issue_width : 1));
     ++retired_;
     ++per_kind_[static_cast<unsigned>(kind)];

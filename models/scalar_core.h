@@ -29,6 +29,7 @@ struct ScalarCoreConfig {
     unsigned sync_latency = 1;      // cycles for a flag op to take effect
     unsigned batch = 256;           // instructions per fetch from the injector (host-side batching)
     Tick quantum = 1'000'000;       // temporal decoupling: local time may lead the kernel by this
+    std::size_t annotations = 0;    // strings in the trace: time is attributed per annotation id
 };
 
 // Width-limited slots per cycle (fetch, issue): next(t) is the earliest slot at or after t.
@@ -82,6 +83,9 @@ public:
     std::uint64_t retired() const { return retired_; }
     Tick finish_time() const { return finish_time_; }
     const ScalarCoreConfig& config() const { return cfg_; }
+    // Time attributed to each annotation id: how far the core's issue point advanced to issue
+    // the instructions carrying it (their own cycles plus the stalls in front of them).
+    const std::vector<Tick>& time_by_annotation() const { return time_by_ann_; }
     // What the core is blocked on, for a deadlock diagnosis ("" when not blocked).
     const Instruction* blocked_on() const { return blocked_; }
     std::uint64_t blocked_index() const { return blocked_index_; }
@@ -105,6 +109,8 @@ private:
     SlotPacer fetch_, issue_;
     QueueSlots iqueue_;
     Tick last_complete_ = 0;
+    Tick last_issue_ = 0;
+    std::vector<Tick> time_by_ann_;
     Tick kernel_now_ = 0;  // sc_time_stamp(), refreshed whenever this thread may have waited
     BusyTracker busy_;
 

@@ -44,6 +44,13 @@ struct MemAccept : tlm::tlm_extension<MemAccept> {
     }
 };
 
+// A write that reduces into memory (dst += data): the target reads and writes the bytes
+// (read-modify-write near memory), as a DMA with a dtype does.
+struct ReduceWrite : tlm::tlm_extension<ReduceWrite> {
+    tlm::tlm_extension_base* clone() const override { return new ReduceWrite(*this); }
+    void copy_from(const tlm::tlm_extension_base&) override {}
+};
+
 // Sync-flag operations travel to SyncFlags as a payload whose data points at this struct.
 struct FlagCommand {
     enum class Op : std::uint8_t { Set, Add, Wait, Barrier } op = Op::Set;

@@ -22,11 +22,14 @@ void Vmem::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& dela
         return;
     }
     Tick arrival = now_ticks() + delay.value();
-    Tick one_port = ((len + cfg_.port_bytes_per_cycle - 1) / cfg_.port_bytes_per_cycle) * cfg_.cycle;
-    Tick moved = max_tick(ports_.reserve(arrival, len, now_ticks()), arrival + one_port);
+    const bool write = gp.is_write();
+    // A reducing write reads and writes every byte.
+    const std::uint64_t moved_bytes = write && gp.get_extension<ReduceWrite>() ? 2 * len : len;
+    Tick one_port = ((moved_bytes + cfg_.port_bytes_per_cycle - 1) / cfg_.port_bytes_per_cycle) * cfg_.cycle;
+    Tick moved = max_tick(ports_.reserve(arrival, moved_bytes, now_ticks()), arrival + one_port);
     Tick done = moved + cfg_.latency * cfg_.cycle;
-    bool write = gp.is_write();
     (write ? bytes_written_ : bytes_read_) += len;
+    if (moved_bytes > len) bytes_read_ += len;
     ++requests_;
     if (recorder_) recorder_->on_mem({name(), write, addr, len, arrival, done});
     delay = to_sc(done - now_ticks());

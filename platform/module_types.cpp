@@ -13,6 +13,7 @@
 #include "models/trace_injector.h"
 #include "models/vector_unit.h"
 #include "models/vmem.h"
+#include "traces/trace_reader.h"
 
 namespace xpu::platform {
 
@@ -53,6 +54,7 @@ struct ScalarCoreSpec : ModuleSpec {
     std::unique_ptr<XpuModule> build(const std::string& n, const BuildContext& ctx) const override {
         ScalarCoreConfig k = c;
         k.chip = ctx.chip;
+        k.annotations = ctx.trace ? ctx.trace->strings().size() : 0;
         k.cycle = ctx.cycle;
         k.quantum = ctx.quantum;
         return std::make_unique<ScalarCore>(n.c_str(), k);

@@ -1,8 +1,11 @@
 #include "platform/simulation.h"
 
+#include <algorithm>
 #include <chrono>
-#include <sys/resource.h>
+#include <map>
+#include <set>
 #include <sstream>
+#include <sys/resource.h>
 
 #include "models/hbm_controller.h"
 #include "models/matrix_unit.h"
@@ -12,37 +15,473 @@
 
 namespace xpu::platform {
 
+const char* stop_reason_name(StopReason r) {
+    switch (r) {
+        case StopReason::Completed: return "completed";
+        case StopReason::Deadlock: return "deadlock";
+        case StopReason::MaxSimTime: return "max-sim-time";
+        case StopReason::Interrupted: return "interrupted";
+    }
+    return "?";
+}
+
+namespace {
+
+std::string hex(std::uint64_t v) {
+    std::ostringstream os;
+    os << "0x" << std::hex << v;
+    return os.str();
+}
+
+std::string size_text(std::uint64_t b) {
+    static const char* u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int i = 0;
+    while (i < 5 && b >= 1024 && b % 1024 == 0) {
+        b /= 1024;
+        ++i;
+    }
+    return std::to_string(b) + u[i];
+}
+
+// "xpu.chip12.core0.scalar" -> 12 (0 if the name does not have that form).
+unsigned chip_of_name(const std::string& n) {
+    if (n.rfind("xpu.chip", 0) != 0) return 0;
+    return static_cast<unsigned>(std::strtoul(n.c_str() + 8, nullptr, 10));
+}
+
+// "xpu.chip12.core0.scalar" -> "core0.scalar" (the path within the chip's description).
+std::string path_in_chip(const std::string& n) {
+    if (n.rfind("xpu.chip", 0) != 0) return n;
+    auto dot = n.find('.', 8);
+    return dot == std::string::npos ? n : n.substr(dot + 1);
+}
+
+// The modules bound to `module.socket`, in socket-index order (the builder's order: explicit
+// indices, or the order of the bindings).
+std::vector<std::string> bound_targets(const PlatformConfig& cfg, const std::string& module, const std::string& socket) {
+    std::vector<const BindingDecl*> list;
+    for (const auto& b : cfg.bindings)
+        if (b.from.module == module && b.from.socket == socket) list.push_back(&b);
+    if (!list.empty() && list.front()->from.index >= 0)
+        std::stable_sort(list.begin(), list.end(),
+                         [](const BindingDecl* a, const BindingDecl* b) { return a->from.index < b->from.index; });
+    std::vector<std::string> out;
+    for (const auto* b : list) out.push_back(b->to.module);
+    return out;
+}
+
+// An integer parameter of a module, from the effective configuration (0 if absent).
+std::uint64_t param_of(const PlatformConfig& cfg, const std::string& module, const char* key) {
+    const YAML::Node eff = cfg.effective;
+    YAML::Node n = eff["chip"]["modules"];
+    std::size_t pos = 0;
+    while (n.IsDefined() && n.IsMap()) {
+        auto dot = module.find('.', pos);
+        n = YAML::Node(n)[module.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos)];
+        if (dot == std::string::npos) break;
+        pos = dot + 1;
+    }
+    if (!n.IsDefined() || !n.IsMap()) return 0;
+    const YAML::Node v = YAML::Node(n)[key];
+    std::uint64_t x = 0;
+    if (!v.IsDefined() || !v.IsScalar() || !parse_u64(v.Scalar(), x)) return 0;
+    return x;
+}
+
+struct MapRange {
+    Window window;
+    std::string target;
+    std::uint64_t base = 0, size = 0;
+    bool contains(std::uint64_t a, std::uint64_t len) const {
+        return a >= base && a - base < size && len <= size - (a - base);
+    }
+    std::string text() const {
+        return target + " [" + hex(base) + ", +" + size_text(size) + ")";
+    }
+};
+
+// What check_trace needs to know about one core.
+struct CoreView {
+    const ScalarCore* core = nullptr;
+    std::string path;              // within the chip description: "core0.scalar"
+    unsigned units[3] = {0, 0, 0};  // bound vpu, mxu, dma sockets
+    bool flags_bound = false;
+    std::uint64_t flag_count = 0;  // of the SyncFlags bound to its flags socket
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> mxu_shape;  // rows, cols per mxu index
+    std::vector<std::uint64_t> dma_flag_count;                       // per dma index; 0 = no SyncFlags bound
+    std::vector<std::string> vpu_vmem;                               // per vpu index: the Vmem its mem is bound to
+};
+
+}  // namespace
+
 Simulation::Simulation(const PlatformConfig& cfg, const std::string& trace_path)
     : cfg_(cfg), trace_(trace::TraceFile::open(trace_path)) {
     platform_ = std::make_unique<Platform>(cfg_, &trace_);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Checking the trace against the platform before the run
+
+bool Simulation::check_trace(const std::function<bool()>& stop_requested) const {
+    // The address map, as the models compute global addresses: space base + operand address.
+    std::vector<MapRange> map;
+    std::array<std::uint64_t, 2> space_base{};
+    std::array<bool, 2> has_space{};
+    for (const auto& e : cfg_.address_map) {
+        const ModuleDecl* t = cfg_.module(e.target);
+        map.push_back({e.window, e.target, e.base, t && t->spec->capacity() ? *t->spec->capacity() : 0});
+        if (e.window != Window::Vmem && e.window != Window::Hbm) continue;
+        auto s = static_cast<unsigned>(e.window == Window::Vmem ? Space::Vmem : Space::Hbm);
+        if (!has_space[s] || e.base < space_base[s]) space_base[s] = e.base;
+        has_space[s] = true;
+    }
+    std::uint64_t remote_flag_count = 0;  // flags of the SyncFlags in the flags window
+    for (const auto& m : map)
+        if (m.window == Window::Flags) remote_flag_count = param_of(cfg_, m.target, "flags");
+
+    // One view per (chip, core id).
+    std::map<std::pair<unsigned, unsigned>, CoreView> views;
+    for (auto* c : platform_->cores()) {
+        CoreView v;
+        v.core = c;
+        v.path = path_in_chip(c->name());
+        auto* self = const_cast<ScalarCore*>(c);
+        const char* fams[3] = {"vpu", "mxu", "dma"};
+        for (int f = 0; f < 3; ++f)
+            if (auto* p = self->port(fams[f])) v.units[f] = p->bound;
+        if (auto* p = self->port("flags")) v.flags_bound = p->bound > 0;
+        auto flags = bound_targets(cfg_, v.path, "flags");
+        if (!flags.empty()) v.flag_count = param_of(cfg_, flags.front(), "flags");
+        for (const auto& mxu : bound_targets(cfg_, v.path, "mxu"))
+            v.mxu_shape.push_back({param_of(cfg_, mxu, "rows"), param_of(cfg_, mxu, "cols")});
+        for (const auto& dma : bound_targets(cfg_, v.path, "dma")) {
+            auto f = bound_targets(cfg_, dma, "flags");
+            v.dma_flag_count.push_back(f.empty() ? 0 : param_of(cfg_, f.front(), "flags"));
+        }
+        for (const auto& vpu : bound_targets(cfg_, v.path, "vpu")) {
+            auto mem = bound_targets(cfg_, vpu, "mem");
+            v.vpu_vmem.push_back(mem.empty() ? std::string() : mem.front());
+        }
+        views[{c->config().chip, c->config().core}] = std::move(v);
+    }
+
+    auto mem_text = [](const MemRef& m) {
+        std::string s(space_name(m.space));
+        if (m.chip != kLocalChip) s += "@" + std::to_string(m.chip);
+        return s + ":" + hex(m.addr);
+    };
+    // Empty if [space base + addr, + bytes) lies inside one entry of the map (restricted to
+    // `target` when given), else what is wrong.
+    auto range_problem = [&](const char* key, const MemRef& m, std::uint64_t bytes,
+                             const std::string& target) -> std::string {
+        const auto s = static_cast<unsigned>(m.space);
+        const Window w = m.space == Space::Vmem ? Window::Vmem : Window::Hbm;
+        std::string where = std::string(key) + "=" + mem_text(m) + " bytes=" + std::to_string(bytes) + ": ";
+        if (!has_space[s])
+            return where + "no memory serves " + std::string(space_name(m.space)) + " (the address map of " + cfg_.file +
+                   " has no " + std::string(space_name(m.space)) + " entry)";
+        std::string known;
+        bool overflow = m.addr > UINT64_MAX - space_base[s];
+        const std::uint64_t g = space_base[s] + m.addr;
+        for (const auto& r : map) {
+            if (r.window != w || (!target.empty() && r.target != target)) continue;
+            if (!overflow && r.contains(g, bytes)) return {};
+            known += (known.empty() ? "" : ", ") + r.text();
+        }
+        return where + "global range [" + hex(g) + ", +" + std::to_string(bytes) + ") is outside the memory map (expected inside " +
+               (known.empty() ? std::string("a ") + std::string(space_name(m.space)) + " memory" : known) + ")";
+    };
+
+    constexpr std::size_t kChunk = 4096;
+    std::vector<Instruction> buf(kChunk);
+    static const char* fam_socket[3] = {"vpu", "mxu", "dma"};
+    static const char* fam_what[3] = {"vector unit", "matrix unit", "DMA engine"};
+    for (std::size_t s = 0; s < trace_.streams().size(); ++s) {
+        const StreamInfo& si = trace_.streams()[s];
+        auto vit = views.find({si.chip, si.core});
+        if (vit == views.end()) continue;  // the builder has already refused such a trace
+        const CoreView& v = vit->second;
+        trace::StreamReader reader(trace_, s);
+        std::uint64_t index = 0;
+        while (std::size_t n = reader.read(buf.data(), kChunk)) {
+            if (stop_requested && stop_requested()) return false;
+            for (std::size_t i = 0; i < n; ++i, ++index) {
+                const Instruction& in = buf[i];
+                auto where = [&] {
+                    return trace_.describe_stream(s) + ", instruction " + std::to_string(index) + " (" +
+                           trace::format_instruction(in) + "): ";
+                };
+                auto bad = [&](const std::string& what) { throw trace::TraceError(where() + what); };
+                auto missing = [&](const std::string& what) {
+                    throw ConfigError(cfg_.file + ": " + std::string(v.core->name()) + " " + what + ", but " +
+                                      trace_.path() + " needs it: " + where().substr(trace_.path().size() + 2, std::string::npos) +
+                                      "uses it");
+                };
+                // Registers: the scoreboard has kNumRegs entries.
+                const std::pair<Field, const char*> regs[] = {{kDst, "d"}, {kSrc0, "s0"}, {kSrc1, "s1"}, {kSrc2, "s2"}};
+                const std::uint8_t ids[] = {in.dst, in.src[0], in.src[1], in.src[2]};
+                for (int r = 0; r < 4; ++r)
+                    if (in.has(regs[r].first) && ids[r] >= kNumRegs)
+                        bad(std::string(regs[r].second) + "=r" + std::to_string(ids[r]) +
+                            " is not a register (expected s0..s63, v0..v63 or m0..m63, ids 0.." +
+                            std::to_string(kNumRegs - 1) + ")");
+                const UnitKind kind = unit_kind(in.op);
+                if (kind == UnitKind::Vector || kind == UnitKind::Matrix || kind == UnitKind::Dma) {
+                    const int f = kind == UnitKind::Vector ? 0 : kind == UnitKind::Matrix ? 1 : 2;
+                    if (v.units[f] == 0)
+                        missing(std::string("has no ") + fam_what[f] + " bound to its " + fam_socket[f] +
+                                " socket (add one and a binding '" + v.path + "." + fam_socket[f] +
+                                "[0] -> ...' to chip.bindings)");
+                    if (in.unit >= v.units[f])
+                        bad("u=" + std::to_string(in.unit) + ": the core has " + std::to_string(v.units[f]) + " " +
+                            fam_what[f] + (v.units[f] == 1 ? "" : "s") + " (" + fam_socket[f] + "[0.." +
+                            std::to_string(v.units[f] - 1) + "]) in " + cfg_.file);
+                }
+                switch (in.op) {
+                    case Opcode::MPush:
+                    case Opcode::MatMul: {
+                        if (in.op == Opcode::MatMul && !in.has(kShape)) bad("a matmul needs shape=MxNxK");
+                        if (!in.has(kShape)) break;
+                        if (in.op == Opcode::MatMul && in.m == 0) bad("shape m=0: a matmul streams at least one row");
+                        if (in.unit < v.mxu_shape.size()) {
+                            auto [rows, cols] = v.mxu_shape[in.unit];
+                            if (rows && cols && (in.k > rows || in.n > cols))
+                                bad("a " + std::to_string(in.k) + "x" + std::to_string(in.n) +
+                                    " (k x n) weight tile does not fit the " + std::to_string(rows) + "x" +
+                                    std::to_string(cols) + " array of mxu[" + std::to_string(in.unit) +
+                                    "] (expected k <= rows = " + std::to_string(rows) + ", n <= cols = " +
+                                    std::to_string(cols) + ")");
+                        }
+                        break;
+                    }
+                    case Opcode::VLoad:
+                    case Opcode::VStore: {
+                        const bool load = in.op == Opcode::VLoad;
+                        const Field mf = load ? kMemSrc : kMemDst;
+                        const MemRef& m = load ? in.mem_src : in.mem_dst;
+                        const char* key = load ? "src" : "dst";
+                        if (!in.has(kBytes)) bad("a vld/vst needs bytes=");
+                        if (!in.has(mf)) break;
+                        if (m.space != Space::Vmem || (m.chip != kLocalChip && m.chip != si.chip))
+                            bad(std::string(key) + "=" + mem_text(m) + ": a vld/vst addresses its own chip's vmem");
+                        const std::string vmem = in.unit < v.vpu_vmem.size() ? v.vpu_vmem[in.unit] : std::string();
+                        auto p = range_problem(key, m, in.bytes, vmem);
+                        if (!p.empty()) bad(p);
+                        break;
+                    }
+                    case Opcode::Dma: {
+                        if (!in.has(kMemSrc) || !in.has(kMemDst) || !in.has(kBytes))
+                            bad("a DMA needs src=, dst= and bytes=");
+                        if (in.bytes == 0) bad("bytes=0: a DMA moves at least one byte");
+                        if (in.mem_src.chip != kLocalChip && in.mem_src.chip != si.chip)
+                            bad("src=" + mem_text(in.mem_src) +
+                                ": a DMA reads from its own chip only (write to the other chip from there)");
+                        const bool remote = in.mem_dst.chip != kLocalChip && in.mem_dst.chip != si.chip;
+                        if (remote && in.mem_dst.chip >= cfg_.chips)
+                            bad("dst=" + mem_text(in.mem_dst) + ": chip " + std::to_string(in.mem_dst.chip) +
+                                " does not exist (" + cfg_.file + " has " + std::to_string(cfg_.chips) + " chip" +
+                                (cfg_.chips == 1 ? "" : "s") + ", 0.." + std::to_string(cfg_.chips - 1) + ")");
+                        for (auto p : {range_problem("src", in.mem_src, in.bytes, ""),
+                                       range_problem("dst", in.mem_dst, in.bytes, "")})
+                            if (!p.empty()) bad(p);
+                        if (in.has(kFlag)) {
+                            std::uint64_t count = remote ? remote_flag_count
+                                                  : in.unit < v.dma_flag_count.size() ? v.dma_flag_count[in.unit] : 0;
+                            if (!remote && count == 0 && in.unit < v.dma_flag_count.size())
+                                missing("'s DMA engine dma[" + std::to_string(in.unit) +
+                                        "] has no SyncFlags bound to its flags socket to raise completion flags");
+                            if (count && in.flag >= count)
+                                bad("flag=" + std::to_string(in.flag) + " is out of range: the chip has " +
+                                    std::to_string(count) + " sync flags (0.." + std::to_string(count - 1) + ")");
+                        }
+                        break;
+                    }
+                    case Opcode::SWait:
+                    case Opcode::SSet:
+                    case Opcode::SAdd:
+                    case Opcode::Barrier: {
+                        if (!v.flags_bound) missing("has no SyncFlags bound to its flags socket");
+                        const std::uint16_t flag = in.has(kFlag) ? in.flag : 0;
+                        if (v.flag_count && flag >= v.flag_count)
+                            bad("flag=" + std::to_string(flag) + " is out of range: the chip has " +
+                                std::to_string(v.flag_count) + " sync flags (0.." + std::to_string(v.flag_count - 1) + ")");
+                        break;
+                    }
+                    default: break;
+                }
+            }
+        }
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Diagnosis
+
+namespace {
+
+// Instruction `index` of stream `s` (read from the start: diagnosis only).
+std::string instruction_text(const trace::TraceFile& tf, std::size_t s, std::uint64_t index) {
+    try {
+        trace::StreamReader r(tf, s);
+        std::vector<Instruction> buf(4096);
+        std::uint64_t pos = 0;
+        while (std::size_t n = r.read(buf.data(), buf.size())) {
+            if (index < pos + n) return trace::format_instruction(buf[index - pos]);
+            pos += n;
+        }
+    } catch (const std::exception&) {
+    }
+    return "?";
+}
+
+}  // namespace
+
 std::string Simulation::deadlock_diagnosis() const {
     std::ostringstream os;
     os << "deadlock at " << ticks_to_ns(now_ticks()) << " ns: no event can ever wake these cores:\n";
+    struct Waiter {
+        const SyncFlags* flags;
+        FlagWaiter w;
+        unsigned chip;
+    };
+    std::vector<Waiter> waiters;
+    for (auto* m : platform_->modules())
+        if (auto* f = dynamic_cast<SyncFlags*>(m))
+            for (const auto& w : f->waiters()) waiters.push_back({f, w, chip_of_name(f->name())});
+
+    // Which instructions of the trace could raise each awaited (chip, flag): sset/sadd of a
+    // stream of that chip, DMAs whose completion flag lands there.
+    struct Raiser {
+        std::size_t stream;
+        std::uint64_t index;
+        std::string text;
+    };
+    std::map<std::pair<unsigned, unsigned>, std::vector<Raiser>> raisers;
+    std::map<std::pair<unsigned, unsigned>, std::uint64_t> raiser_count;
+    for (const auto& w : waiters)
+        if (w.w.op == FlagCommand::Op::Wait) raisers[{w.chip, w.w.flag}];
+    if (!raisers.empty()) {
+        std::vector<Instruction> buf(4096);
+        for (std::size_t s = 0; s < trace_.streams().size(); ++s) {
+            const unsigned chip = trace_.streams()[s].chip;
+            try {
+                trace::StreamReader r(trace_, s);
+                std::uint64_t index = 0;
+                while (std::size_t n = r.read(buf.data(), buf.size()))
+                    for (std::size_t i = 0; i < n; ++i, ++index) {
+                        const Instruction& in = buf[i];
+                        unsigned target = chip;
+                        if (in.op == Opcode::Dma) {
+                            if (!in.has(kFlag)) continue;
+                            if (in.mem_dst.chip != kLocalChip) target = in.mem_dst.chip;
+                        } else if (in.op != Opcode::SSet && in.op != Opcode::SAdd) {
+                            continue;
+                        }
+                        auto it = raisers.find({target, in.has(kFlag) ? in.flag : 0u});
+                        if (it == raisers.end()) continue;
+                        if (++raiser_count[it->first] <= 4)
+                            it->second.push_back({s, index, trace::format_instruction(in)});
+                    }
+            } catch (const std::exception&) {
+            }
+        }
+    }
+    auto core_of_stream = [&](std::size_t s) -> const ScalarCore* {
+        for (auto* c : platform_->cores())
+            if (c->config().chip == trace_.streams()[s].chip && c->config().core == trace_.streams()[s].core) return c;
+        return nullptr;
+    };
+
     for (auto* core : platform_->cores()) {
         if (core->finished()) continue;
         os << "  " << core->name() << " (chip " << core->config().chip << ", core " << core->config().core << ")";
         if (const Instruction* in = core->blocked_on())
             os << " blocked at instruction " << core->blocked_index() << ": " << trace::format_instruction(*in);
         os << "\n";
-    }
-    for (auto* m : platform_->modules())
-        if (auto* f = dynamic_cast<SyncFlags*>(m))
-            for (const auto& w : f->waiters()) {
-                if (w.op == FlagCommand::Op::Barrier) {
-                    os << "  " << w.requester << " waits at a barrier of " << f->name() << " (" << f->barrier_arrivals()
-                       << " core(s) arrived)\n";
-                    continue;
+        for (const auto& wt : waiters) {
+            const FlagWaiter& w = wt.w;
+            if (w.requester != core->name()) continue;
+            if (w.op == FlagCommand::Op::Barrier) {
+                os << "    waits at a barrier of " << wt.flags->name() << " (" << wt.flags->barrier_arrivals()
+                   << " core(s) of chip " << wt.chip << " arrived); the others:";
+                bool any = false;
+                for (auto* other : platform_->cores()) {
+                    if (other == core || other->config().chip != wt.chip) continue;
+                    const Instruction* b = other->blocked_on();
+                    if (b && b->op == Opcode::Barrier) continue;
+                    any = true;
+                    os << "\n      " << other->name() << ": ";
+                    if (other->finished()) os << "finished its stream without reaching this barrier";
+                    else if (b) os << "blocked at instruction " << other->blocked_index() << ": " << trace::format_instruction(*b);
+                    else os << "running";
                 }
-                os << "  " << w.requester << " waits for " << f->name() << " flag " << w.flag << " "
-                   << cond_name(w.cond) << " " << w.value << "; its value is " << f->value(w.flag)
-                   << " and nothing pending will change it\n";
+                if (!any) os << " none missing";
+                os << "\n";
+                continue;
             }
+            os << "    waits for " << wt.flags->name() << " flag " << w.flag << " " << cond_name(w.cond) << " " << w.value
+               << "; its value is " << wt.flags->value(w.flag) << " and nothing pending will change it\n";
+            const auto key = std::make_pair(wt.chip, static_cast<unsigned>(w.flag));
+            const auto& list = raisers[key];
+            if (list.empty()) {
+                os << "    no instruction in the trace sets or adds flag " << w.flag << " on chip " << wt.chip
+                   << " (no sset/sadd flag=" << w.flag << " in its streams, no dma with flag=" << w.flag << " to it)\n";
+                continue;
+            }
+            os << "    instructions of the trace that target flag " << w.flag << " on chip " << wt.chip << " ("
+               << raiser_count[key] << " in all" << (raiser_count[key] > list.size() ? ", the first " + std::to_string(list.size()) : std::string()) << "):\n";
+            for (const auto& r : list) {
+                os << "      " << trace_.describe_stream(r.stream).substr(trace_.path().size() + 2) << ", instruction "
+                   << r.index << ": " << r.text;
+                const ScalarCore* c = core_of_stream(r.stream);
+                if (!c) os << " (no core runs it)";
+                else if (r.index < c->retired()) os << " (executed)";
+                else if (c->blocked_on()) os << " (not reached: " << c->name() << " is blocked at instruction " << c->blocked_index() << ")";
+                else os << " (not reached)";
+                os << "\n";
+            }
+        }
+    }
     return os.str();
 }
 
+std::string Simulation::position_diagnosis(const char* why) const {
+    std::ostringstream os;
+    os << why << " at " << ticks_to_ns(now_ticks()) << " ns simulated; where each core was:\n";
+    for (auto* core : platform_->cores()) {
+        os << "  " << core->name() << " (chip " << core->config().chip << ", core " << core->config().core << "): ";
+        std::size_t stream = trace_.streams().size();
+        for (std::size_t s = 0; s < trace_.streams().size(); ++s)
+            if (trace_.streams()[s].chip == core->config().chip && trace_.streams()[s].core == core->config().core) stream = s;
+        const std::uint64_t total = stream < trace_.streams().size() ? trace_.streams()[stream].instructions : 0;
+        if (core->finished()) {
+            os << "finished (" << core->retired() << " instructions) at " << ticks_to_ns(core->finish_time()) << " ns\n";
+            continue;
+        }
+        os << core->retired() << " of " << total << " instructions retired; ";
+        if (const Instruction* in = core->blocked_on()) {
+            os << "blocked at instruction " << core->blocked_index() << ": " << trace::format_instruction(*in);
+        } else if (core->retired() < total) {
+            os << "at instruction " << core->retired() << ": " << instruction_text(trace_, stream, core->retired());
+        } else {
+            os << "draining (waiting for its last results)";
+        }
+        os << "\n";
+    }
+    return os.str();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run
+
 RunResult Simulation::run(const std::function<void(std::uint64_t, double)>& progress) {
+    RunOptions o;
+    o.progress = progress;
+    return run(o);
+}
+
+RunResult Simulation::run(const RunOptions& opts) {
     RunResult r;
     auto t0 = std::chrono::steady_clock::now();
     auto last_report = t0;
@@ -53,11 +492,32 @@ RunResult Simulation::run(const std::function<void(std::uint64_t, double)>& prog
         return n;
     };
     sc_core::sc_start(sc_core::SC_ZERO_TIME);
+    // In slices of simulated time, so that a stop request or the time limit is noticed soon.
+    // SC_EXIT_ON_STARVATION leaves the time at the last event (not at the end of the slice),
+    // which is what simulated_time_ns reports; but it also means a slice with no event in it
+    // does not advance the time at all: when the next event is further away than a slice, the
+    // slice is stretched to reach it.
     while (sc_core::sc_pending_activity()) {
-        sc_core::sc_start(slice, sc_core::SC_EXIT_ON_STARVATION);
+        if (opts.stop_requested && opts.stop_requested()) {
+            r.stop = StopReason::Interrupted;
+            break;
+        }
+        sc_core::sc_time step = slice;
+        const sc_core::sc_time to_next = sc_core::sc_time_to_pending_activity();
+        if (to_next > step) step = to_next;
+        if (opts.max_sim_time) {
+            const Tick now = now_ticks();
+            const Tick left = opts.max_sim_time > now ? opts.max_sim_time - now : 0;
+            if (to_next.value() > left) {
+                r.stop = StopReason::MaxSimTime;
+                break;
+            }
+            if (step.value() > left) step = to_sc(left);
+        }
+        sc_core::sc_start(step, sc_core::SC_EXIT_ON_STARVATION);
         auto now = std::chrono::steady_clock::now();
-        if (progress && now - last_report > std::chrono::seconds(2)) {
-            progress(retired(), ticks_to_ns(now_ticks()));
+        if (opts.progress && now - last_report > std::chrono::seconds(2)) {
+            opts.progress(retired(), ticks_to_ns(now_ticks()));
             last_report = now;
         }
     }
@@ -67,9 +527,21 @@ RunResult Simulation::run(const std::function<void(std::uint64_t, double)>& prog
     r.simulated_ns = ticks_to_ns(now_ticks());
     r.instructions = retired();
     r.streams = trace_.streams().size();
-    for (auto* c : platform_->cores())
-        if (!c->finished()) r.completed = false;
-    if (!r.completed) r.diagnosis = deadlock_diagnosis();
+    if (r.stop == StopReason::Completed)
+        for (auto* c : platform_->cores())
+            if (!c->finished()) r.stop = StopReason::Deadlock;
+    r.completed = r.stop == StopReason::Completed;
+    switch (r.stop) {
+        case StopReason::Completed: break;
+        case StopReason::Deadlock: r.diagnosis = deadlock_diagnosis(); break;
+        case StopReason::MaxSimTime: {
+            std::ostringstream why;
+            why << "time limit (--max-sim-time " << ticks_to_ns(opts.max_sim_time) << " ns) reached";
+            r.diagnosis = position_diagnosis(why.str().c_str());
+            break;
+        }
+        case StopReason::Interrupted: r.diagnosis = position_diagnosis("interrupted"); break;
+    }
 
     for (auto* m : platform_->modules()) {
         if (auto busy = m->busy_time()) {

@@ -1,6 +1,6 @@
 // One simulation run: elaborate the platform for a trace, run the kernel to the end (or to
-// a deadlock), and collect what the summary and stats.json report. All figures come from the
-// models' own counters.
+// a deadlock, a time limit or an interrupt), and collect what the summary and stats.json
+// report. All figures come from the models' own counters.
 #pragma once
 
 #include <functional>
@@ -21,6 +21,16 @@ struct UnitFigure {
     double utilization = 0;  // busy / simulated time
 };
 
+// Why a run ended.
+enum class StopReason {
+    Completed,    // every core ran its stream to the end
+    Deadlock,     // no event left, cores still waiting (sync flags, barriers)
+    MaxSimTime,   // activity left beyond RunOptions::max_sim_time
+    Interrupted,  // RunOptions::stop_requested said so (SIGINT)
+};
+// "completed", "deadlock", "max-sim-time", "interrupted" (the stats.json `stop_reason`).
+const char* stop_reason_name(StopReason r);
+
 struct RunResult {
     double simulated_ns = 0;
     std::uint64_t instructions = 0;
@@ -31,8 +41,9 @@ struct RunResult {
     std::uint64_t hbm_bytes_read = 0, hbm_bytes_written = 0;
     double hbm_peak_gbps = 0;
     double flops = 0, peak_flops_per_s = 0;
-    bool completed = true;      // every core ran its stream to the end
-    std::string diagnosis;      // why not (deadlock: who waits on what)
+    bool completed = true;      // every core ran its stream to the end (stop == Completed)
+    StopReason stop = StopReason::Completed;
+    std::string diagnosis;      // why not: who waits on what, or where each core was
 
     double achieved_gbps() const {
         return simulated_ns > 0 ? static_cast<double>(hbm_bytes_read + hbm_bytes_written) / simulated_ns : 0;
@@ -40,16 +51,40 @@ struct RunResult {
     double instructions_per_second() const { return wall_seconds > 0 ? instructions / wall_seconds : 0; }
 };
 
+struct RunOptions {
+    // Stop (StopReason::MaxSimTime) rather than simulate past this time, in ps; 0 = no limit.
+    Tick max_sim_time = 0;
+    // Polled between slices of simulated time; true = stop now (StopReason::Interrupted).
+    std::function<bool()> stop_requested;
+    // Called every couple of seconds (host time) with instructions retired and simulated ns.
+    std::function<void(std::uint64_t retired, double sim_ns)> progress;
+};
+
 class Simulation {
 public:
+    // Opens the trace (TraceError) and elaborates the platform for it (ConfigError).
     Simulation(const PlatformConfig& cfg, const std::string& trace_path);
     Platform& platform() { return *platform_; }
     const trace::TraceFile& trace() const { return trace_; }
-    // Runs to the end. `progress` (optional) is called now and then with instructions retired.
+
+    // Reads the whole trace once and checks every instruction against this platform before
+    // anything runs: register ids, unit indices against the units bound to each core, sync
+    // flag ids against the SyncFlags they reach, matrix shapes against the matrix units, DMA
+    // and vld/vst operands (bytes > 0, chips that exist, address ranges inside the address
+    // map). Throws TraceError "TRACE: stream S (chip C, core K), instruction I (TEXT): what"
+    // for a trace problem (or a corrupt block), ConfigError when the platform lacks a whole
+    // family of units a stream uses (e.g. no DMA engine bound to a core that issues DMAs).
+    // Returns false (nothing checked further) if `stop_requested` said so.
+    bool check_trace(const std::function<bool()>& stop_requested = {}) const;
+
+    // Runs to the end, a deadlock, the time limit or an interrupt.
+    RunResult run(const RunOptions& opts);
+    // Runs to the end (or a deadlock). `progress` (optional) is called now and then.
     RunResult run(const std::function<void(std::uint64_t retired, double sim_ns)>& progress = {});
 
 private:
     std::string deadlock_diagnosis() const;
+    std::string position_diagnosis(const char* why) const;
     const PlatformConfig& cfg_;
     trace::TraceFile trace_;
     std::unique_ptr<Platform> platform_;

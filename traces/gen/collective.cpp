@@ -24,59 +24,25 @@ struct RingPlan {
     }
 };
 
-// Ring reduce-scatter over every ring in `rings` (interleaved step by step), pieces of
-// shard/chunks. Step t sends the running sum of shard pos - t and reduces into shard pos - t - 1
-// what arrives in scratch slot t. Pipelined: a piece moves on as soon as it has been reduced.
-void reduce_scatter(Lowering& lo, const std::vector<RingPlan>& rings, std::uint64_t scratch, unsigned chunks,
-                    bool serial, const std::string& op) {
-    const unsigned n = rings.front().n();
-    if (n < 2) return;
-    const std::uint64_t eb = dtype_bytes(lo.config().dtype);
-    auto piece = [&](const RingPlan& r) { return r.shard_bytes() / chunks; };
-    // Receive slots: one per step, rings side by side (as their data regions are).
-    auto slot = [&](const RingPlan& r, unsigned t, unsigned k) {
-        return scratch + (r.base - rings.front().base) + t * r.shard_bytes() + k * piece(r);
-    };
-    auto send = [&](const RingPlan& r, unsigned t, unsigned k) {
-        lo.emitter().annotate(op + "/send");
-        lo.send(r.shard(std::int64_t(r.pos) - t) + k * piece(r), static_cast<std::uint16_t>(r.next()),
-                slot(r, t, k), piece(r), r.flag);
-    };
-    auto receive = [&](const RingPlan& r, unsigned t, unsigned k) {
-        lo.emitter().annotate(op + "/wait");
-        lo.wait_flag(r.flag, lo.expect_arrival(r.flag));
-        const std::uint64_t dst = r.shard(std::int64_t(r.pos) - t - 1) + k * piece(r);
-        lo.vector_pass(dst, slot(r, t, k), dst, piece(r) / eb, {Opcode::VAlu}, op + "/reduce");
-    };
-    if (serial) {
-        for (unsigned t = 0; t + 1 < n; ++t) {
-            for (const auto& r : rings)
-                for (unsigned k = 0; k < chunks; ++k) send(r, t, k);
-            for (const auto& r : rings)
-                for (unsigned k = 0; k < chunks; ++k) receive(r, t, k);
-        }
-        return;
-    }
-    for (const auto& r : rings)
-        for (unsigned k = 0; k < chunks; ++k) send(r, 0, k);
-    for (unsigned t = 0; t + 1 < n; ++t)
-        for (unsigned k = 0; k < chunks; ++k)
-            for (const auto& r : rings) {
-                receive(r, t, k);
-                if (t + 2 < n) send(r, t + 1, k);
-            }
-}
-
-// Ring all-gather: chip at pos starts with shard pos + 1; step t forwards shard pos + 1 - t to
-// the next chip (straight into the same place of its buffer) and receives shard pos - t.
-void all_gather(Lowering& lo, const std::vector<RingPlan>& rings, unsigned chunks, bool serial, const std::string& op) {
+// One ring algorithm pass over every ring in `rings` (interleaved step by step), each shard in
+// `chunks` pieces. Step t sends one shard to the next chip, into the same place of its buffer:
+//  - reduce-scatter (reduce = true): the running sum of shard pos - t, added into the
+//    destination by a reducing DMA (dst += src); after N-1 steps chip pos holds the full sum of
+//    shard pos + 1;
+//  - all-gather: shard pos + 1 - t, which chip pos holds complete (its own at t = 0, then
+//    what arrived at step t - 1).
+// Pipelined: a piece moves on as soon as it has arrived; --serial-collective instead finishes
+// every step, all pieces, before the next starts.
+void ring_pass(Lowering& lo, const std::vector<RingPlan>& rings, unsigned chunks, bool serial, bool reduce,
+               const std::string& op) {
     const unsigned n = rings.front().n();
     if (n < 2) return;
     auto piece = [&](const RingPlan& r) { return r.shard_bytes() / chunks; };
     auto send = [&](const RingPlan& r, unsigned t, unsigned k) {
         lo.emitter().annotate(op + "/send");
-        const std::uint64_t at = r.shard(std::int64_t(r.pos) + 1 - t) + k * piece(r);
-        lo.send(at, static_cast<std::uint16_t>(r.next()), at, piece(r), r.flag);
+        const std::int64_t shard = std::int64_t(r.pos) + (reduce ? 0 : 1) - std::int64_t(t);
+        const std::uint64_t at = r.shard(shard) + k * piece(r);
+        lo.send(at, static_cast<std::uint16_t>(r.next()), at, piece(r), r.flag, reduce);
     };
     auto receive = [&](const RingPlan& r) {
         lo.emitter().annotate(op + "/wait");
@@ -109,15 +75,15 @@ std::vector<unsigned> iota_ring(unsigned n) {
 
 }  // namespace
 
-void emit_all_reduce(Lowering& lo, const RingInfo& ring, unsigned chip, std::uint64_t buf, std::uint64_t scratch,
-                     std::uint64_t bytes, const std::string& op) {
+void emit_all_reduce(Lowering& lo, const RingInfo& ring, unsigned chip, std::uint64_t buf, std::uint64_t bytes,
+                     const std::string& op) {
     RingPlan r;
     r.members = iota_ring(ring.chips);
     r.pos = chip;
     r.base = buf;
     r.bytes = bytes - bytes % (ring.chips * dtype_bytes(lo.config().dtype));  // whole elements per shard
-    reduce_scatter(lo, {r}, scratch, 1, false, op + "/reduce_scatter");
-    all_gather(lo, {r}, 1, false, op + "/all_gather");
+    ring_pass(lo, {r}, 1, false, true, op + "/reduce_scatter");
+    ring_pass(lo, {r}, 1, false, false, op + "/all_gather");
 }
 
 CollectiveSummary emit_collective(trace::TraceWriter& w, const CollectiveParams& p) {
@@ -135,7 +101,7 @@ CollectiveSummary emit_collective(trace::TraceWriter& w, const CollectiveParams&
         throw std::invalid_argument("collective: --bytes must be a multiple of chips x rings x chunks x element size (" +
                                     std::to_string(unit) + ")");
     const unsigned chunks = std::max(1u, p.chunks);
-    const std::uint64_t buf = 0, scratch = p.bytes;  // per chip HBM: data, then receive slots
+    const std::uint64_t buf = 0;  // per chip HBM: the tensor
     CollectiveSummary sum;
     for (unsigned chip = 0; chip < p.chips; ++chip) {
         Emitter e(w, w.add_stream(static_cast<std::uint16_t>(chip), 0));
@@ -169,12 +135,12 @@ CollectiveSummary emit_collective(trace::TraceWriter& w, const CollectiveParams&
         }
         const bool rs = p.op != "all-gather", ag = p.op != "reduce-scatter";
         if (rs) {
-            reduce_scatter(lo, phase1, scratch, chunks, p.serial, op + "/reduce_scatter");
-            if (torus) reduce_scatter(lo, phase2, scratch, chunks, p.serial, op + "/reduce_scatter_y");
+            ring_pass(lo, phase1, chunks, p.serial, true, op + "/reduce_scatter");
+            if (torus) ring_pass(lo, phase2, chunks, p.serial, true, op + "/reduce_scatter_y");
         }
         if (ag) {
-            if (torus) all_gather(lo, phase2, chunks, p.serial, op + "/all_gather_y");
-            all_gather(lo, phase1, chunks, p.serial, op + "/all_gather");
+            if (torus) ring_pass(lo, phase2, chunks, p.serial, false, op + "/all_gather_y");
+            ring_pass(lo, phase1, chunks, p.serial, false, op + "/all_gather");
         }
         e.halt();
         sum.instructions += e.instructions();

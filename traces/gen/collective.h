@@ -1,6 +1,6 @@
 // Collectives as TPU-class chips run them: not opcodes, but remote DMAs into a neighbour's
-// memory, each raising a flag on the receiving chip, plus waits on the local flags and vector
-// passes for the reductions.
+// memory, each raising a flag on the receiving chip, and waits on the local flags. Reductions
+// are reducing DMAs (dst += src, a read-modify-write at the destination memory).
 //   ring:        N-1 steps around chips 0 -> 1 -> ... -> N-1 -> 0, shards of bytes/N;
 //   bidir-ring:  the data split in halves, one ring in each direction;
 //   torus2d XxY: the ring algorithm along X (rows of the torus), then along Y.
@@ -21,10 +21,10 @@ struct RingInfo {
     unsigned chips = 1;
 };
 
-// All-reduce of `bytes` at `buf` (HBM, same address on every chip) over a ring of every chip;
-// `scratch` (as large as buf) receives partial sums.
-void emit_all_reduce(Lowering& lo, const RingInfo& ring, unsigned chip, std::uint64_t buf, std::uint64_t scratch,
-                     std::uint64_t bytes, const std::string& op);
+// All-reduce of `bytes` at `buf` (HBM, same address on every chip) over a ring of every chip:
+// a reduce-scatter by reducing DMAs (dst += src at the receiver), then an all-gather.
+void emit_all_reduce(Lowering& lo, const RingInfo& ring, unsigned chip, std::uint64_t buf, std::uint64_t bytes,
+                     const std::string& op);
 
 struct CollectiveParams {
     std::string op = "all-gather";  // all-gather | reduce-scatter | all-reduce

@@ -33,7 +33,7 @@ void Emitter::dma(unsigned engine, Space ss, std::uint64_t src, Space ds, std::u
 }
 
 void Emitter::dma_remote(unsigned engine, Space ss, std::uint64_t src, std::uint16_t dst_chip, Space ds,
-                         std::uint64_t dst, std::uint64_t bytes, std::uint16_t flag) {
+                         std::uint64_t dst, std::uint64_t bytes, std::uint16_t flag, bool reduce, DType dt) {
     Instruction in = base(Opcode::Dma, engine);
     in.mem_src = {ss, kLocalChip, src};
     in.mem_dst = {ds, dst_chip, dst};
@@ -43,6 +43,10 @@ void Emitter::dma_remote(unsigned engine, Space ss, std::uint64_t src, std::uint
     in.set(kMemDst);
     in.set(kBytes);
     in.set(kFlag);
+    if (reduce) {
+        in.dtype = dt;
+        in.set(kDtype);
+    }
     if (ss == Space::Hbm) from_hbm_ += bytes;  // read locally
     remote_ += bytes;
     put(in);

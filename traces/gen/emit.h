@@ -27,8 +27,10 @@ public:
     void dma(unsigned engine, Space src_space, std::uint64_t src, Space dst_space, std::uint64_t dst,
              std::uint64_t bytes, std::uint16_t flag);
     // A DMA from this chip to memory of chip `dst_chip`; the flag is raised on that chip.
+    // With `reduce`, the destination accumulates (dst += src in `dt`).
     void dma_remote(unsigned engine, Space src_space, std::uint64_t src, std::uint16_t dst_chip, Space dst_space,
-                    std::uint64_t dst, std::uint64_t bytes, std::uint16_t flag);
+                    std::uint64_t dst, std::uint64_t bytes, std::uint16_t flag, bool reduce = false,
+                    DType dt = DType::Bf16);
     void swait(std::uint16_t flag, Cond c, std::int64_t v);
     void sset(std::uint16_t flag, std::int64_t v);
     void vld(unsigned unit, std::uint8_t d, std::uint64_t vmem_addr, std::uint64_t bytes);

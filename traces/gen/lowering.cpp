@@ -49,8 +49,9 @@ void Lowering::copy(std::uint64_t src, std::uint64_t dst, std::uint64_t bytes, c
     wait_all(kFlagCopy);
 }
 
-void Lowering::send(std::uint64_t src, std::uint16_t chip, std::uint64_t dst, std::uint64_t bytes, std::uint16_t flag) {
-    e_.dma_remote(next_engine(), Space::Hbm, src, chip, Space::Hbm, dst, bytes, flag);
+void Lowering::send(std::uint64_t src, std::uint16_t chip, std::uint64_t dst, std::uint64_t bytes, std::uint16_t flag,
+                    bool reduce) {
+    e_.dma_remote(next_engine(), Space::Hbm, src, chip, Space::Hbm, dst, bytes, flag, reduce, cfg_.dtype);
 }
 
 void Lowering::wait_flag(std::uint16_t flag, std::int64_t count) { e_.swait(flag, Cond::Ge, count); }

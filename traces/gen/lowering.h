@@ -52,7 +52,8 @@ public:
     void copy(std::uint64_t hbm_src, std::uint64_t hbm_dst, std::uint64_t bytes, const std::string& op);
     // Collective building blocks: an HBM -> remote HBM DMA raising `flag` on `chip`, and a wait
     // until this chip's `flag` has been raised `count` times.
-    void send(std::uint64_t hbm_src, std::uint16_t chip, std::uint64_t hbm_dst, std::uint64_t bytes, std::uint16_t flag);
+    void send(std::uint64_t hbm_src, std::uint16_t chip, std::uint64_t hbm_dst, std::uint64_t bytes, std::uint16_t flag,
+              bool reduce = false);
     void wait_flag(std::uint16_t flag, std::int64_t count);
     // Arrivals expected on a flag raised by other chips: one more, and the new total.
     std::int64_t expect_arrival(std::uint16_t flag) { return ++arrivals_[flag]; }

@@ -42,7 +42,7 @@ struct Addresses {
     std::uint64_t layer_weights = 0;  // bytes of one layer's weights
     std::uint64_t wqkv = 0, wo = 0, wg = 0, wu = 0, wd = 0;  // offsets within a layer
     std::uint64_t kv_base = 0, kv_layer = 0, kv_half = 0;     // cache: per layer K then V
-    std::uint64_t x, xn, qkv, scores, attn, o, g, u, d, reduce;
+    std::uint64_t x, xn, qkv, scores, attn, o, g, u, d;
 };
 
 Addresses place(const TransformerParams& p, const TransformerLayout& l, std::uint64_t layers) {
@@ -73,7 +73,6 @@ Addresses place(const TransformerParams& p, const TransformerLayout& l, std::uin
     a.g = buf(l.rows * l.ffn * eb);
     a.u = buf(l.rows * l.ffn * eb);
     a.d = buf(l.rows * h * eb);
-    a.reduce = buf(l.rows * h * eb);
     return a;
 }
 
@@ -119,14 +118,14 @@ void emit_layer(Lowering& lo, const TransformerParams& p, const TransformerLayou
                    {Opcode::VReduce, Opcode::VAlu, Opcode::VTrans, Opcode::VReduce, Opcode::VAlu}, L + "attn/softmax");
     lo.matmuls(av, L + "attn/av_matmul");
     lo.matmuls({{M, h, l.heads * hd, a.attn, w + a.wo, a.o}}, L + "attn/out_proj");
-    if (ring.chips > 1) emit_all_reduce(lo, ring, chip, a.o, a.reduce, M * h * eb, L + "attn/all_reduce");
+    if (ring.chips > 1) emit_all_reduce(lo, ring, chip, a.o, M * h * eb, L + "attn/all_reduce");
     lo.vector_pass(a.x, a.o, a.x, M * h, {Opcode::VAlu}, L + "attn/residual");
 
     lo.vector_pass(a.x, 0, a.xn, M * h, {Opcode::VAlu, Opcode::VReduce, Opcode::VTrans, Opcode::VAlu}, L + "mlp_norm");
     lo.matmuls({{M, l.ffn, h, a.xn, w + a.wg, a.g}, {M, l.ffn, h, a.xn, w + a.wu, a.u}}, L + "mlp/gate_up_proj");
     lo.vector_pass(a.g, a.u, a.g, M * l.ffn, {Opcode::VAlu, Opcode::VTrans, Opcode::VAlu}, L + "mlp/silu_mul");
     lo.matmuls({{M, h, l.ffn, a.g, w + a.wd, a.d}}, L + "mlp/down_proj");
-    if (ring.chips > 1) emit_all_reduce(lo, ring, chip, a.d, a.reduce, M * h * eb, L + "mlp/all_reduce");
+    if (ring.chips > 1) emit_all_reduce(lo, ring, chip, a.d, M * h * eb, L + "mlp/all_reduce");
     lo.vector_pass(a.x, a.d, a.x, M * h, {Opcode::VAlu}, L + "mlp/residual");
 }
 
