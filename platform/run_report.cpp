@@ -36,9 +36,13 @@ void print_summary(std::ostream& os, const RunInputs& in, const RunResult& r) {
     os << std::fixed;
     os << "platform   " << in.platform_file << "\n";
     os << "trace      " << in.trace_file << " (" << r.streams << " stream" << (r.streams == 1 ? "" : "s") << ")\n";
-    os << "simulated  " << human_time(r.simulated_ns) << (r.completed ? "" : "  (INCOMPLETE: deadlock)") << "\n";
+    os << "simulated  " << human_time(r.simulated_ns)
+       << (r.completed ? std::string() : std::string("  (INCOMPLETE: ") + stop_reason_name(r.stop) + ")") << "\n";
     os << "retired    " << r.instructions << " instructions\n";
-    os << "host       " << std::setprecision(2) << r.instructions_per_second() / 1e6 << " M instructions/s ("
+    if (in.deterministic)
+        os << "host       not measured (--deterministic)\n";
+    else
+        os << "host       " << std::setprecision(2) << r.instructions_per_second() / 1e6 << " M instructions/s ("
        << std::setprecision(3) << r.wall_seconds << " s wall, peak RSS " << human_bytes(static_cast<double>(r.peak_rss_bytes))
        << ")\n";
     if (r.peak_flops_per_s > 0 && r.simulated_ns > 0) {
@@ -66,7 +70,11 @@ void write_file_atomically(const std::string& path, const std::string& text) {
         if (!f) throw std::runtime_error(path + ": cannot write (check that the output folder is writable)");
         f << text;
         f.flush();
-        if (!f) throw std::runtime_error(path + ": write failed");
+        if (!f) {
+            f.close();
+            std::remove(tmp.c_str());
+            throw std::runtime_error(path + ": write failed (disk full?)");
+        }
     }
     if (std::rename(tmp.c_str(), path.c_str()) != 0) {
         std::remove(tmp.c_str());
@@ -82,6 +90,8 @@ void write_stats_json(const std::string& path, const RunInputs& in, const RunRes
     j.field("platform", in.platform_file);
     j.field("trace", in.trace_file);
     j.field("completed", r.completed);
+    j.field("stop_reason", stop_reason_name(r.stop));
+    j.field("deterministic", in.deterministic);
     j.field("simulated_time_ns", r.simulated_ns);
     j.field("instructions_retired", r.instructions);
     j.field("streams", r.streams);

@@ -10,6 +10,7 @@ namespace xpu::platform {
 
 struct RunInputs {
     std::string platform_file, trace_file;
+    bool deterministic = false;  // --deterministic: host figures were not measured (written as 0)
 };
 
 void print_summary(std::ostream& os, const RunInputs& in, const RunResult& r);

@@ -1,14 +1,19 @@
 // sim_main: replay a trace on a platform description and report.
 //   sim_main --platform configs/xpu.yaml --trace t.bin [--out DIR] [--set K=V]... [--quiet]
+//            [--max-sim-time 10ms] [--deterministic]
 // Exit codes (docs/outputs.md): 0 ok, 1 internal error, 2 usage, 3 bad platform description,
-// 4 bad trace, 5 deadlock (run incomplete), 6 cannot write outputs.
+// 4 bad trace, 5 deadlock (run incomplete), 6 cannot write outputs, 7 time limit reached (run
+// incomplete), 130 interrupted by SIGINT (143 by SIGTERM).
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include <boost/program_options.hpp>
 #include <systemc>
 
+#include "models/sim_time.h"
 #include "platform/module_types.h"
 #include "platform/platform_config.h"
 #include "platform/run_report.h"
@@ -22,28 +27,102 @@ using namespace xpu::platform;
 #endif
 
 namespace {
-enum Exit { kOk = 0, kInternal = 1, kUsage = 2, kBadConfig = 3, kBadTrace = 4, kDeadlock = 5, kOutput = 6 };
+enum Exit {
+    kOk = 0,
+    kInternal = 1,
+    kUsage = 2,
+    kBadConfig = 3,
+    kBadTrace = 4,
+    kDeadlock = 5,
+    kOutput = 6,
+    kTimeLimit = 7,
+    kSignalBase = 128,  // + the signal number: 130 for SIGINT, 143 for SIGTERM
+};
+
+const char* kExitCodes =
+    "exit codes: 0 ok, 1 internal error, 2 usage, 3 bad platform description, 4 bad trace, "
+    "5 deadlock, 6 cannot write outputs, 7 --max-sim-time reached, 130 interrupted (SIGINT), "
+    "143 terminated (SIGTERM)\n";
+
+// Set by the signal handler, polled by the run loop between slices of simulated time.
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void on_signal(int sig) { g_signal = sig; }
+
+void install_signal_handlers() {
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;  // a second Ctrl-C kills at once
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+}
 
 int fail(int code, const std::string& msg) {
     std::cerr << "sim_main: " << msg << "\n";
     return code;
 }
+
+// "10ms", "2.5 us", "1s", "500ns" -> ps. False if malformed, not positive or too large.
+bool parse_sim_time(const std::string& s, xpu::Tick& out) {
+    std::size_t i = 0;
+    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+    std::string num = s.substr(0, i), unit = s.substr(i);
+    while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
+    double v;
+    if (num.empty() || !parse_real(num, v) || !(v > 0)) return false;
+    double ps_per;
+    if (unit == "ns") ps_per = 1e3;
+    else if (unit == "us") ps_per = 1e6;
+    else if (unit == "ms") ps_per = 1e9;
+    else if (unit == "s") ps_per = 1e12;
+    else return false;
+    const double ps = v * ps_per;
+    if (ps < 1 || ps > 1.8e19) return false;
+    out = static_cast<xpu::Tick>(ps);
+    return true;
+}
+
+// The output files of a run; removed (with their temporaries) when the run fails or is
+// interrupted, so that nothing left behind looks complete.
+struct Outputs {
+    std::vector<std::string> files;
+    void discard() const {
+        for (const auto& f : files) {
+            std::remove(f.c_str());
+            std::remove((f + ".tmp").c_str());
+        }
+    }
+};
+
+int interrupted(const Outputs& outs, const std::string& where) {
+    outs.discard();
+    const int sig = g_signal;
+    std::string what = sig == SIGTERM ? "terminated (SIGTERM)" : "interrupted (SIGINT)";
+    std::cerr << "sim_main: " << what << where << "; no outputs written\n";
+    return kSignalBase + (sig ? sig : SIGINT);
+}
 }  // namespace
 
 int sc_main(int argc, char* argv[]) {
+    install_signal_handlers();
     // SystemC reports go through our own messages, never straight to the terminal.
     sc_core::sc_report_handler::set_actions(sc_core::SC_ERROR, sc_core::SC_THROW);
     sc_core::sc_report_handler::set_actions(sc_core::SC_WARNING, sc_core::SC_DO_NOTHING);
     sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
 
     po::options_description opts("sim_main: replay an accelerator instruction trace on a platform description");
-    std::string platform_file, trace_file, out_dir = "xpusim-out";
+    std::string platform_file, trace_file, out_dir = "xpusim-out", max_time_text;
     std::vector<std::string> sets;
     opts.add_options()
         ("platform,p", po::value(&platform_file), "platform description (YAML), e.g. configs/xpu.yaml")
         ("trace,t", po::value(&trace_file), "instruction trace (binary .bin, see docs/trace-format.md)")
         ("out,o", po::value(&out_dir), "output folder (default xpusim-out)")
         ("set", po::value(&sets)->composing(), "override a platform key: --set chip.modules.core0.mxu0.rows=256 (repeatable)")
+        ("max-sim-time", po::value(&max_time_text),
+         "stop (exit 7, outputs marked incomplete) rather than simulate past this time: e.g. 500us, 10ms, 2s (units ns, us, ms, s)")
+        ("deterministic", "write the host figures (wall_seconds, instructions_per_second, peak_rss_bytes) as 0, "
+                          "so that the same inputs give byte-identical outputs")
         ("dump-config", "print the effective platform configuration (defaults filled in) and exit")
         ("list-types", "list the module types and their parameters and exit")
         ("quiet,q", "print nothing but errors")
@@ -53,12 +132,11 @@ int sc_main(int argc, char* argv[]) {
     try {
         po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
         po::notify(vm);
-    } catch (const po::error& e) {
+    } catch (const std::exception& e) {
         return fail(kUsage, std::string(e.what()) + " (see --help)");
     }
     if (vm.count("help")) {
-        std::cout << opts << "\nexit codes: 0 ok, 1 internal error, 2 usage, 3 bad platform description, "
-                             "4 bad trace, 5 deadlock, 6 cannot write outputs\n";
+        std::cout << opts << "\n" << kExitCodes;
         return kOk;
     }
     if (vm.count("version")) {
@@ -69,9 +147,17 @@ int sc_main(int argc, char* argv[]) {
         std::cout << describe_module_types();
         return kOk;
     }
-    bool quiet = vm.count("quiet") > 0;
-    std::string stats_path = (std::filesystem::path(out_dir) / "stats.json").string();
-    if (!vm.count("dump-config")) std::remove(stats_path.c_str());  // a stale result must not outlive a failed run
+    const bool quiet = vm.count("quiet") > 0;
+    const bool deterministic = vm.count("deterministic") > 0;
+    xpu::Tick max_sim_time = 0;
+    if (vm.count("max-sim-time") && !parse_sim_time(max_time_text, max_sim_time))
+        return fail(kUsage, "--max-sim-time '" + max_time_text +
+                                "': expected a positive time with a unit, e.g. 500us, 10ms or 2s (units ns, us, ms, s)");
+
+    Outputs outs;
+    const std::string stats_path = (std::filesystem::path(out_dir) / "stats.json").string();
+    outs.files.push_back(stats_path);
+    if (!vm.count("dump-config")) outs.discard();  // a stale result must not outlive a failed run
     if (platform_file.empty()) return fail(kUsage, "--platform FILE is required (see --help)");
 
     PlatformConfig cfg;
@@ -79,12 +165,16 @@ int sc_main(int argc, char* argv[]) {
         cfg = load_platform(platform_file, sets);
     } catch (const ConfigError& e) {
         return fail(kBadConfig, e.what());
+    } catch (const std::exception& e) {
+        return fail(kInternal, platform_file + ": internal error while loading: " + e.what() +
+                                   " (a bug: please report it with the inputs)");
     }
     if (vm.count("dump-config")) {
         std::cout << dump_config(cfg);
         return kOk;
     }
     if (trace_file.empty()) return fail(kUsage, "--trace FILE is required (see --help)");
+    if (g_signal) return interrupted(outs, " before the run");
 
     try {
         std::filesystem::create_directories(out_dir);
@@ -94,13 +184,20 @@ int sc_main(int argc, char* argv[]) {
 
     std::unique_ptr<Simulation> sim;
     RunResult result;
+    auto stop_requested = [] { return g_signal != 0; };
     try {
         sim = std::make_unique<Simulation>(cfg, trace_file);
-        result = sim->run([&](std::uint64_t n, double sim_ns) {
+        if (g_signal) return interrupted(outs, " before the run");
+        if (!sim->check_trace(stop_requested)) return interrupted(outs, " while checking the trace");
+        RunOptions ro;
+        ro.max_sim_time = max_sim_time;
+        ro.stop_requested = stop_requested;
+        ro.progress = [&](std::uint64_t n, double sim_ns) {
             if (!quiet)
                 std::cerr << "sim_main: " << n << " of " << sim->trace().total_instructions()
                           << " instructions retired, " << sim_ns / 1e3 << " us simulated\n";
-        });
+        };
+        result = sim->run(ro);
     } catch (const xpu::trace::TraceError& e) {
         return fail(kBadTrace, e.what());
     } catch (const ConfigError& e) {
@@ -108,24 +205,43 @@ int sc_main(int argc, char* argv[]) {
     } catch (const sc_core::sc_report& e) {
         std::string type = e.get_msg_type();
         if (type == "xpusim/trace" || type == "xpusim/run") return fail(kBadTrace, e.get_msg());
-        return fail(kInternal, std::string("SystemC: ") + e.what());
+        return fail(kInternal, std::string("SystemC: ") + e.what() + " (a bug: please report it with the inputs)");
     } catch (const std::exception& e) {
-        return fail(kInternal, std::string("internal error: ") + e.what());
+        return fail(kInternal, std::string("internal error: ") + e.what() + " (a bug: please report it with the inputs)");
+    }
+    if (result.stop == StopReason::Interrupted || g_signal) {
+        std::ostringstream where;
+        where << " at " << result.simulated_ns / 1e3 << " us simulated, " << result.instructions << " of "
+              << sim->trace().total_instructions() << " instructions retired";
+        int rc = interrupted(outs, where.str());
+        if (!quiet) std::cerr << result.diagnosis;
+        return rc;
+    }
+    if (deterministic) {
+        result.wall_seconds = 0;
+        result.peak_rss_bytes = 0;
     }
 
-    RunInputs in{platform_file, trace_file};
+    RunInputs in{platform_file, trace_file, deterministic};
     try {
         write_stats_json(stats_path, in, result, sim->platform());
     } catch (const std::exception& e) {
+        outs.discard();
         return fail(kOutput, e.what());
     }
+    if (g_signal) return interrupted(outs, " while writing the outputs");
     if (!quiet) {
         print_summary(std::cout, in, result);
         std::cout << "stats      " << stats_path << "\n";
     }
-    if (!result.completed) {
-        std::cerr << "sim_main: " << trace_file << ": the run did not complete: " << result.diagnosis;
-        return kDeadlock;
+    switch (result.stop) {
+        case StopReason::Deadlock:
+            std::cerr << "sim_main: " << trace_file << ": the run did not complete: " << result.diagnosis;
+            return kDeadlock;
+        case StopReason::MaxSimTime:
+            std::cerr << "sim_main: " << trace_file << ": the run did not complete: " << result.diagnosis;
+            return kTimeLimit;
+        default: break;
     }
     return kOk;
 }

@@ -70,19 +70,26 @@ std::vector<std::string> bound_targets(const PlatformConfig& cfg, const std::str
     return out;
 }
 
-// An integer parameter of a module, from the effective configuration (0 if absent).
+const YAML::Node child(const YAML::Node& n, const std::string& key) { return n[key]; }  // const: never inserts
+
+// An integer parameter of a module, from the effective configuration (0 if absent). Walks
+// with const handles and reset(): a yaml-cpp Node assignment would rewrite the tree.
 std::uint64_t param_of(const PlatformConfig& cfg, const std::string& module, const char* key) {
-    const YAML::Node eff = cfg.effective;
-    YAML::Node n = eff["chip"]["modules"];
+    YAML::Node n;
+    n.reset(child(child(cfg.effective, "chip"), "modules"));
     std::size_t pos = 0;
-    while (n.IsDefined() && n.IsMap()) {
+    while (true) {
+        if (!n.IsDefined() || !n.IsMap()) return 0;
         auto dot = module.find('.', pos);
-        n = YAML::Node(n)[module.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos)];
+        YAML::Node next;
+        next.reset(child(n, module.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos)));
+        n.reset(next);
         if (dot == std::string::npos) break;
         pos = dot + 1;
     }
     if (!n.IsDefined() || !n.IsMap()) return 0;
-    const YAML::Node v = YAML::Node(n)[key];
+    YAML::Node v;
+    v.reset(child(n, key));
     std::uint64_t x = 0;
     if (!v.IsDefined() || !v.IsScalar() || !parse_u64(v.Scalar(), x)) return 0;
     return x;
@@ -108,7 +115,7 @@ struct CoreView {
     bool flags_bound = false;
     std::uint64_t flag_count = 0;  // of the SyncFlags bound to its flags socket
     std::vector<std::pair<std::uint64_t, std::uint64_t>> mxu_shape;  // rows, cols per mxu index
-    std::vector<std::uint64_t> dma_flag_count;                       // per dma index; 0 = no SyncFlags bound
+    std::vector<std::pair<bool, std::uint64_t>> dma_flags;           // per dma index: SyncFlags bound, its flags
     std::vector<std::string> vpu_vmem;                               // per vpu index: the Vmem its mem is bound to
 };
 
@@ -156,7 +163,7 @@ bool Simulation::check_trace(const std::function<bool()>& stop_requested) const 
             v.mxu_shape.push_back({param_of(cfg_, mxu, "rows"), param_of(cfg_, mxu, "cols")});
         for (const auto& dma : bound_targets(cfg_, v.path, "dma")) {
             auto f = bound_targets(cfg_, dma, "flags");
-            v.dma_flag_count.push_back(f.empty() ? 0 : param_of(cfg_, f.front(), "flags"));
+            v.dma_flags.push_back({!f.empty(), f.empty() ? 0 : param_of(cfg_, f.front(), "flags")});
         }
         for (const auto& vpu : bound_targets(cfg_, v.path, "vpu")) {
             auto mem = bound_targets(cfg_, vpu, "mem");
@@ -213,9 +220,9 @@ bool Simulation::check_trace(const std::function<bool()>& stop_requested) const 
                 };
                 auto bad = [&](const std::string& what) { throw trace::TraceError(where() + what); };
                 auto missing = [&](const std::string& what) {
+                    std::string w = where();
                     throw ConfigError(cfg_.file + ": " + std::string(v.core->name()) + " " + what + ", but " +
-                                      trace_.path() + " needs it: " + where().substr(trace_.path().size() + 2, std::string::npos) +
-                                      "uses it");
+                                      w.substr(0, w.size() - 2) + " needs it");
                 };
                 // Registers: the scoreboard has kNumRegs entries.
                 const std::pair<Field, const char*> regs[] = {{kDst, "d"}, {kSrc0, "s0"}, {kSrc1, "s1"}, {kSrc2, "s2"}};
@@ -285,11 +292,13 @@ bool Simulation::check_trace(const std::function<bool()>& stop_requested) const 
                                        range_problem("dst", in.mem_dst, in.bytes, "")})
                             if (!p.empty()) bad(p);
                         if (in.has(kFlag)) {
-                            std::uint64_t count = remote ? remote_flag_count
-                                                  : in.unit < v.dma_flag_count.size() ? v.dma_flag_count[in.unit] : 0;
-                            if (!remote && count == 0 && in.unit < v.dma_flag_count.size())
-                                missing("'s DMA engine dma[" + std::to_string(in.unit) +
-                                        "] has no SyncFlags bound to its flags socket to raise completion flags");
+                            std::uint64_t count = remote_flag_count;
+                            if (!remote && in.unit < v.dma_flags.size()) {
+                                if (!v.dma_flags[in.unit].first)
+                                    missing("has a DMA engine dma[" + std::to_string(in.unit) +
+                                            "] with no SyncFlags bound to its flags socket (to raise completion flags)");
+                                count = v.dma_flags[in.unit].second;
+                            }
                             if (count && in.flag >= count)
                                 bad("flag=" + std::to_string(in.flag) + " is out of range: the chip has " +
                                     std::to_string(count) + " sync flags (0.." + std::to_string(count - 1) + ")");

@@ -8,7 +8,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 export XPU_BUILD_DIR="${XPU_BUILD_DIR:-$root/build}"
-"$root/scripts/build.sh" -DXPU_BUILD_TESTS=OFF
+"$root/scripts/build.sh" -DXPU_BUILD_TESTS=ON
 bin="$XPU_BUILD_DIR"
 runs="${BENCH_RUNS:-5}"
 scratch="${BENCH_DIR:-$(mktemp -d)}"
@@ -17,6 +17,13 @@ py=/usr/bin/python3
 
 median() { "$py" -c 'import sys,statistics; v=[float(x) for x in sys.argv[1:]]; print(statistics.median(v))' "$@"; }
 stat() { "$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+
+# Micro-benchmarks of the hot paths (Google Benchmark): medians of 5 repetitions.
+if [ -x "$bin/tests/xpu_microbench" ]; then
+    echo "bench: micro-benchmarks" >&2
+    "$bin/tests/xpu_microbench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true 2>/dev/null |
+        awk '/_median/ {print "micro     " $0}'
+fi
 
 declare -A shape=([10M]="--m 16384 --n 8192 --k 8192" [40M]="--m 32768 --n 16384 --k 8192")
 declare -A rss
@@ -46,3 +53,25 @@ for size in 10M 40M; do
 done
 printf 'memory    peak RSS 40M / 10M = %.3f (1.0 = flat: memory does not grow with trace length)\n' \
     "$("$py" -c "print(${rss[40M]} / ${rss[10M]})")"
+
+# Multi-chip scale: a 1 MiB 2D-torus all-reduce on 16, 64 and 256 chips (4x4, 8x8, 16x16).
+declare -A wall
+for dims in 4x4 8x8 16x16; do
+    x=${dims%x*}; y=${dims#*x}; n=$((x * y))
+    "$bin/traces/xpu_tracegen" collective --op all-reduce --algo torus2d --dims "$dims" --chips "$n" \
+        --bytes 1048576 -o "$scratch/ar-$n.bin" >/dev/null
+    walls=(); rsses=()
+    for i in $(seq "$runs"); do
+        echo "bench: all-reduce on $n chips, run $i of $runs" >&2
+        "$bin/platform/sim_main" --quiet --platform "$root/configs/xpu-torus$dims.yaml" --trace "$scratch/ar-$n.bin" \
+            --out "$scratch/out"
+        walls+=("$(stat "$scratch/out/stats.json" wall_seconds)")
+        rsses+=("$(stat "$scratch/out/stats.json" peak_rss_bytes)")
+    done
+    wall[$n]=$(median "${walls[@]}")
+    printf 'chips     %3d-chip all-reduce (torus %s, 1 MiB): median %.3f s wall, peak RSS %.1f MiB, %s ns simulated\n' \
+        "$n" "$dims" "${wall[$n]}" "$("$py" -c "print($(median "${rsses[@]}")/1048576)")" \
+        "$(stat "$scratch/out/stats.json" simulated_time_ns)"
+done
+printf 'scaling   wall time 64/16 chips = %.2f, 256/64 chips = %.2f (chips x4 each step)\n' \
+    "$("$py" -c "print(${wall[64]} / ${wall[16]})")" "$("$py" -c "print(${wall[256]} / ${wall[64]})")"
