@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "models/instruction.h"
 
@@ -48,6 +49,15 @@ struct MemEvent {
     Tick arrival = 0, done = 0;
 };
 
+// One operation on a unit's pipeline (vector, matrix): busy from start to end, result at complete.
+struct UnitOpEvent {
+    const char* unit = "";   // SystemC path of the unit
+    std::uint16_t chip = 0, core = 0;
+    std::uint64_t index = 0; // instruction index in its stream
+    Opcode op = Opcode::Nop;
+    Tick accept = 0, start = 0, end = 0, complete = 0;
+};
+
 class Recorder {
 public:
     virtual ~Recorder() = default;
@@ -55,6 +65,39 @@ public:
     virtual void on_dma(const DmaEvent&) {}
     virtual void on_flag(const FlagEvent&) {}
     virtual void on_mem(const MemEvent&) {}
+    virtual void on_unit_op(const UnitOpEvent&) {}
+};
+
+}  // namespace xpu
+
+namespace xpu {
+
+// Forwards every event to several recorders (a run's own accounting, a waveform writer, a
+// test's recording), in the order they were added.
+class RecorderFanOut : public Recorder {
+public:
+    void add(Recorder* r) {
+        if (r) to_.push_back(r);
+    }
+    bool empty() const { return to_.empty(); }
+    void on_instruction(const InstrEvent& e) override {
+        for (auto* r : to_) r->on_instruction(e);
+    }
+    void on_dma(const DmaEvent& e) override {
+        for (auto* r : to_) r->on_dma(e);
+    }
+    void on_flag(const FlagEvent& e) override {
+        for (auto* r : to_) r->on_flag(e);
+    }
+    void on_mem(const MemEvent& e) override {
+        for (auto* r : to_) r->on_mem(e);
+    }
+    void on_unit_op(const UnitOpEvent& e) override {
+        for (auto* r : to_) r->on_unit_op(e);
+    }
+
+private:
+    std::vector<Recorder*> to_;
 };
 
 }  // namespace xpu

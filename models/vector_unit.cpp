@@ -99,6 +99,7 @@ void VectorUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
     c->start = start;
     c->operands_read = start + occupancy;
     c->complete = complete;
+    if (recorder_) recorder_->on_unit_op({name(), 0, 0, c->index, in.op, accept, start, start + occupancy, complete});
     gp.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 
