@@ -90,14 +90,6 @@ struct Model {
     }
 };
 
-std::string collective_trace(const gen::CollectiveParams& c) {
-    std::string path = temp_path("coll.bin");
-    trace::TraceWriter w(path);
-    gen::emit_collective(w, c);
-    w.close();
-    return path;
-}
-
 void check(double simulated, double model, std::uint64_t bytes, const std::string& what) {
     const double tol = bytes >= (1u << 20) ? 0.02 : 0.10;
     EXPECT_NEAR(simulated / model, 1.0, tol) << what << ": simulated " << simulated << " ns, model " << model << " ns";
@@ -122,7 +114,7 @@ TEST_P(RingCollective, MatchesAlphaBeta) {
     p.algo = "ring";
     p.chips = c.chips;
     p.bytes = c.bytes;
-    auto run = simulate(collective_trace(p),
+    auto run = simulate(collective_trace("coll.bin", p),
                         {"chips=" + std::to_string(c.chips), "topology.dims=[" + std::to_string(c.chips) + "]"},
                         "configs/xpu-ring4.yaml", false);
     ASSERT_TRUE(run->result.completed) << run->result.diagnosis;
@@ -154,7 +146,7 @@ TEST(Collective, BidirectionalRingMatchesTwoHalfRings) {
         p.algo = "bidir-ring";
         p.chips = 8;
         p.bytes = bytes;
-        auto run = simulate(collective_trace(p), {"chips=8", "topology.dims=[8]"}, "configs/xpu-ring4.yaml", false);
+        auto run = simulate(collective_trace("coll.bin", p), {"chips=8", "topology.dims=[8]"}, "configs/xpu-ring4.yaml", false);
         Model m{platform_of(run->cfg)};
         check(run->result.simulated_ns, m.collective("all-reduce", 8, bytes / 2), bytes, "bidir-ring all-reduce, 8 chips");
     }
@@ -168,7 +160,7 @@ TEST(Collective, Torus2dAllReduceMatchesRingsAlongEachDimension) {
     p.chips = 16;
     p.dims_x = p.dims_y = 4;
     p.bytes = 16ull << 20;
-    auto run = simulate(collective_trace(p), {}, "configs/xpu-torus4x4.yaml", false);
+    auto run = simulate(collective_trace("coll.bin", p), {}, "configs/xpu-torus4x4.yaml", false);
     Model m{platform_of(run->cfg)};
     const double t = m.ring(4, p.bytes, true) + m.ring(4, p.bytes / 4, true) + m.ring(4, p.bytes / 4, false) +
                      m.ring(4, p.bytes, false);
@@ -182,7 +174,7 @@ TEST(Collective, Torus2dAllGatherMatchesRingsAlongEachDimension) {
     p.chips = 64;
     p.dims_x = p.dims_y = 8;
     p.bytes = 16ull << 20;
-    auto run = simulate(collective_trace(p), {}, "configs/xpu-torus8x8.yaml", false);
+    auto run = simulate(collective_trace("coll.bin", p), {}, "configs/xpu-torus8x8.yaml", false);
     Model m{platform_of(run->cfg)};
     check(run->result.simulated_ns, m.ring(8, p.bytes / 8, false) + m.ring(8, p.bytes, false), p.bytes,
           "torus2d all-gather 8x8");
@@ -198,7 +190,7 @@ TEST(Collective, BytesAndFlagsAreConservedAndLinksStayUnderPeak) {
     p.chips = 4;
     p.bytes = 1 << 20;
     p.chunks = 2;
-    auto run = simulate(collective_trace(p), {}, "configs/xpu-ring4.yaml", true);
+    auto run = simulate(collective_trace("coll.bin", p), {}, "configs/xpu-ring4.yaml", true);
     ASSERT_TRUE(run->result.completed);
     std::uint64_t sent = 0, reducing = 0, dmas = 0;
     for (const auto& i : run->rec.instructions)
@@ -234,7 +226,7 @@ TEST(Collective, AllReduceOn256ChipsCompletes) {
     p.chips = 256;
     p.dims_x = p.dims_y = 16;
     p.bytes = 1 << 20;
-    auto run = simulate(collective_trace(p), {}, "configs/xpu-torus16x16.yaml", false);
+    auto run = simulate(collective_trace("coll.bin", p), {}, "configs/xpu-torus16x16.yaml", false);
     EXPECT_TRUE(run->result.completed);
     EXPECT_EQ(run->result.streams, 256u);
     EXPECT_GT(run->result.simulated_ns, 0);
@@ -251,14 +243,8 @@ TEST(Collective, TensorParallelDecodeRunsOnFourChips) {
     p.seq = 256;
     p.layers = 1;
     p.tp = 4;
-    std::string path = temp_path("tp4.bin");
     gen::TransformerSummary s;
-    {
-        trace::TraceWriter w(path);
-        s = gen::emit_transformer(w, p);
-        w.close();
-    }
-    auto run = simulate(path, {}, "configs/xpu-ring4.yaml", false);
+    auto run = simulate(transformer_trace("tp4.bin", p, &s), {}, "configs/xpu-ring4.yaml", false);
     ASSERT_TRUE(run->result.completed) << run->result.diagnosis;
     EXPECT_EQ(run->result.streams, 4u);
     EXPECT_GT(s.remote_bytes, 0u);

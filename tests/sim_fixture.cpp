@@ -28,6 +28,37 @@ std::string write_trace(const std::string& name, const std::function<void(gen::E
     return path;
 }
 
+GemmTrace gemm_trace(const std::string& name, const gen::GemmParams& p) {
+    GemmTrace t;
+    t.path = temp_path(name);
+    trace::TraceWriter w(t.path);
+    gen::Emitter e(w, w.add_stream(0, 0));
+    gen::emit_gemm(e, p);
+    e.halt();
+    w.close();
+    t.flops = e.flops();
+    t.hbm_read = e.dma_bytes_from_hbm();
+    t.hbm_written = e.dma_bytes_to_hbm();
+    return t;
+}
+
+std::string transformer_trace(const std::string& name, const gen::TransformerParams& p, gen::TransformerSummary* summary) {
+    std::string path = temp_path(name);
+    trace::TraceWriter w(path);
+    auto s = gen::emit_transformer(w, p);
+    w.close();
+    if (summary) *summary = s;
+    return path;
+}
+
+std::string collective_trace(const std::string& name, const gen::CollectiveParams& p) {
+    std::string path = temp_path(name);
+    trace::TraceWriter w(path);
+    gen::emit_collective(w, p);
+    w.close();
+    return path;
+}
+
 std::unique_ptr<Run> simulate(const std::string& trace, const std::vector<std::string>& sets,
                               const std::string& platform, bool record) {
     auto r = std::make_unique<Run>();

@@ -9,7 +9,10 @@
 
 #include "models/recorder.h"
 #include "platform/simulation.h"
+#include "traces/gen/collective.h"
 #include "traces/gen/emit.h"
+#include "traces/gen/gemm.h"
+#include "traces/gen/transformer.h"
 
 namespace xpu::test {
 
@@ -34,6 +37,16 @@ std::string temp_path(const std::string& name);   // a fresh file name in the te
 
 // Writes a one-stream trace (chip 0, core 0) whose instructions `body` emits; adds halt.
 std::string write_trace(const std::string& name, const std::function<void(gen::Emitter&)>& body);
+
+// Workload traces written by the generator's library, in the test's temp folder.
+struct GemmTrace {
+    std::string path;
+    std::uint64_t flops = 0, hbm_read = 0, hbm_written = 0;
+};
+GemmTrace gemm_trace(const std::string& name, const gen::GemmParams& p);
+std::string transformer_trace(const std::string& name, const gen::TransformerParams& p,
+                              gen::TransformerSummary* summary = nullptr);
+std::string collective_trace(const std::string& name, const gen::CollectiveParams& p);
 
 struct Run {
     platform::PlatformConfig cfg;

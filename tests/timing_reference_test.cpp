@@ -14,16 +14,6 @@ using namespace xpu::test;
 
 namespace {
 
-std::string gemm_trace(const std::string& name, const gen::GemmParams& p) {
-    std::string path = temp_path(name);
-    trace::TraceWriter w(path);
-    gen::Emitter e(w, w.add_stream(0, 0));
-    gen::emit_gemm(e, p);
-    e.halt();
-    w.close();
-    return path;
-}
-
 // F folds of one weight tile and one LHS stream of M rows each on mxu0.
 std::string fold_trace(unsigned folds, unsigned m, unsigned k, unsigned n) {
     return write_trace("folds.bin", [&](gen::Emitter& e) {
@@ -55,7 +45,7 @@ Span mxu_span(const Run& r) {
 TEST(TimingReference, ComputeBoundGemmWithinFivePercentOfMatrixPeak) {
     gen::GemmParams p;
     p.m = p.n = p.k = 4096;
-    auto run = simulate(gemm_trace("gemm.bin", p), {}, "configs/xpu.yaml", false);
+    auto run = simulate(gemm_trace("gemm.bin", p).path, {}, "configs/xpu.yaml", false);
     const double flops = static_cast<double>(gen::gemm_expected(p).flops);
     // configs/xpu.yaml: 8 MXUs of 128 x 128 (checked here, so the bound cannot drift silently).
     const double mxus = 8, rows = 128, cols = 128;
@@ -128,7 +118,7 @@ TEST(TimingReference, DmaBytesEqualBytesCountedAtHbmAndVmem) {
     p.m = 1024;
     p.n = 640;  // a partial N block
     p.k = 384;
-    auto run = simulate(gemm_trace("gemm-small.bin", p));
+    auto run = simulate(gemm_trace("gemm-small.bin", p).path);
     std::uint64_t from_hbm = 0, to_hbm = 0, to_vmem = 0, from_vmem = 0, vld = 0, vst = 0;
     for (const auto& i : run->rec.instructions) {
         if (i.in.op == Opcode::Dma) {
@@ -160,7 +150,7 @@ TEST(TimingReference, NoInstructionIssuesBeforeItsProducersComplete) {
     p.m = 512;
     p.n = 512;
     p.k = 512;
-    auto run = simulate(gemm_trace("gemm-raw.bin", p));
+    auto run = simulate(gemm_trace("gemm-raw.bin", p).path);
     std::map<unsigned, Tick> written;  // register -> latest completion of a writer so far
     std::size_t checked = 0;
     ASSERT_GT(run->rec.instructions.size(), 1000u);
@@ -186,7 +176,7 @@ TEST(TimingReference, SyncWaitNeverCompletesBeforeItsConditionHolds) {
     p.n = 512;
     p.k = 1024;
     p.tile_m = 256;  // 4 row blocks x 8 K steps: many DMA waits and C write-backs
-    auto run = simulate(gemm_trace("gemm-sync.bin", p));
+    auto run = simulate(gemm_trace("gemm-sync.bin", p).path);
     std::size_t waits = 0;
     for (const auto& i : run->rec.instructions) {
         if (i.in.op != Opcode::SWait) continue;

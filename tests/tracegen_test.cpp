@@ -70,29 +70,6 @@ Traffic decode_layer(const gen::ModelShape& m, std::uint64_t B, std::uint64_t S)
     return t;
 }
 
-std::string transformer_trace(const std::string& name, const gen::TransformerParams& p, gen::TransformerSummary* s = nullptr) {
-    std::string path = temp_path(name);
-    trace::TraceWriter w(path);
-    auto sum = gen::emit_transformer(w, p);
-    w.close();
-    if (s) *s = sum;
-    return path;
-}
-
-std::string gemm_trace(const std::string& name, const gen::GemmParams& p, std::uint64_t* flops = nullptr,
-                       std::uint64_t* read = nullptr, std::uint64_t* written = nullptr) {
-    std::string path = temp_path(name);
-    trace::TraceWriter w(path);
-    gen::Emitter e(w, w.add_stream(0, 0));
-    gen::emit_gemm(e, p);
-    e.halt();
-    w.close();
-    if (flops) *flops = e.flops();
-    if (read) *read = e.dma_bytes_from_hbm();
-    if (written) *written = e.dma_bytes_to_hbm();
-    return path;
-}
-
 void expect_valid(const std::string& path) {
     auto problems = trace::validate(path);
     std::string all;
@@ -114,14 +91,13 @@ TEST(Tracegen, GemmCountsMatchTheAnalyticTiling) {
         p.m = m;
         p.n = n;
         p.k = k;
-        std::uint64_t flops, read, written;
-        std::string path = gemm_trace("g.bin", p, &flops, &read, &written);
-        expect_valid(path);
+        GemmTrace g = gemm_trace("g.bin", p);
+        expect_valid(g.path);
         Traffic t;
         t.matmul(m, n, k);
-        EXPECT_EQ(flops, t.flops) << m << "x" << n << "x" << k;
-        EXPECT_EQ(read, t.read) << m << "x" << n << "x" << k;
-        EXPECT_EQ(written, t.written) << m << "x" << n << "x" << k;
+        EXPECT_EQ(g.flops, t.flops) << m << "x" << n << "x" << k;
+        EXPECT_EQ(g.hbm_read, t.read) << m << "x" << n << "x" << k;
+        EXPECT_EQ(g.hbm_written, t.written) << m << "x" << n << "x" << k;
     }
 }
 
@@ -166,7 +142,7 @@ TEST(Tracegen, EveryWorkloadAndPlantedVariantValidates) {
         q.late_dma = planted == 1;
         q.false_dep = planted == 2;
         q.bad_order = planted == 3;
-        expect_valid(gemm_trace("p.bin", q));
+        expect_valid(gemm_trace("p.bin", q).path);
     }
     for (std::string op : {"all-gather", "reduce-scatter", "all-reduce"})
         for (std::string algo : {"ring", "bidir-ring", "torus2d"}) {
@@ -179,7 +155,7 @@ TEST(Tracegen, EveryWorkloadAndPlantedVariantValidates) {
             c.chunks = 2;
             std::string path = temp_path("c.bin");
             trace::TraceWriter w(path);
-            auto s = gen::emit_collective(w, c);
+            auto s = gen::emit_collective(w, c);  // (the summary is checked below)
             w.close();
             expect_valid(path);
             EXPECT_EQ(trace::TraceFile::open(path).streams().size(), 4u);
@@ -228,7 +204,7 @@ TEST(TracegenTiming, LargePrefillGemmWithinTenPercentOfTheComputeBound) {
     p.m = 2048;
     p.n = 11008;
     p.k = 4096;
-    auto run = simulate(gemm_trace("prefill.bin", p), {}, "configs/xpu.yaml", false);
+    auto run = simulate(gemm_trace("prefill.bin", p).path, {}, "configs/xpu.yaml", false);
     const double peak = 8 * 2.0 * 128 * 128 / 952.0 * 1e12;  // 8 MXUs x 2 x 128 x 128 per 952 ps cycle
     const double bound_ns = 2.0 * 2048 * 11008 * 4096 / peak * 1e9;
     EXPECT_GE(run->result.simulated_ns, bound_ns);
