@@ -205,6 +205,29 @@ TEST(Collective, BytesAndFlagsAreConservedAndLinksStayUnderPeak) {
         if (std::string(m.target).find(".hbm") != std::string::npos) (m.write ? hbm_written : hbm_read) += m.bytes;
     for (const auto& f : run->rec.flags) flag_raises += f.flag == 10 && f.new_value == f.old_value + 1;
     EXPECT_EQ(hbm_written, sent);
+    // Per chip: what the others sent to it is what its HBM received.
+    std::map<unsigned, std::uint64_t> to_chip, at_chip;
+    for (const auto& i : run->rec.instructions)
+        if (i.in.op == Opcode::Dma) to_chip[i.in.mem_dst.chip] += i.in.bytes;
+    for (const auto& m : run->rec.mems) {
+        std::string t = m.target;
+        if (m.write && t.find(".hbm") != std::string::npos) at_chip[std::stoul(t.substr(8, t.find('.', 8) - 8))] += m.bytes;
+    }
+    EXPECT_EQ(to_chip, at_chip);
+    // Per link: a ring step moves one chip's shard over one link; each link carries exactly
+    // the bytes of the DMAs its chip sent, plus one flag write per DMA.
+    std::map<std::string, std::uint64_t> link_bytes;
+    for (const auto& m : run->rec.mems)
+        if (std::string(m.target).find(".links.") != std::string::npos) link_bytes[m.target] += m.bytes;
+    std::map<unsigned, std::uint64_t> from_chip, dmas_from;
+    for (const auto& i : run->rec.instructions)
+        if (i.in.op == Opcode::Dma) {
+            from_chip[i.ev.chip] += i.in.bytes;
+            ++dmas_from[i.ev.chip];
+        }
+    for (unsigned c = 0; c < 4; ++c)
+        EXPECT_EQ(link_bytes["xpu.links.chip" + std::to_string(c) + "_xp"], from_chip[c] + dmas_from[c] * sizeof(FlagCommand))
+            << "chip " << c;
     EXPECT_EQ(run->result.hbm_bytes_written, sent);
     EXPECT_EQ(run->result.hbm_bytes_read, sent + reducing);  // sources read, reductions read at the destination
     EXPECT_EQ(flag_raises, dmas);
