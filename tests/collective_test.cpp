@@ -21,6 +21,7 @@
 #include <map>
 
 #include "models/sim_time.h"
+#include "platform/run_breakdown.h"
 #include "tests/sim_fixture.h"
 #include "traces/gen/collective.h"
 #include "traces/gen/transformer.h"
@@ -277,4 +278,20 @@ TEST(Collective, TensorParallelDecodeRunsOnFourChips) {
     const std::uint64_t weights = (4096ull * 3 * 4096 + 4096ull * 4096 + 3ull * 4096 * 11008) * 2;
     EXPECT_GT(s.hbm_bytes_read, weights);  // all four chips together read every weight once
     EXPECT_LT(s.hbm_bytes_read, weights + weights / 5);
+    // The breakdown the report prints: core time by op, and the share spent in collectives.
+    auto b = platform::breakdown(run->sim->platform(), run->sim->trace().strings());
+    ASSERT_EQ(b.chips.size(), 4u);
+    for (const auto& c : b.chips) {
+        EXPECT_GT(c.instructions, 0u);
+        EXPECT_GT(c.link_bytes_sent, 0u);
+    }
+    EXPECT_GT(b.communication_share, 0.0);
+    EXPECT_LT(b.communication_share, 1.0);
+    double comm = 0, total = 0;
+    for (const auto& o : b.ops) {
+        total += o.share;
+        if (platform::is_communication(o.op)) comm += o.share;
+    }
+    EXPECT_NEAR(total, 1.0, 1e-9);
+    EXPECT_NEAR(comm, b.communication_share, 1e-9);
 }
