@@ -2,7 +2,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <algorithm>
 #include <iomanip>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -55,7 +57,35 @@ void print_summary(std::ostream& os, const RunInputs& in, const RunResult& r) {
            << human_bytes(static_cast<double>(r.hbm_bytes_written)) << ", " << std::setprecision(1) << r.achieved_gbps()
            << " GB/s of " << r.hbm_peak_gbps << " peak (" << 100.0 * r.achieved_gbps() / r.hbm_peak_gbps << "%)\n";
     }
+    const Breakdown& b = r.breakdown;
+    if (!b.ops.empty()) {
+        os << "time by op (share of core time)";
+        if (b.chips.size() > 1 || b.communication_share > 0)
+            os << ", communication " << std::setprecision(1) << 100.0 * b.communication_share << "%";
+        os << "\n";
+        for (std::size_t i = 0; i < b.ops.size() && i < 8; ++i)
+            os << "  " << std::setw(6) << std::setprecision(1) << 100.0 * b.ops[i].share << "%  " << b.ops[i].op << "\n";
+    }
+    if (b.chips.size() > 1 && b.chips.size() <= 16) {
+        os << "per chip\n";
+        for (const auto& c : b.chips)
+            os << "  chip " << std::setw(3) << c.chip << "  " << std::setw(10) << c.instructions << " instructions, done at "
+               << human_time(c.finish_ns) << ", HBM " << human_bytes(static_cast<double>(c.hbm_bytes_read + c.hbm_bytes_written))
+               << ", ICI sent " << human_bytes(static_cast<double>(c.link_bytes_sent)) << "\n";
+    }
     os << "utilisation (busy / simulated time)\n";
+    if (r.units.size() > 40) {  // many chips: one line per kind of unit
+        std::map<std::string, std::vector<double>> by_kind;
+        for (const auto& u : r.units) by_kind[u.kind].push_back(u.utilization);
+        for (auto& [kind, v] : by_kind) {
+            double sum = 0;
+            for (double x : v) sum += x;
+            os << "  " << std::left << std::setw(14) << kind << std::right << std::setw(5) << v.size() << " units  min "
+               << std::setprecision(1) << 100.0 * *std::min_element(v.begin(), v.end()) << "%  mean " << 100.0 * sum / v.size()
+               << "%  max " << 100.0 * *std::max_element(v.begin(), v.end()) << "%\n";
+        }
+        return;
+    }
     std::size_t w = 0;
     for (const auto& u : r.units) w = std::max(w, u.name.size());
     for (const auto& u : r.units)
@@ -117,6 +147,41 @@ void write_stats_json(const std::string& path, const RunInputs& in, const RunRes
     j.field("flops", r.flops);
     j.field("peak_tflops", r.peak_flops_per_s / 1e12);
     j.field("achieved_tflops", r.simulated_ns > 0 ? r.flops / (r.simulated_ns * 1e-9) / 1e12 : 0.0);
+    j.end_object();
+    j.field("communication_share", r.breakdown.communication_share);
+    j.begin_array("ops");
+    for (const auto& o : r.breakdown.ops) {
+        j.begin_object();
+        j.field("op", o.op);
+        j.field("core_ns", o.core_ns);
+        j.field("share", o.share);
+        j.end_object();
+    }
+    j.end_array();
+    j.begin_array("chips");
+    for (const auto& c : r.breakdown.chips) {
+        j.begin_object();
+        j.field("chip", static_cast<std::uint64_t>(c.chip));
+        j.field("instructions", c.instructions);
+        j.field("finish_ns", c.finish_ns);
+        j.field("hbm_bytes_read", c.hbm_bytes_read);
+        j.field("hbm_bytes_written", c.hbm_bytes_written);
+        j.field("link_bytes_sent", c.link_bytes_sent);
+        j.end_object();
+    }
+    j.end_array();
+    j.begin_object("links");
+    for (const auto& u : r.units)
+        if (u.kind == "IciLink")
+            for (auto* m : p.modules())
+                if (u.name == m->name()) {
+                    j.begin_object(u.name.c_str());
+                    for (const auto& st : m->stats())
+                        if (st.name == "bytes" || st.name == "wire_bytes") j.field(st.name.c_str(), static_cast<std::uint64_t>(st.value));
+                    j.field("busy_ns", u.busy_ns);
+                    j.field("utilization", u.utilization);
+                    j.end_object();
+                }
     j.end_object();
     j.begin_object("modules");
     for (auto* m : p.modules()) {

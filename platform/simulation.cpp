@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iomanip>
 #include <map>
 #include <set>
 #include <sstream>
@@ -41,6 +42,29 @@ std::string size_text(std::uint64_t b) {
         ++i;
     }
     return std::to_string(b) + u[i];
+}
+
+const char* cond_symbol(Cond c) {
+    switch (c) {
+        case Cond::Eq: return "==";
+        case Cond::Ne: return "!=";
+        case Cond::Ge: return ">=";
+        case Cond::Gt: return ">";
+        case Cond::Le: return "<=";
+        case Cond::Lt: return "<";
+    }
+    return "?";
+}
+
+// 10000000 -> "10 ms"
+std::string time_text(double ns) {
+    std::ostringstream os;
+    os << std::setprecision(6);
+    if (ns >= 1e9) os << ns / 1e9 << " s";
+    else if (ns >= 1e6) os << ns / 1e6 << " ms";
+    else if (ns >= 1e3) os << ns / 1e3 << " us";
+    else os << ns << " ns";
+    return os.str();
 }
 
 // "xpu.chip12.core0.scalar" -> 12 (0 if the name does not have that form).
@@ -180,22 +204,24 @@ bool Simulation::check_trace(const std::function<bool()>& stop_requested) const 
     // Empty if [space base + addr, + bytes) lies inside one entry of the map (restricted to
     // `target` when given), else what is wrong.
     auto range_problem = [&](const char* key, const MemRef& m, std::uint64_t bytes,
-                             const std::string& target) -> std::string {
+                             const std::string* target) -> std::string {
         const auto s = static_cast<unsigned>(m.space);
         const Window w = m.space == Space::Vmem ? Window::Vmem : Window::Hbm;
+        const bool overflow = m.addr > UINT64_MAX - space_base[s];
+        const std::uint64_t g = space_base[s] + m.addr;
+        if (has_space[s] && !overflow)
+            for (const auto& r : map)
+                if (r.window == w && (!target || r.target == *target) && r.contains(g, bytes)) return {};
+        // Only now (an error) build the message.
         std::string where = std::string(key) + "=" + mem_text(m) + " bytes=" + std::to_string(bytes) + ": ";
         if (!has_space[s])
             return where + "no memory serves " + std::string(space_name(m.space)) + " (the address map of " + cfg_.file +
                    " has no " + std::string(space_name(m.space)) + " entry)";
         std::string known;
-        bool overflow = m.addr > UINT64_MAX - space_base[s];
-        const std::uint64_t g = space_base[s] + m.addr;
-        for (const auto& r : map) {
-            if (r.window != w || (!target.empty() && r.target != target)) continue;
-            if (!overflow && r.contains(g, bytes)) return {};
-            known += (known.empty() ? "" : ", ") + r.text();
-        }
-        return where + "global range [" + hex(g) + ", +" + std::to_string(bytes) + ") is outside the memory map (expected inside " +
+        for (const auto& r : map)
+            if (r.window == w && (!target || r.target == *target)) known += (known.empty() ? "" : ", ") + r.text();
+        return where + "global range [" + hex(g) + ", +" + std::to_string(bytes) +
+               ") is outside the memory map (expected inside " +
                (known.empty() ? std::string("a ") + std::string(space_name(m.space)) + " memory" : known) + ")";
     };
 
@@ -204,7 +230,7 @@ bool Simulation::check_trace(const std::function<bool()>& stop_requested) const 
     static const char* fam_socket[3] = {"vpu", "mxu", "dma"};
     static const char* fam_what[3] = {"vector unit", "matrix unit", "DMA engine"};
     for (std::size_t s = 0; s < trace_.streams().size(); ++s) {
-        const StreamInfo& si = trace_.streams()[s];
+        const trace::StreamInfo& si = trace_.streams()[s];
         auto vit = views.find({si.chip, si.core});
         if (vit == views.end()) continue;  // the builder has already refused such a trace
         const CoreView& v = vit->second;
@@ -225,11 +251,12 @@ bool Simulation::check_trace(const std::function<bool()>& stop_requested) const 
                                       w.substr(0, w.size() - 2) + " needs it");
                 };
                 // Registers: the scoreboard has kNumRegs entries.
-                const std::pair<Field, const char*> regs[] = {{kDst, "d"}, {kSrc0, "s0"}, {kSrc1, "s1"}, {kSrc2, "s2"}};
+                static const Field reg_field[] = {kDst, kSrc0, kSrc1, kSrc2};
+                static const char* reg_key[] = {"d", "s0", "s1", "s2"};
                 const std::uint8_t ids[] = {in.dst, in.src[0], in.src[1], in.src[2]};
                 for (int r = 0; r < 4; ++r)
-                    if (in.has(regs[r].first) && ids[r] >= kNumRegs)
-                        bad(std::string(regs[r].second) + "=r" + std::to_string(ids[r]) +
+                    if (in.has(reg_field[r]) && ids[r] >= kNumRegs)
+                        bad(std::string(reg_key[r]) + "=r" + std::to_string(ids[r]) +
                             " is not a register (expected s0..s63, v0..v63 or m0..m63, ids 0.." +
                             std::to_string(kNumRegs - 1) + ")");
                 const UnitKind kind = unit_kind(in.op);
@@ -271,7 +298,8 @@ bool Simulation::check_trace(const std::function<bool()>& stop_requested) const 
                         if (!in.has(mf)) break;
                         if (m.space != Space::Vmem || (m.chip != kLocalChip && m.chip != si.chip))
                             bad(std::string(key) + "=" + mem_text(m) + ": a vld/vst addresses its own chip's vmem");
-                        const std::string vmem = in.unit < v.vpu_vmem.size() ? v.vpu_vmem[in.unit] : std::string();
+                        const std::string* vmem =
+                            in.unit < v.vpu_vmem.size() && !v.vpu_vmem[in.unit].empty() ? &v.vpu_vmem[in.unit] : nullptr;
                         auto p = range_problem(key, m, in.bytes, vmem);
                         if (!p.empty()) bad(p);
                         break;
@@ -288,9 +316,9 @@ bool Simulation::check_trace(const std::function<bool()>& stop_requested) const 
                             bad("dst=" + mem_text(in.mem_dst) + ": chip " + std::to_string(in.mem_dst.chip) +
                                 " does not exist (" + cfg_.file + " has " + std::to_string(cfg_.chips) + " chip" +
                                 (cfg_.chips == 1 ? "" : "s") + ", 0.." + std::to_string(cfg_.chips - 1) + ")");
-                        for (auto p : {range_problem("src", in.mem_src, in.bytes, ""),
-                                       range_problem("dst", in.mem_dst, in.bytes, "")})
-                            if (!p.empty()) bad(p);
+                        auto p = range_problem("src", in.mem_src, in.bytes, nullptr);
+                        if (p.empty()) p = range_problem("dst", in.mem_dst, in.bytes, nullptr);
+                        if (!p.empty()) bad(p);
                         if (in.has(kFlag)) {
                             std::uint64_t count = remote_flag_count;
                             if (!remote && in.unit < v.dma_flags.size()) {
@@ -429,8 +457,8 @@ std::string Simulation::deadlock_diagnosis() const {
                 os << "\n";
                 continue;
             }
-            os << "    waits for " << wt.flags->name() << " flag " << w.flag << " " << cond_name(w.cond) << " " << w.value
-               << "; its value is " << wt.flags->value(w.flag) << " and nothing pending will change it\n";
+            os << "    waits until flag " << w.flag << " of " << wt.flags->name() << " is " << cond_symbol(w.cond) << " "
+               << w.value << "; its value is " << wt.flags->value(w.flag) << " and nothing pending will change it\n";
             const auto key = std::make_pair(wt.chip, static_cast<unsigned>(w.flag));
             const auto& list = raisers[key];
             if (list.empty()) {
@@ -457,7 +485,7 @@ std::string Simulation::deadlock_diagnosis() const {
 
 std::string Simulation::position_diagnosis(const char* why) const {
     std::ostringstream os;
-    os << why << " at " << ticks_to_ns(now_ticks()) << " ns simulated; where each core was:\n";
+    os << why << " at " << time_text(ticks_to_ns(now_ticks())) << " simulated; where each core was:\n";
     for (auto* core : platform_->cores()) {
         os << "  " << core->name() << " (chip " << core->config().chip << ", core " << core->config().core << "): ";
         std::size_t stream = trace_.streams().size();
@@ -494,37 +522,47 @@ RunResult Simulation::run(const RunOptions& opts) {
     RunResult r;
     auto t0 = std::chrono::steady_clock::now();
     auto last_report = t0;
-    const sc_core::sc_time slice(100, sc_core::SC_US);
+    // Slices of simulated time: a stop request or the time limit is noticed between two.
+    // Their length adapts so that one takes about 20-100 ms of host time (a trace dense in
+    // events, e.g. tiny DMA chunks, could otherwise spend seconds in 100 us of simulated
+    // time); where the slices fall has no effect on the results.
+    const Tick max_slice = 100'000'000, min_slice = 1'000;  // 100 us, 1 ns
+    Tick slice = max_slice;
     auto retired = [&] {
         std::uint64_t n = 0;
         for (auto* c : platform_->cores()) n += c->retired();
         return n;
     };
     sc_core::sc_start(sc_core::SC_ZERO_TIME);
-    // In slices of simulated time, so that a stop request or the time limit is noticed soon.
     // SC_EXIT_ON_STARVATION leaves the time at the last event (not at the end of the slice),
     // which is what simulated_time_ns reports; but it also means a slice with no event in it
     // does not advance the time at all: when the next event is further away than a slice, the
-    // slice is stretched to reach it.
+    // slice is stretched to reach it (else the loop would spin for ever).
     while (sc_core::sc_pending_activity()) {
         if (opts.stop_requested && opts.stop_requested()) {
             r.stop = StopReason::Interrupted;
             break;
         }
-        sc_core::sc_time step = slice;
+        sc_core::sc_time step = to_sc(slice);
         const sc_core::sc_time to_next = sc_core::sc_time_to_pending_activity();
         if (to_next > step) step = to_next;
         if (opts.max_sim_time) {
             const Tick now = now_ticks();
             const Tick left = opts.max_sim_time > now ? opts.max_sim_time - now : 0;
             if (to_next.value() > left) {
+                // Nothing happens before the limit: the run stands at the limit.
+                if (left) sc_core::sc_start(to_sc(left), sc_core::SC_RUN_TO_TIME);
                 r.stop = StopReason::MaxSimTime;
                 break;
             }
             if (step.value() > left) step = to_sc(left);
         }
+        const auto before = std::chrono::steady_clock::now();
         sc_core::sc_start(step, sc_core::SC_EXIT_ON_STARVATION);
-        auto now = std::chrono::steady_clock::now();
+        const auto now = std::chrono::steady_clock::now();
+        const auto took = now - before;
+        if (took > std::chrono::milliseconds(100)) slice = std::max(min_slice, slice / 4);
+        else if (took < std::chrono::milliseconds(20)) slice = std::min(max_slice, slice * 2);
         if (opts.progress && now - last_report > std::chrono::seconds(2)) {
             opts.progress(retired(), ticks_to_ns(now_ticks()));
             last_report = now;
@@ -545,7 +583,7 @@ RunResult Simulation::run(const RunOptions& opts) {
         case StopReason::Deadlock: r.diagnosis = deadlock_diagnosis(); break;
         case StopReason::MaxSimTime: {
             std::ostringstream why;
-            why << "time limit (--max-sim-time " << ticks_to_ns(opts.max_sim_time) << " ns) reached";
+            why << "time limit (--max-sim-time " << time_text(ticks_to_ns(opts.max_sim_time)) << ") reached";
             r.diagnosis = position_diagnosis(why.str().c_str());
             break;
         }
@@ -559,6 +597,9 @@ RunResult Simulation::run(const RunOptions& opts) {
             u.kind = m->kind();
             u.busy_ns = ticks_to_ns(*busy);
             u.utilization = r.simulated_ns > 0 ? u.busy_ns / r.simulated_ns : 0;
+            // A run stopped early may have work booked beyond the stop time (units answer
+            // ahead of the kernel under temporal decoupling).
+            if (!r.completed) u.utilization = std::min(u.utilization, 1.0);
             r.units.push_back(u);
         }
         if (auto* h = dynamic_cast<HbmController*>(m)) {
@@ -571,6 +612,7 @@ RunResult Simulation::run(const RunOptions& opts) {
             r.peak_flops_per_s += x->peak_flops_per_s();
         }
     }
+    r.breakdown = breakdown(*platform_, trace_.strings());
     return r;
 }
 

@@ -10,6 +10,7 @@
 
 #include "platform/builder.h"
 #include "platform/platform_config.h"
+#include "platform/run_breakdown.h"
 #include "traces/trace_reader.h"
 
 namespace xpu::platform {
@@ -44,6 +45,7 @@ struct RunResult {
     bool completed = true;      // every core ran its stream to the end (stop == Completed)
     StopReason stop = StopReason::Completed;
     std::string diagnosis;      // why not: who waits on what, or where each core was
+    Breakdown breakdown;        // per chip, and core time by op (run_breakdown.h)
 
     double achieved_gbps() const {
         return simulated_ns > 0 ? static_cast<double>(hbm_bytes_read + hbm_bytes_written) / simulated_ns : 0;
