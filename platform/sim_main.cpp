@@ -18,6 +18,8 @@
 #include "platform/platform_config.h"
 #include "platform/run_report.h"
 #include "platform/simulation.h"
+#include "platform/vcd_writer.h"
+#include "models/sim_time.h"
 
 namespace po = boost::program_options;
 using namespace xpu::platform;
@@ -123,6 +125,9 @@ int sc_main(int argc, char* argv[]) {
          "stop (exit 7, outputs marked incomplete) rather than simulate past this time: e.g. 500us, 10ms, 2s (units ns, us, ms, s)")
         ("deterministic", "write the host figures (wall_seconds, instructions_per_second, peak_rss_bytes) as 0, "
                           "so that the same inputs give byte-identical outputs")
+        ("vcd", po::value<std::string>(), "write waveforms for GTKWave to FILE.vcd (+ .gtkw save file; docs/waveforms.md)")
+        ("vcd-signals", po::value<std::string>(), "only these signals: comma-separated globs, e.g. '*.mxu0.busy,*.scalar.*'")
+        ("vcd-window", po::value<std::string>(), "only this time window, START_NS:END_NS (either side may be empty)")
         ("dump-config", "print the effective platform configuration (defaults filled in) and exit")
         ("list-types", "list the module types and their parameters and exit")
         ("quiet,q", "print nothing but errors")
@@ -183,12 +188,27 @@ int sc_main(int argc, char* argv[]) {
     }
 
     std::unique_ptr<Simulation> sim;
+    std::unique_ptr<VcdWriter> vcd;
     RunResult result;
     auto stop_requested = [] { return g_signal != 0; };
     try {
         sim = std::make_unique<Simulation>(cfg, trace_file);
         if (g_signal) return interrupted(outs, " before the run");
         if (!sim->check_trace(stop_requested)) return interrupted(outs, " while checking the trace");
+        if (vm.count("vcd")) {
+            VcdOptions o;
+            o.path = vm["vcd"].as<std::string>();
+            if (vm.count("vcd-signals")) o.signals = vm["vcd-signals"].as<std::string>();
+            try {
+                if (vm.count("vcd-window")) o.set_window_ns(vm["vcd-window"].as<std::string>());
+                vcd = std::make_unique<VcdWriter>(sim->platform(), o);
+            } catch (const std::invalid_argument& e) {
+                return fail(kUsage, e.what());
+            } catch (const std::runtime_error& e) {
+                return fail(kOutput, e.what());
+            }
+            vcd->attach(sim->platform());
+        }
         RunOptions ro;
         ro.max_sim_time = max_sim_time;
         ro.stop_requested = stop_requested;
@@ -228,6 +248,14 @@ int sc_main(int argc, char* argv[]) {
     } catch (const std::exception& e) {
         outs.discard();
         return fail(kOutput, e.what());
+    }
+    if (vcd) {
+        try {
+            vcd->finish(xpu::ns_to_ticks(result.simulated_ns));
+        } catch (const std::exception& e) {
+            outs.discard();
+            return fail(kOutput, e.what());
+        }
     }
     if (g_signal) return interrupted(outs, " while writing the outputs");
     if (!quiet) {
