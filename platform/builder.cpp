@@ -125,7 +125,10 @@ Platform::Platform(const PlatformConfig& cfg, const trace::TraceFile* trace) {
     std::map<std::string, XpuModule*> by_path;  // "chipN/" + path
     auto build_chip = [&](unsigned chip) {
         std::function<void(const Tree&)> build = [&](const Tree& node) {
-            for (const auto& [name, child] : node.children) {
+            for (const auto& entry : node.children) {
+                // Not a structured binding: C++17 does not let a lambda capture one (clang rejects it).
+                const std::string& name = entry.first;
+                const Tree& child = entry.second;
                 if (!child.decl) {
                     owned_.push_back(std::make_unique<Container>(name.c_str(), [&] { build(child); }));
                     continue;

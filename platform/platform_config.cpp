@@ -31,21 +31,33 @@ bool valid_name(const std::string& s) {
 }
 
 // Walks chip.modules: a mapping with `type` is a module, any other mapping is a container.
+// Bounds on chip.modules: YAML aliases can make a small file describe a huge (2^depth) tree.
+constexpr unsigned kMaxModuleDepth = 16;
+constexpr std::size_t kMaxModuleNodes = 100000;
+
 void collect_modules(const YamlSource& src, const YAML::Node& node, const std::string& prefix,
-                     const std::string& key_path, PlatformConfig& cfg, YAML::Node effective) {
+                     const std::string& key_path, PlatformConfig& cfg, YAML::Node effective,
+                     unsigned depth = 0, std::size_t* visited = nullptr) {
+    std::size_t count = 0;
+    if (!visited) visited = &count;
     if (!node.IsMap()) src.fail(node, key_path, "expected a mapping of module instances");
+    if (depth > kMaxModuleDepth)
+        src.fail(node, key_path, "containers nested more than " + std::to_string(kMaxModuleDepth) + " deep");
     for (auto it = node.begin(); it != node.end(); ++it) {
+        if (++*visited > kMaxModuleNodes)
+            src.fail(it->first, key_path, "more than " + std::to_string(kMaxModuleNodes) +
+                                              " modules and containers (aliases expanding to a huge tree?)");
         std::string name = it->first.Scalar();
         std::string kp = key_path + "." + name;
         if (!valid_name(name))
             src.fail(it->first, kp, "expected an instance name of letters, digits and '_' (it becomes a SystemC name)");
-        const YAML::Node& body = it->second;
+        const YAML::Node body = it->second;  // a copy of the handle: it->second is a temporary of the iterator
         std::string path = prefix.empty() ? name : prefix + "." + name;
         if (!body.IsMap()) src.fail(body, kp, "expected a mapping: a module with `type: ...`, or a container of modules");
         YAML::Node t = body["type"];
         if (!t.IsDefined()) {
             YAML::Node sub(YAML::NodeType::Map);
-            collect_modules(src, body, path, kp, cfg, sub);
+            collect_modules(src, body, path, kp, cfg, sub, depth + 1, visited);
             effective[name] = sub;
             continue;
         }
@@ -98,7 +110,7 @@ SocketName parse_socket(const YamlSource& src, const YAML::Node& n, const std::s
 
 }  // namespace
 
-PlatformConfig load_platform(const std::string& file, const std::vector<std::string>& sets) {
+static PlatformConfig load_platform_impl(const std::string& file, const std::vector<std::string>& sets) {
     YamlSource src = YamlSource::load(file);
     for (const auto& s : sets) src.apply_set(s);
     YAML::Node root = src.root();
@@ -285,6 +297,18 @@ PlatformConfig load_platform(const std::string& file, const std::vector<std::str
     if (cores.empty())
         throw ConfigError(src.where(mods) + ": chip.modules: a chip needs at least one ScalarCore to run a trace");
     return cfg;
+}
+
+PlatformConfig load_platform(const std::string& file, const std::vector<std::string>& sets) {
+    // Every problem is a ConfigError; a yaml-cpp exception escaping the checks above (a node of
+    // an unexpected kind somewhere) becomes one too, with the position yaml-cpp knows.
+    try {
+        return load_platform_impl(file, sets);
+    } catch (const YAML::Exception& e) {
+        std::string where = file;
+        if (e.mark.line >= 0) where += ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1);
+        throw ConfigError(where + ": unexpected YAML structure: " + e.msg);
+    }
 }
 
 std::string dump_config(const PlatformConfig& cfg) {

@@ -224,7 +224,8 @@ int sc_main(int argc, char* argv[]) {
         return fail(kBadConfig, e.what());
     } catch (const sc_core::sc_report& e) {
         std::string type = e.get_msg_type();
-        if (type == "xpusim/trace" || type == "xpusim/run") return fail(kBadTrace, e.get_msg());
+        if (type == "xpusim/trace") return fail(kBadTrace, e.get_msg());  // names the file already
+        if (type == "xpusim/run") return fail(kBadTrace, trace_file + ": " + e.get_msg());
         return fail(kInternal, std::string("SystemC: ") + e.what() + " (a bug: please report it with the inputs)");
     } catch (const std::exception& e) {
         return fail(kInternal, std::string("internal error: ") + e.what() + " (a bug: please report it with the inputs)");

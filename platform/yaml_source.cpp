@@ -1,20 +1,138 @@
 #include "platform/yaml_source.h"
 
 #include <fstream>
+#include <functional>
+#include <map>
 #include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 namespace xpu::platform {
 
+namespace {
+
+constexpr std::size_t kMaxDepth = 64;  // platform descriptions nest about 6 deep
+
+std::string at(const std::string& file, const YAML::Mark& m) {
+    return file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+}
+
+// What YAML::Load accepts silently but a strict description must not: a key given twice in a
+// mapping (yaml-cpp keeps the first), nesting deeper than kMaxDepth, an alias to a node that
+// contains it (a cycle: loading it would recurse for ever), a second document. Checked on the
+// parser's event stream, where aliases are not yet expanded.
+class StructureCheck : public YAML::EventHandler {
+public:
+    // `where` renders a position: "FILE:LINE:COL", or the --set argument.
+    // `prefix`: the key path of the checked document's root ("" for a file, KEY.PATH of a --set).
+    explicit StructureCheck(std::function<std::string(const YAML::Mark&)> where, std::string prefix = "")
+        : at_(std::move(where)), prefix_(std::move(prefix)) {}
+
+    void OnDocumentStart(const YAML::Mark&) override {}
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark& m, YAML::anchor_t) override {
+        static const std::string null_key = "~";
+        item(m, &null_key);
+    }
+    void OnAlias(const YAML::Mark& m, YAML::anchor_t anchor) override {
+        for (const auto& f : stack_)
+            if (f.anchor && f.anchor == anchor)
+                throw ConfigError(at_(m) + ": " + path() + ": this alias names a node that contains it "
+                                  "(a cycle); expected an alias of a node defined before it");
+        item(m, nullptr);
+    }
+    void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string& v) override { item(m, &v); }
+    void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t a, YAML::EmitterStyle::value) override {
+        open(m, false, a);
+    }
+    void OnSequenceEnd() override { stack_.pop_back(); }
+    void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t a, YAML::EmitterStyle::value) override {
+        open(m, true, a);
+    }
+    void OnMapEnd() override { stack_.pop_back(); }
+
+private:
+    struct Frame {
+        bool map = false;
+        YAML::anchor_t anchor = 0;
+        bool expect_key = true;
+        std::string key;          // map: the current key; sequence: the current index
+        std::size_t index = 0;
+        std::map<std::string, YAML::Mark> keys;
+    };
+
+    std::string path() const {
+        std::string p = prefix_;
+        for (const auto& f : stack_) {
+            if (f.map) p += (p.empty() ? "" : ".") + f.key;
+            else p += "[" + std::to_string(f.index ? f.index - 1 : 0) + "]";
+        }
+        return p.empty() ? "(top level)" : p;
+    }
+    // A node (scalar, alias or collection) in the current collection: a key or a value.
+    void item(const YAML::Mark& m, const std::string* scalar) {
+        if (stack_.empty()) return;
+        Frame& f = stack_.back();
+        if (!f.map) {
+            ++f.index;
+            return;
+        }
+        if (!f.expect_key) {
+            f.expect_key = true;
+            return;
+        }
+        f.expect_key = false;
+        f.key = scalar ? *scalar : "?";
+        if (!scalar) return;
+        auto [it, fresh] = f.keys.emplace(*scalar, m);
+        if (!fresh)
+            throw ConfigError(at_(m) + ": " + path() + ": key given twice in one mapping (first at " +
+                              std::to_string(it->second.line + 1) + ":" + std::to_string(it->second.column + 1) +
+                              "); expected each key once");
+    }
+    void open(const YAML::Mark& m, bool map, YAML::anchor_t anchor) {
+        item(m, nullptr);
+        if (stack_.size() >= kMaxDepth)
+            throw ConfigError(at_(m) + ": " + path() + ": nested more than " + std::to_string(kMaxDepth) +
+                              " levels deep; expected a platform description");
+        Frame f;
+        f.map = map;
+        f.anchor = anchor;
+        stack_.push_back(std::move(f));
+    }
+
+    std::function<std::string(const YAML::Mark&)> at_;
+    std::string prefix_;
+    std::vector<Frame> stack_;
+};
+
+}  // namespace
+
 YamlSource YamlSource::load(const std::string& file) {
-    std::ifstream f(file);
+    std::ifstream f(file, std::ios::binary);
     if (!f) throw ConfigError(file + ": cannot open the platform description");
+    std::ostringstream buf;
+    buf << f.rdbuf();
+    const std::string text = buf.str();
     YamlSource s;
     s.file_ = file;
     try {
-        s.root_ = YAML::Load(f);
-    } catch (const YAML::ParserException& e) {
+        std::istringstream in(text);
+        YAML::Parser parser(in);
+        auto where = [&](const YAML::Mark& m) { return at(file, m); };
+        StructureCheck check(where);
+        if (parser.HandleNextDocument(check)) {
+            StructureCheck rest(where);
+            if (parser.HandleNextDocument(rest))
+                throw ConfigError(file + ": more than one YAML document (a second '---'); expected one platform description");
+        }
+        s.root_ = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
         std::ostringstream os;
-        os << file << ":" << e.mark.line + 1 << ":" << e.mark.column + 1 << ": YAML syntax error: " << e.msg;
+        os << file;
+        if (e.mark.line >= 0) os << ":" << e.mark.line + 1 << ":" << e.mark.column + 1;
+        os << ": YAML syntax error: " << e.msg;
         throw ConfigError(os.str());
     }
     if (!s.root_.IsMap())
@@ -48,6 +166,10 @@ void YamlSource::apply_set(const std::string& assignment) {
     std::string path = assignment.substr(0, eq), value = assignment.substr(eq + 1);
     YAML::Node v;
     try {
+        std::istringstream in(value);
+        YAML::Parser parser(in);
+        StructureCheck check([&](const YAML::Mark&) { return "--set '" + assignment + "'"; }, path);
+        parser.HandleNextDocument(check);
         v = YAML::Load(value);
     } catch (const YAML::Exception& e) {
         throw ConfigError("--set '" + assignment + "': the value is not valid YAML: " + e.msg);

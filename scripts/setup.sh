@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian packages xpusim needs. Idempotent: does nothing when they are there.
-# Usage: scripts/setup.sh [--with-gtkwave]
+# Usage: scripts/setup.sh [--with-gtkwave] [--with-fuzz]
+#   --with-fuzz  also clang 14 with its sanitizer and libFuzzer runtimes (scripts/fuzz.sh)
 set -euo pipefail
 
+# gtkwave, xvfb, xauth: tests/e2e/vcd.sh runs the real GTKWave headless (xvfb-run) on the
+# waveforms (docs/waveforms.md); --with-gtkwave is accepted and does nothing more.
 packages=(build-essential cmake pkg-config libsystemc-dev libyaml-cpp-dev
-          libboost-program-options-dev libgtest-dev libbenchmark-dev python3)
+          libboost-program-options-dev libgtest-dev libbenchmark-dev python3
+          gtkwave xvfb xauth)
+for arg in "$@"; do
+    case "$arg" in
+        --with-fuzz) packages+=(clang-14 libclang-rt-14-dev llvm-14) ;;
+    esac
+done
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

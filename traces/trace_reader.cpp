@@ -280,6 +280,9 @@ TraceFile TraceFile::open(const std::string& path) {
 
     // String table.
     const std::uint64_t ss_limit = st > ss ? st : actual;
+    if (ss_limit - ss < 12)
+        fail(path, "string table at offset " + hex(ss) + ": only " + std::to_string(ss_limit - ss) +
+                       " bytes before offset " + hex(ss_limit) + " (at least 12 expected: magic, count, CRC)");
     SeqReader r(f, ss, ss_limit);
     std::uint8_t th[8];
     if (!r.read(th, 8)) fail(path, "string table at offset " + hex(ss) + ": truncated");

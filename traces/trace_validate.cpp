@@ -4,6 +4,8 @@
 #include <cstring>
 #include <functional>
 #include <iomanip>
+#include <string_view>
+#include <unordered_map>
 
 #include "traces/trace_reader.h"
 #include "traces/trace_text.h"
@@ -238,7 +240,13 @@ std::vector<Problem> validate(const std::string& bin_path, std::size_t max_probl
         return out;
     }
     const auto& strings = tf.strings();
+    std::unordered_map<std::string_view, std::size_t> first_of;  // the text form needs distinct strings
     for (std::size_t i = 0; i < strings.size() && out.size() < max_problems; ++i) {
+        auto [it, fresh] = first_of.emplace(strings[i], i);
+        if (!fresh)
+            add(bin_path + ": string table, string " + std::to_string(i) + ": duplicate of string " +
+                std::to_string(it->second) + " " + quote_string(strings[i]) +
+                " (strings must be distinct: the text form names each by its text)");
         if (strings[i].find('\0') != std::string::npos)
             add(bin_path + ": string table, string " + std::to_string(i) + ": contains a NUL byte");
         else if (!is_valid_utf8(strings[i]))

@@ -23,7 +23,8 @@ struct Problem {
 // and stream table; per-opcode required operands are present (docs/trace-format.md, "Operand
 // conventions"); register ids are < kNumRegs and of the class the opcode wants; ann < string
 // count; dtype/cond/space are known; bytes > 0 for dma/vld/vst; shape dims > 0 for
-// matmul/mpush/mpop; vld/vst address local vmem; strings are UTF-8 without NUL.
+// matmul/mpush/mpop; vld/vst address local vmem; strings are UTF-8 without NUL, and distinct
+// (the text form names a string by its text: duplicates could not round-trip).
 // Returns at most max_problems problems (empty = valid). Never throws TraceError: a file that
 // cannot be opened or decoded is reported as a problem.
 std::vector<Problem> validate(const std::string& bin_path, std::size_t max_problems = 100);

@@ -1,0 +1,340 @@
+// Robustness of a run (platform/simulation.h): a trace checked against the platform before
+// anything runs (every problem a TraceError or ConfigError naming stream, instruction and what
+// was expected), deadlock diagnosis (who waits on what, and who could have raised the flag),
+// the time limit, stop requests, and idle gaps longer than a run-loop slice. Each TEST is its
+// own process (one SystemC elaboration each).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <unistd.h>
+
+#include "models/sim_time.h"
+#include "platform/config_error.h"
+#include "platform/platform_config.h"
+#include "platform/simulation.h"
+#include "tests/sim_fixture.h"
+#include "traces/trace_text.h"
+
+using namespace xpu;
+using namespace xpu::platform;
+using namespace xpu::test;
+
+namespace {
+
+// Assembles `text` (a whole .xtr file after the version line) into a binary trace.
+std::string trace_of(const std::string& name, const std::string& text) {
+    std::string src = temp_path(name + ".xtr"), bin = temp_path(name + ".bin");
+    std::ofstream(src) << ".xtr 1.0\n" << text;
+    trace::assemble(src, bin);
+    return bin;
+}
+
+// One stream (chip 0, core 0).
+std::string core0(const std::string& name, const std::string& body) {
+    return trace_of(name, ".stream chip=0 core=0\n" + body + "halt\n");
+}
+
+::testing::AssertionResult contains(const std::string& s, const std::string& part) {
+    if (s.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "'" << s << "'\n  does not contain\n'" << part << "'";
+}
+
+const std::string kXpu = "configs/xpu.yaml";
+const std::string kTwoCore = "tests/data/bad/two-core.yaml";
+
+// The TraceError check_trace() throws for `trace` on `platform` ("" and a test failure if none).
+std::string check_error(const std::string& trace, const std::string& platform = kXpu) {
+    PlatformConfig cfg = load_platform(source_path(platform));
+    Simulation sim(cfg, trace);
+    try {
+        sim.check_trace();
+    } catch (const trace::TraceError& e) {
+        return e.what();
+    }
+    ADD_FAILURE() << trace << " passed check_trace()";
+    return "";
+}
+
+}  // namespace
+
+// ---- the trace checked against the platform --------------------------------------------------
+
+TEST(CheckTrace, AValidTraceOnItsPlatformPasses) {
+    // The control for every other CheckTrace test: each is this trace with one change.
+    std::string t = core0("ok", "dma src=hbm:0x0 dst=vmem:0x0 bytes=4096 flag=1\n"
+                                "swait flag=1 cond=ge val=1\n"
+                                "vld d=v1 src=vmem:0x0 bytes=4096\n"
+                                "mpush u=7 s0=v1 shape=128x128x128 dtype=bf16\n"
+                                "matmul u=7 d=m0 s0=v1 shape=128x128x128 dtype=bf16\n"
+                                "mpop u=7 d=v2 s0=m0 shape=128x128x128\n"
+                                "vst s0=v2 dst=vmem:0x1ff0000 bytes=65536\n"
+                                "dma u=3 src=vmem:0x0 dst=hbm:0x7fffff000 bytes=4096 flag=1023\n"
+                                "swait flag=1023 cond=ge val=1\n");
+    PlatformConfig cfg = load_platform(source_path(kXpu));
+    Simulation sim(cfg, t);
+    EXPECT_TRUE(sim.check_trace());
+    RunResult r = sim.run();
+    EXPECT_TRUE(r.completed) << r.diagnosis;
+    EXPECT_EQ(r.stop, StopReason::Completed);
+}
+
+TEST(CheckTrace, RegisterIdOutOfRangeNamesStreamInstructionAndField) {
+    std::string t = core0("reg", "salu d=s1\nvalu d=v1 s0=r200\n");
+    EXPECT_EQ(check_error(t), t + ": stream 0 (chip 0, core 0), instruction 1 (valu d=v1 s0=r200): s0=r200 is not a "
+                                  "register (expected s0..s63, v0..v63 or m0..m63, ids 0..191)");
+}
+
+TEST(CheckTrace, UnitIndexBeyondTheBoundUnits) {
+    std::string m = check_error(core0("mxu8", "matmul u=8 d=m0 s0=v1 shape=8x128x128 dtype=bf16\n"));
+    EXPECT_TRUE(contains(m, "instruction 0 (matmul u=8 "));
+    EXPECT_TRUE(contains(m, "u=8: the core has 8 matrix units (mxu[0..7])"));
+    EXPECT_TRUE(contains(check_error(core0("vpu1", "valu u=1 d=v1 s0=v2\n")), "u=1: the core has 1 vector unit (vpu[0..0])"));
+}
+
+TEST(CheckTrace, MatrixShapeTheArrayCannotTake) {
+    EXPECT_TRUE(contains(check_error(core0("push", "mpush s0=v1 shape=128x128x256 dtype=bf16\n")),
+                         "a 256x128 (k x n) weight tile does not fit the 128x128 array of mxu[0] "
+                         "(expected k <= rows = 128, n <= cols = 128)"));
+    EXPECT_TRUE(contains(check_error(core0("wide", "matmul d=m0 s0=v1 shape=8x256x128 dtype=bf16\n")),
+                         "a 128x256 (k x n) weight tile does not fit the 128x128 array"));
+    EXPECT_TRUE(contains(check_error(core0("m0", "matmul d=m0 s0=v1 shape=0x128x128 dtype=bf16\n")),
+                         "shape m=0: a matmul streams at least one row"));
+    EXPECT_TRUE(contains(check_error(core0("noshape", "matmul d=m0 s0=v1 dtype=bf16\n")), "a matmul needs shape=MxNxK"));
+    // The platform decides: the same tile fits the two-core platform's 16x16 arrays only up to 16.
+    EXPECT_TRUE(contains(check_error(core0("small", "mpush s0=v1 shape=1x17x16\n"), kTwoCore),
+                         "a 16x17 (k x n) weight tile does not fit the 16x16 array of mxu[0]"));
+}
+
+TEST(CheckTrace, DmaOperands) {
+    EXPECT_TRUE(contains(check_error(core0("zero", "dma src=hbm:0x0 dst=vmem:0x0 bytes=0\n")),
+                         "instruction 0 (dma src=hbm:0x0 dst=vmem:0x0 bytes=0): bytes=0: a DMA moves at least one byte"));
+    EXPECT_TRUE(contains(check_error(core0("nobytes", "dma src=hbm:0x0 dst=vmem:0x0\n")), "a DMA needs src=, dst= and bytes="));
+    // 64 KiB into a 32 MiB VMEM, 16 KiB before its end: runs past it.
+    EXPECT_TRUE(contains(check_error(core0("pastend", "dma src=hbm:0x0 dst=vmem:0x1ffc000 bytes=65536\n")),
+                         "dst=vmem:0x1ffc000 bytes=65536: global range [0x100001ffc000, +65536) is outside the memory "
+                         "map (expected inside core0.vmem [0x100000000000, +32MiB))"));
+    // Larger than the whole HBM.
+    EXPECT_TRUE(contains(check_error(core0("huge", "dma src=hbm:0x0 dst=hbm:0x0 bytes=0x1000000000\n")),
+                         "src=hbm:0x0 bytes=68719476736: global range [0x0, +68719476736) is outside the memory map "
+                         "(expected inside hbm [0x0, +32GiB))"));
+    // An address whose global form would wrap around 2^64.
+    EXPECT_TRUE(contains(check_error(core0("wrap", "dma src=vmem:0xffffffffffffff00 dst=hbm:0x0 bytes=4096\n")),
+                         "is outside the memory map"));
+    EXPECT_TRUE(contains(check_error(core0("chip7", "dma src=hbm:0x0 dst=vmem@7:0x0 bytes=64\n")),
+                         "dst=vmem@7:0x0: chip 7 does not exist ("));
+    EXPECT_TRUE(contains(check_error(core0("rsrc", "dma src=hbm@3:0x0 dst=vmem:0x0 bytes=64\n")),
+                         "src=hbm@3:0x0: a DMA reads from its own chip only"));
+    EXPECT_TRUE(contains(check_error(core0("dflag", "dma src=hbm:0x0 dst=vmem:0x0 bytes=64 flag=1024\n")),
+                         "flag=1024 is out of range: the chip has 1024 sync flags (0..1023)"));
+}
+
+TEST(CheckTrace, VectorLoadsAndStoresStayInTheirVmem) {
+    EXPECT_TRUE(contains(check_error(core0("vhbm", "vld d=v1 src=hbm:0x0 bytes=64\n")),
+                         "src=hbm:0x0: a vld/vst addresses its own chip's vmem"));
+    EXPECT_TRUE(contains(check_error(core0("vend", "vst s0=v1 dst=vmem:0x2000000 bytes=64\n")),
+                         "dst=vmem:0x2000000 bytes=64: global range [0x100002000000, +64) is outside the memory map"));
+    EXPECT_TRUE(contains(check_error(core0("vnob", "vld d=v1 src=vmem:0x0\n")), "a vld/vst needs bytes="));
+    // On the two-core platform core 1's vector unit reaches core1.vmem only, not core0.vmem.
+    std::string t = trace_of("vother", ".stream chip=0 core=1\nvld d=v1 src=vmem:0x0 bytes=64\nhalt\n");
+    EXPECT_TRUE(contains(check_error(t, kTwoCore), "stream 0 (chip 0, core 1), instruction 0 (vld d=v1 src=vmem:0x0 "
+                                                   "bytes=64): src=vmem:0x0 bytes=64: global range [0x100000000, +64) "
+                                                   "is outside the memory map (expected inside core1.vmem"));
+}
+
+TEST(CheckTrace, SyncFlagOutOfRange) {
+    EXPECT_TRUE(contains(check_error(core0("sset", "sset flag=5000 val=1\n")),
+                         "instruction 0 (sset flag=5000 val=1): flag=5000 is out of range: the chip has 1024 sync "
+                         "flags (0..1023)"));
+    EXPECT_TRUE(contains(check_error(core0("bar", "barrier flag=16\n"), kTwoCore), "flag=16 is out of range: the chip has 16"));
+}
+
+TEST(CheckTrace, APlatformWithoutTheUnitsAStreamUsesIsAConfigError) {
+    PlatformConfig cfg = load_platform(source_path("tests/data/bad/yaml-no-dma-engine.yaml"));
+    std::string t = core0("nodma", "salu d=s1\ndma src=hbm:0x0 dst=vmem:0x0 bytes=64 flag=1\n");
+    Simulation sim(cfg, t);
+    try {
+        sim.check_trace();
+        FAIL() << "no ConfigError";
+    } catch (const ConfigError& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  source_path("tests/data/bad/yaml-no-dma-engine.yaml") +
+                      ": xpu.chip0.core0.scalar has no DMA engine bound to its dma socket (add one and a binding "
+                      "'core0.scalar.dma[0] -> ...' to chip.bindings), but " + t +
+                      ": stream 0 (chip 0, core 0), instruction 1 (dma src=hbm:0x0 dst=vmem:0x0 bytes=64 flag=1) needs it");
+    }
+}
+
+TEST(CheckTrace, StopRequestEndsTheCheckWithoutAnError) {
+    std::string t = core0("stop", "salu d=r200\n");  // would be an error
+    PlatformConfig cfg = load_platform(source_path(kXpu));
+    Simulation sim(cfg, t);
+    EXPECT_FALSE(sim.check_trace([] { return true; }));
+}
+
+// ---- how runs end ----------------------------------------------------------------------------
+
+// An event further away than a run-loop slice (100 us): a 2^24-row matmul keeps the core
+// draining for ~16 ms with no event in between. The run must reach it (it used to spin for
+// ever without advancing the time); ctest's timeout catches a regression.
+TEST(RunEnd, IdleGapLongerThanASliceIsCrossed) {
+    alarm(120);  // a hang fails the test (SIGALRM) instead of waiting for ctest's timeout
+    auto run = simulate(core0("gap", "matmul d=m0 s0=v1 shape=16777216x128x128 dtype=bf16\n"), {}, kXpu, false);
+    ASSERT_TRUE(run->result.completed) << run->result.diagnosis;
+    const Tick cycle = cycle_of(*run);
+    EXPECT_GE(run->result.simulated_ns, ticks_to_ns(Tick(16777216) * cycle));
+}
+
+TEST(RunEnd, TimeLimitStopsAtTheLimitAndSaysWhereEachCoreWas) {
+    std::string t = core0("limit", "salu d=s1\nmatmul d=m0 s0=v1 shape=16777216x128x128 dtype=bf16\n"
+                                   "mpop d=v2 s0=m0 shape=16777216x128x128\nswait flag=3 cond=ge val=1\n");
+    PlatformConfig cfg = load_platform(source_path(kXpu));
+    Simulation sim(cfg, t);
+    RunOptions o;
+    o.max_sim_time = ns_to_ticks(1000);
+    RunResult r = sim.run(o);
+    EXPECT_EQ(r.stop, StopReason::MaxSimTime);
+    EXPECT_FALSE(r.completed);
+    EXPECT_DOUBLE_EQ(r.simulated_ns, 1000.0);
+    EXPECT_TRUE(contains(r.diagnosis, "time limit (--max-sim-time 1 us) reached at 1 us simulated; where each core was:\n"));
+    EXPECT_TRUE(contains(r.diagnosis, "  xpu.chip0.core0.scalar (chip 0, core 0): "));
+    EXPECT_TRUE(contains(r.diagnosis, "of 5 instructions retired"));
+    for (const auto& u : r.units) EXPECT_LE(u.utilization, 1.0) << u.name;
+}
+
+TEST(RunEnd, ARunThatFitsTheLimitCompletes) {
+    std::string t = core0("fits", "salu d=s1\n");
+    PlatformConfig cfg = load_platform(source_path(kXpu));
+    Simulation sim(cfg, t);
+    RunOptions o;
+    o.max_sim_time = ns_to_ticks(1e6);
+    RunResult r = sim.run(o);
+    EXPECT_EQ(r.stop, StopReason::Completed);
+    EXPECT_TRUE(r.completed);
+    EXPECT_LT(r.simulated_ns, 1e6);
+}
+
+TEST(RunEnd, StopRequestInterruptsBetweenSlices) {
+    // A chain of dependent long ops: the core waits (an event) for each result in turn.
+    std::string body;
+    for (int i = 0; i < 6; ++i)
+        body += "matmul d=m" + std::to_string(i) + " s0=v" + std::to_string(i) + " shape=1048576x128x128 dtype=bf16\n"
+                "mpop d=v" + std::to_string(i + 1) + " s0=m" + std::to_string(i) + " shape=8x128x128\n";
+    std::string t = core0("intr", body);
+    PlatformConfig cfg = load_platform(source_path(kXpu));
+    Simulation sim(cfg, t);
+    RunOptions o;
+    int polls = 0;
+    o.stop_requested = [&] { return ++polls > 3; };
+    RunResult r = sim.run(o);
+    EXPECT_EQ(r.stop, StopReason::Interrupted);
+    EXPECT_FALSE(r.completed);
+    EXPECT_EQ(polls, 4);
+    EXPECT_TRUE(contains(r.diagnosis, "interrupted at "));
+    EXPECT_TRUE(contains(r.diagnosis, "xpu.chip0.core0.scalar (chip 0, core 0)"));
+}
+
+TEST(RunEnd, StopReasonNames) {
+    EXPECT_STREQ(stop_reason_name(StopReason::Completed), "completed");
+    EXPECT_STREQ(stop_reason_name(StopReason::Deadlock), "deadlock");
+    EXPECT_STREQ(stop_reason_name(StopReason::MaxSimTime), "max-sim-time");
+    EXPECT_STREQ(stop_reason_name(StopReason::Interrupted), "interrupted");
+}
+
+// ---- deadlock diagnosis ----------------------------------------------------------------------
+
+TEST(Deadlock, AFlagNothingRaisesSaysSo) {
+    auto run = simulate(core0("none", "sset flag=4 val=1\nswait flag=5 cond=ge val=1\n"), {}, kXpu, false);
+    EXPECT_EQ(run->result.stop, StopReason::Deadlock);
+    const std::string& d = run->result.diagnosis;
+    EXPECT_TRUE(contains(d, "xpu.chip0.core0.scalar (chip 0, core 0) blocked at instruction 1: swait flag=5 val=1 cond=ge\n"));
+    EXPECT_TRUE(contains(d, "waits until flag 5 of xpu.chip0.flags is >= 1; its value is 0"));
+    EXPECT_TRUE(contains(d, "no instruction in the trace sets or adds flag 5 on chip 0"));
+}
+
+TEST(Deadlock, ACycleNamesWhoCouldRaiseTheFlagAndWhyTheyDidNot) {
+    std::string t = trace_of("cycle", ".stream chip=0 core=0\n"
+                                      "swait flag=3 cond=ge val=1\n"
+                                      "sadd flag=4 val=1\n"
+                                      "halt\n"
+                                      ".stream chip=0 core=1\n"
+                                      "sset flag=3 val=0\n"
+                                      "swait flag=4 cond=ge val=1\n"
+                                      "sadd flag=3 val=1\n"
+                                      "halt\n");
+    auto run = simulate(t, {}, kTwoCore, false);
+    EXPECT_EQ(run->result.stop, StopReason::Deadlock);
+    const std::string& d = run->result.diagnosis;
+    EXPECT_TRUE(contains(d, "instructions of the trace that target flag 3 on chip 0 (2 in all):\n"
+                            "      stream 1 (chip 0, core 1), instruction 0: sset flag=3 val=0 (executed)\n"
+                            "      stream 1 (chip 0, core 1), instruction 2: sadd flag=3 val=1 (not reached: "
+                            "xpu.chip0.core1.scalar is blocked at instruction 1)\n"));
+    EXPECT_TRUE(contains(d, "stream 0 (chip 0, core 0), instruction 1: sadd flag=4 val=1 (not reached: "
+                            "xpu.chip0.core0.scalar is blocked at instruction 0)"));
+}
+
+TEST(Deadlock, ACompletedDmaThatRaisedTooLittleIsListedAsExecuted) {
+    auto run = simulate(core0("dma", "dma src=hbm:0x0 dst=vmem:0x0 bytes=4096 flag=6 val=1\n"
+                                     "swait flag=6 cond=ge val=2\n"),
+                        {}, kXpu, false);
+    EXPECT_EQ(run->result.stop, StopReason::Deadlock);
+    EXPECT_TRUE(contains(run->result.diagnosis, "its value is 1 and nothing pending will change it"));
+    EXPECT_TRUE(contains(run->result.diagnosis,
+                         "stream 0 (chip 0, core 0), instruction 0: dma src=hbm:0x0 dst=vmem:0x0 bytes=4096 flag=6 val=1 (executed)"));
+}
+
+TEST(Deadlock, ABarrierNamesTheCoresThatNeverArrive) {
+    std::string t = trace_of("barrier", ".stream chip=0 core=0\nnop\nhalt\n.stream chip=0 core=1\nbarrier\nhalt\n");
+    auto run = simulate(t, {}, kTwoCore, false);
+    EXPECT_EQ(run->result.stop, StopReason::Deadlock);
+    EXPECT_TRUE(contains(run->result.diagnosis,
+                         "xpu.chip0.core1.scalar (chip 0, core 1) blocked at instruction 0: barrier\n"
+                         "    waits at a barrier of xpu.chip0.flags (1 core(s) of chip 0 arrived); the others:\n"
+                         "      xpu.chip0.core0.scalar: finished its stream without reaching this barrier\n"));
+}
+
+// ---- platform descriptions: only ConfigError, whatever the YAML ---------------------------------
+
+namespace {
+// The ConfigError loading `text` (written to a temp file) throws; "" and a test failure if none.
+std::string yaml_error(const std::string& name, const std::string& text, const std::vector<std::string>& sets = {}) {
+    std::string path = temp_path(name);
+    std::ofstream(path) << text;
+    try {
+        load_platform(path, sets);
+    } catch (const ConfigError& e) {
+        return e.what();
+    }
+    ADD_FAILURE() << name << " loaded";
+    return "";
+}
+}  // namespace
+
+TEST(YamlStructure, AKeyGivenTwiceNamesBothPlaces) {
+    std::string m = yaml_error("dup.yaml", "xpusim: 1\nname: a\nname: b\n");
+    EXPECT_EQ(m, temp_path("dup.yaml") + ":3:1: name: key given twice in one mapping (first at 2:1); expected each key once");
+}
+
+TEST(YamlStructure, AnAliasInsideItsOwnNodeIsAnErrorNotARecursion) {
+    EXPECT_TRUE(contains(yaml_error("cycle.yaml", "xpusim: 1\nchip: &c\n  modules: *c\n"),
+                         ":3:12: chip.modules: this alias names a node that contains it (a cycle)"));
+    EXPECT_TRUE(contains(yaml_error("setcycle.yaml", "xpusim: 1\n", {"chip=&a {m: *a}"}),
+                         "--set 'chip=&a {m: *a}': chip.m: this alias names a node that contains it"));
+}
+
+TEST(YamlStructure, AliasesExpandingToAHugeTreeAreRefused) {
+    // Each level names the previous one twice: 2^24 modules from 30 lines.
+    std::string y = "xpusim: 1\nchip:\n  modules:\n    l0: &l0 {m: {type: TraceInjector}}\n";
+    for (int i = 1; i <= 24; ++i)
+        y += "    l" + std::to_string(i) + ": &l" + std::to_string(i) + " {a: *l" + std::to_string(i - 1) + ", b: *l" +
+             std::to_string(i - 1) + "}\n";
+    alarm(120);
+    EXPECT_TRUE(contains(yaml_error("laughs.yaml", y), "more than 100000 modules and containers"));
+}
+
+TEST(YamlStructure, DepthAndDocumentsAreBounded) {
+    EXPECT_TRUE(contains(yaml_error("deep.yaml", "xpusim: 1\nname: " + std::string(200, '[') + std::string(200, ']') + "\n"),
+                         "nested more than 64 levels deep"));
+    EXPECT_TRUE(contains(yaml_error("two.yaml", "xpusim: 1\n---\nxpusim: 1\n"), "more than one YAML document"));
+    EXPECT_TRUE(contains(yaml_error("binary.yaml", std::string("\x00\xff\xfe:\x01[", 6)), "binary.yaml"));
+}
