@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Speed and memory of the simulator (targets: >= 5 M instructions/s simulated; peak RSS that
 # does not grow with trace length) and of the trace generator (>= 20 M instructions/s).
-# Builds Release, generates a ~11 M and a ~45 M instruction GEMM trace, runs sim_main
+# Builds Release, generates a ~10.3 M and a ~41 M instruction GEMM trace, runs sim_main
 # BENCH_RUNS times (default 5) on each and reports medians (the machines are shared and noisy:
 # medians and ratios, never single timings). Progress goes to stderr.
 # Usage: scripts/bench.sh        env: BENCH_RUNS, BENCH_DIR (scratch folder, default mktemp)
@@ -25,7 +25,7 @@ if [ -x "$bin/tests/xpu_microbench" ]; then
         awk '/_median/ {print "micro     " $0}'
 fi
 
-declare -A shape=([10M]="--m 16384 --n 8192 --k 8192" [40M]="--m 32768 --n 16384 --k 8192")
+declare -A shape=([10M]="--m 16384 --n 8192 --k 8448" [40M]="--m 32768 --n 16384 --k 8448")
 declare -A rss
 for size in 10M 40M; do
     trace="$scratch/gemm-$size.bin"
