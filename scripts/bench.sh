@@ -54,6 +54,28 @@ done
 printf 'memory    peak RSS 40M / 10M = %.3f (1.0 = flat: memory does not grow with trace length)\n' \
     "$("$py" -c "print(${rss[40M]} / ${rss[10M]})")"
 
+# Waveforms: the cost of --vcd on the 10M trace's smaller sibling (a 2048 x 2048 x 8192 GEMM):
+# none, a small selection, every signal. Medians of BENCH_RUNS runs; ratios against none.
+"$bin/traces/xpu_tracegen" gemm --m 2048 --n 2048 --k 8192 -o "$scratch/vcd.bin" >/dev/null
+declare -A vwall
+for mode in none small all; do
+    walls=()
+    for i in $(seq "$runs"); do
+        echo "bench: --vcd $mode, run $i of $runs" >&2
+        case $mode in
+            none) extra=() ;;
+            small) extra=(--vcd "$scratch/out/w.vcd" --vcd-signals '*.mxu0.busy,*.scalar.stall') ;;
+            all) extra=(--vcd "$scratch/out/w.vcd") ;;
+        esac
+        start=$(date +%s.%N)
+        "$bin/platform/sim_main" --quiet --platform "$root/configs/xpu.yaml" --trace "$scratch/vcd.bin" --out "$scratch/out" "${extra[@]}"
+        walls+=("$("$py" -c "print($(date +%s.%N) - $start)")")
+    done
+    vwall[$mode]=$(median "${walls[@]}")
+done
+printf 'waveform  --vcd slowdown (whole process, median): small selection x%.2f, all signals x%.2f\n' \
+    "$("$py" -c "print(${vwall[small]} / ${vwall[none]})")" "$("$py" -c "print(${vwall[all]} / ${vwall[none]})")"
+
 # Multi-chip scale: a 1 MiB 2D-torus all-reduce on 16, 64 and 256 chips (4x4, 8x8, 16x16).
 declare -A wall
 for dims in 4x4 8x8 16x16; do
