@@ -162,6 +162,12 @@ int sc_main(int argc, char* argv[]) {
     Outputs outs;
     const std::string stats_path = (std::filesystem::path(out_dir) / "stats.json").string();
     outs.files.push_back(stats_path);
+    if (vm.count("vcd")) {  // the VCD and the files VcdWriter writes beside it
+        std::string vcd_path = vm["vcd"].as<std::string>(), stem = vcd_path;
+        if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".vcd") == 0) stem.resize(stem.size() - 4);
+        for (const std::string& f : {vcd_path, stem + ".gtkw", stem + ".opcodes.txt", stem + ".stalls.txt"})
+            outs.files.push_back(f);
+    }
     if (!vm.count("dump-config")) outs.discard();  // a stale result must not outlive a failed run
     if (platform_file.empty()) return fail(kUsage, "--platform FILE is required (see --help)");
 

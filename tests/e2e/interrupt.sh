@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end: SIGINT (and SIGTERM) during a long run. sim_main must stop promptly, exit 130
 # (143), say "interrupted" ("terminated"), and leave no output that looks complete: no
-# stats.json (a stale one from an earlier run included) and no *.tmp.
+# stats.json, no waveforms (--vcd), stale ones from an earlier run included, and no *.tmp.
 # The long run: four 16 MiB DMAs cut into 1-byte chunks (--set chunk_bytes=1), tens of millions
 # of memory transactions from a 6-instruction trace. The signal is sent once sim_main reports
 # progress (so the run loop is running, whatever the machine's speed).
@@ -57,7 +57,9 @@ interrupt() {
     local out="$WORK/out-$sig"
     mkdir -p "$out"
     echo '{"schema": "xpusim.stats/1", "completed": true}' >"$out/stats.json"  # stale, looks complete
+    echo 'stale' >"$out/waves.vcd"
     "$SIM" --platform "$SOURCE_DIR/configs/xpu.yaml" --trace "$WORK/long.bin" --out "$out" \
+        --vcd "$out/waves.vcd" --vcd-signals '*.scalar.*' \
         --set chip.modules.dma0.chunk_bytes=1 >"$WORK/stdout" 2>"$WORK/stderr" &
     pid=$!
     local waited=0
@@ -67,7 +69,7 @@ interrupt() {
         waited=$((waited + 1))
         [[ $waited -lt 600 ]] || fail "$sig: no progress report within 120 s"
     done
-    [[ ! -e $out/stats.json ]] || fail "$sig: the stale stats.json is still there while the run goes on"
+    [[ ! -e $out/stats.json && ! -e $out/waves.vcd ]] || fail "$sig: a stale output is still there while the run goes on"
     local t0 t1 rc
     t0=$(date +%s%N)
     kill -s "$sig" "$pid"
@@ -84,9 +86,9 @@ interrupt() {
         { cat "$WORK/stderr" >&2; fail "$sig: no '$word' message"; }
     grep -q '^  xpu\.chip0\.core0\.scalar (chip 0, core 0): ' "$WORK/stderr" || fail "$sig: the message does not say where the core was"
     [[ ! -e $out/stats.json ]] || fail "$sig: $out/stats.json exists after the interrupted run"
-    [[ -z "$(find "$out" -name '*.tmp')" ]] || fail "$sig: *.tmp left in $out"
+    [[ -z "$(ls -A "$out")" ]] || fail "$sig: files left in $out: $(ls -A "$out")"
     [[ ! -s $WORK/stdout ]] || fail "$sig: a summary was printed for an interrupted run"
-    pass "SIG$sig after the first progress report: exit $want in $ms ms, '$word', no stats.json, no *.tmp"
+    pass "SIG$sig after the first progress report: exit $want in $ms ms, '$word', output folder empty"
 }
 
 interrupt INT 130 interrupted
