@@ -74,6 +74,11 @@ void ScalarCore::run() {
 void ScalarCore::execute(const Instruction& in) {
     // Instruction supply: fetch bandwidth, and room in the issue queue.
     Tick arrival = fetch_.next(iqueue_.accept(0));
+    // Register ids index the scoreboard: an id past the last register is a bad trace, not a
+    // memory error (sim_main checks traces before the run; direct users of the models may not).
+    if ((in.has(kDst) && in.dst >= kNumRegs) || (in.has(kSrc0) && in.src[0] >= kNumRegs) ||
+        (in.has(kSrc1) && in.src[1] >= kNumRegs) || (in.has(kSrc2) && in.src[2] >= kNumRegs))
+        fail("register id out of range (registers are s0..s63, v0..v63, m0..m63)", in);
     // Operands (RAW) and the destination's pending readers (WAR).
     Tick ready = arrival;
     if (in.has(kSrc0)) ready = max_tick(ready, reg_ready_[in.src[0]]);

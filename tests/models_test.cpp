@@ -162,3 +162,17 @@ TEST(BandwidthCalendar, NeverExceedsItsRateAndFillsGaps) {
     EXPECT_LE(early, 6000u);  // not behind the future reservation
     EXPECT_EQ(gap.busy(), 10000u);
 }
+
+// A register id past the scoreboard is a clear error naming the instruction, not a write past
+// the end of an array (sim_main rejects it before the run; this is the model's own guard).
+TEST(ScalarCore, RegisterIdOutOfRangeIsAClearError) {
+    std::string t = xtr("badreg", "salu d=s1\nsalu d=r200 s0=s1\n");
+    try {
+        simulate(t);
+        FAIL() << "expected an error";
+    } catch (const sc_core::sc_report& e) {
+        std::string m = e.get_msg();
+        EXPECT_NE(m.find("instruction 1"), std::string::npos) << m;
+        EXPECT_NE(m.find("register id out of range"), std::string::npos) << m;
+    }
+}
