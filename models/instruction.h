@@ -106,7 +106,7 @@ struct Instruction {
     std::uint64_t timestamp = 0;
 
     bool has(Field f) const { return (present & f) != 0; }
-    void set(Field f) { present = static_cast<std::uint16_t>(present | f); }
+    void set(std::uint16_t fields) { present = static_cast<std::uint16_t>(present | fields); }  // Field bits, or-ed
     bool operator==(const Instruction& o) const;
     bool operator!=(const Instruction& o) const { return !(*this == o); }
 };

@@ -16,38 +16,32 @@ void Emitter::put(const Instruction& in) {
     ++count_;
 }
 
-void Emitter::dma(unsigned engine, Space ss, std::uint64_t src, Space ds, std::uint64_t dst, std::uint64_t bytes,
-                  std::uint16_t flag) {
+Instruction Emitter::dma_base(unsigned engine, const MemRef& src, const MemRef& dst, std::uint64_t bytes,
+                              std::uint16_t flag) {
     Instruction in = base(Opcode::Dma, engine);
-    in.mem_src = {ss, kLocalChip, src};
-    in.mem_dst = {ds, kLocalChip, dst};
+    in.mem_src = src;
+    in.mem_dst = dst;
     in.bytes = bytes;
     in.flag = flag;
-    in.set(kMemSrc);
-    in.set(kMemDst);
-    in.set(kBytes);
-    in.set(kFlag);
-    if (ss == Space::Hbm) from_hbm_ += bytes;
+    in.set(kMemSrc | kMemDst | kBytes | kFlag);
+    if (src.space == Space::Hbm) from_hbm_ += bytes;  // read on the issuing chip
+    return in;
+}
+
+void Emitter::dma(unsigned engine, Space ss, std::uint64_t src, Space ds, std::uint64_t dst, std::uint64_t bytes,
+                  std::uint16_t flag) {
+    Instruction in = dma_base(engine, {ss, kLocalChip, src}, {ds, kLocalChip, dst}, bytes, flag);
     if (ds == Space::Hbm) to_hbm_ += bytes;
     put(in);
 }
 
 void Emitter::dma_remote(unsigned engine, Space ss, std::uint64_t src, std::uint16_t dst_chip, Space ds,
                          std::uint64_t dst, std::uint64_t bytes, std::uint16_t flag, bool reduce, DType dt) {
-    Instruction in = base(Opcode::Dma, engine);
-    in.mem_src = {ss, kLocalChip, src};
-    in.mem_dst = {ds, dst_chip, dst};
-    in.bytes = bytes;
-    in.flag = flag;
-    in.set(kMemSrc);
-    in.set(kMemDst);
-    in.set(kBytes);
-    in.set(kFlag);
+    Instruction in = dma_base(engine, {ss, kLocalChip, src}, {ds, dst_chip, dst}, bytes, flag);
     if (reduce) {
         in.dtype = dt;
         in.set(kDtype);
     }
-    if (ss == Space::Hbm) from_hbm_ += bytes;  // read locally
     remote_ += bytes;
     put(in);
 }
@@ -57,9 +51,7 @@ void Emitter::swait(std::uint16_t flag, Cond c, std::int64_t v) {
     in.flag = flag;
     in.cond = c;
     in.value = v;
-    in.set(kFlag);
-    in.set(kCond);
-    in.set(kValue);
+    in.set(kFlag | kCond | kValue);
     put(in);
 }
 
@@ -67,8 +59,7 @@ void Emitter::sset(std::uint16_t flag, std::int64_t v) {
     Instruction in = base(Opcode::SSet, 0);
     in.flag = flag;
     in.value = v;
-    in.set(kFlag);
-    in.set(kValue);
+    in.set(kFlag | kValue);
     put(in);
 }
 
@@ -77,9 +68,7 @@ void Emitter::vld(unsigned unit, std::uint8_t d, std::uint64_t addr, std::uint64
     in.dst = d;
     in.mem_src = {Space::Vmem, kLocalChip, addr};
     in.bytes = bytes;
-    in.set(kDst);
-    in.set(kMemSrc);
-    in.set(kBytes);
+    in.set(kDst | kMemSrc | kBytes);
     put(in);
 }
 
@@ -88,9 +77,7 @@ void Emitter::vst(unsigned unit, std::uint8_t s, std::uint64_t addr, std::uint64
     in.src[0] = s;
     in.mem_dst = {Space::Vmem, kLocalChip, addr};
     in.bytes = bytes;
-    in.set(kSrc0);
-    in.set(kMemDst);
-    in.set(kBytes);
+    in.set(kSrc0 | kMemDst | kBytes);
     put(in);
 }
 
@@ -99,9 +86,7 @@ void Emitter::vop(Opcode op, unsigned unit, std::uint8_t d, std::uint8_t s0, std
     in.dst = d;
     in.src[0] = s0;
     in.count = elements;
-    in.set(kDst);
-    in.set(kSrc0);
-    in.set(kCount);
+    in.set(kDst | kSrc0 | kCount);
     put(in);
 }
 
@@ -111,10 +96,7 @@ void Emitter::vop2(Opcode op, unsigned unit, std::uint8_t d, std::uint8_t s0, st
     in.src[0] = s0;
     in.src[1] = s1;
     in.count = elements;
-    in.set(kDst);
-    in.set(kSrc0);
-    in.set(kSrc1);
-    in.set(kCount);
+    in.set(kDst | kSrc0 | kSrc1 | kCount);
     put(in);
 }
 
@@ -125,9 +107,7 @@ void Emitter::mpush(unsigned mxu, std::uint8_t s, std::uint32_t k, std::uint32_t
     in.n = n;
     in.k = k;
     in.dtype = dt;
-    in.set(kSrc0);
-    in.set(kShape);
-    in.set(kDtype);
+    in.set(kSrc0 | kShape | kDtype);
     put(in);
 }
 
@@ -140,10 +120,7 @@ void Emitter::matmul(unsigned mxu, std::uint8_t d, std::uint8_t s, std::uint32_t
     in.n = n;
     in.k = k;
     in.dtype = dt;
-    in.set(kDst);
-    in.set(kSrc0);
-    in.set(kShape);
-    in.set(kDtype);
+    in.set(kDst | kSrc0 | kShape | kDtype);
     flops_ += 2ull * m * n * k;
     put(in);
 }
@@ -155,9 +132,7 @@ void Emitter::mpop(unsigned mxu, std::uint8_t d, std::uint8_t s, std::uint32_t m
     in.m = m;
     in.n = n;
     in.k = 1;
-    in.set(kDst);
-    in.set(kSrc0);
-    in.set(kShape);
+    in.set(kDst | kSrc0 | kShape);
     put(in);
 }
 
@@ -165,8 +140,7 @@ void Emitter::salu(std::uint8_t d, std::uint8_t s0) {
     Instruction in = base(Opcode::SAlu, 0);
     in.dst = d;
     in.src[0] = s0;
-    in.set(kDst);
-    in.set(kSrc0);
+    in.set(kDst | kSrc0);
     put(in);
 }
 

@@ -51,6 +51,7 @@ public:
 
 private:
     Instruction base(Opcode op, unsigned unit);
+    Instruction dma_base(unsigned engine, const MemRef& src, const MemRef& dst, std::uint64_t bytes, std::uint16_t flag);
     void put(const Instruction& in);
     trace::TraceWriter& w_;
     std::size_t stream_;
