@@ -9,13 +9,16 @@
 namespace xpu {
 
 DmaEngine::DmaEngine(const sc_core::sc_module_name& n, const DmaEngineConfig& cfg)
-    : XpuModule(n), cmd("cmd"), mem("mem"), flags("flags"), cfg_(cfg), done_peq_("done_peq"), mem_accept_(*new MemAccept) {
+    : XpuModule(n), cmd("cmd"), mem("mem"), flags("flags"), cfg_(cfg), done_peq_("done_peq"), mem_accept_(*new MemAccept), origin_(*new TxnOrigin) {
     cmd.register_b_transport(this, &DmaEngine::b_transport);
     expose_target("cmd", cmd, false);
     started_.assign(cfg_.queue_depth ? cfg_.queue_depth : 1, 0);
     expose_initiator("mem", mem, false);
     expose_initiator("flags", flags, false, false);
     mem_gp_.set_extension(&mem_accept_);
+    origin_.initiator = name();
+    origin_.chip = flag_cmd_.chip = cfg_.chip;
+    mem_gp_.set_extension(&origin_);
     flag_gp_.set_command(tlm::TLM_WRITE_COMMAND);
     flag_gp_.set_data_ptr(reinterpret_cast<unsigned char*>(&flag_cmd_));
     flag_gp_.set_data_length(sizeof(FlagCommand));
@@ -66,6 +69,7 @@ void DmaEngine::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
     Descriptor d;
     d.in = in;
     d.index = c->index;
+    d.core = c->core;
     d.issue = c->issue;
     d.accept = accept;
     queue_.push_back(d);
@@ -84,6 +88,8 @@ Tick DmaEngine::transfer(tlm::tlm_command command, std::uint64_t addr, std::uint
     mem_gp_.set_streaming_width(static_cast<unsigned>(len));
     mem_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     mem_accept_.stall = 0;
+    origin_.core = d.core;
+    origin_.index = d.index;
     Tick base = now_ticks();
     sc_core::sc_time delay = until(at);
     mem->b_transport(mem_gp_, delay);
@@ -150,9 +156,12 @@ void DmaEngine::completer() {
                 flag_cmd_.flag = d->in.flag;
                 flag_cmd_.value = d->in.has(kValue) ? d->in.value : 1;
                 flag_cmd_.in = &d->in;
+                flag_cmd_.core = d->core;
                 flag_cmd_.index = d->index;
                 mem_gp_.set_command(tlm::TLM_WRITE_COMMAND);
                 mem_gp_.set_address(remote_address(d->in.mem_dst.chip, cfg_.flags_base));
+                origin_.core = d->core;
+                origin_.index = d->index;
                 mem_gp_.set_data_ptr(reinterpret_cast<unsigned char*>(&flag_cmd_));
                 mem_gp_.set_data_length(sizeof(FlagCommand));
                 mem_gp_.set_streaming_width(sizeof(FlagCommand));
@@ -166,6 +175,7 @@ void DmaEngine::completer() {
                 flag_cmd_.flag = d->in.flag;
                 flag_cmd_.value = d->in.has(kValue) ? d->in.value : 1;
                 flag_cmd_.in = &d->in;
+                flag_cmd_.core = d->core;
                 flag_cmd_.index = d->index;
                 flag_gp_.set_address(d->in.flag);
                 flag_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);

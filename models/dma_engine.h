@@ -53,6 +53,7 @@ public:
     std::optional<Tick> busy_time() const override { return busy_.total(); }
     std::vector<Stat> stats() const override;
     std::uint64_t bytes_moved() const { return bytes_; }
+    const DmaEngineConfig& config() const { return cfg_; }
 
 private:
     struct Descriptor {
@@ -80,6 +81,7 @@ private:
     tlm_utils::peq_with_get<Descriptor> done_peq_;
     tlm::tlm_generic_payload mem_gp_, flag_gp_;
     MemAccept& mem_accept_;  // owned by mem_gp_
+    TxnOrigin& origin_;      // owned by mem_gp_: the DMA a transfer serves
     ReduceWrite reduce_;     // set on mem_gp_ only around a reducing write, then cleared
     FlagCommand flag_cmd_;
     BusyTracker busy_;

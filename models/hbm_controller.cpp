@@ -43,13 +43,18 @@ void HbmController::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_t
         Tick room = cfg_.queue_depth * service;
         if (moved > arrival + room + service) accept = std::max(accept, moved - room - service);
         done = std::max(done, moved + cfg_.latency);
+        if (recorder_) {  // per piece: the channel's queue and bytes (waveforms)
+            const Tick began = moved > arrival + service ? moved - service : arrival;
+            recorder_->on_hbm_channel({name(), static_cast<std::uint16_t>(ch), piece * passes, arrival, began,
+                                       moved + cfg_.latency});
+        }
         off += piece;
     }
     backpressure_ += accept - arrival;
     (write ? bytes_written_ : bytes_read_) += len;
     if (passes == 2) bytes_read_ += len;
     ++requests_;
-    if (recorder_) recorder_->on_mem({name(), write, addr, len, arrival, done});
+    if (recorder_) recorder_->on_mem(mem_event(gp, name(), write, addr, len, arrival, done));
     if (auto* a = gp.get_extension<MemAccept>()) a->stall = std::max(a->stall, accept - arrival);
     delay = to_sc(done - now_ticks());
     gp.set_response_status(tlm::TLM_OK_RESPONSE);

@@ -95,7 +95,7 @@ void IciLink::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay)
     sc_core::sc_time d = to_sc(head - now);
     out->b_transport(gp, d);
     const Tick done = max_tick(now + d.value(), moved + cfg_.latency);
-    if (recorder_) recorder_->on_mem({name(), gp.is_write(), gp.get_address(), len, moved - serial, moved});
+    if (recorder_) recorder_->on_mem(mem_event(gp, name(), gp.is_write(), gp.get_address(), len, moved - serial, moved));
     delay = to_sc(done - now);
 }
 

@@ -69,6 +69,7 @@ public:
     tlm_utils::simple_initiator_socket<IciLink> out;  // -> the next chip's IciPort.in
 
     IciLink(const sc_core::sc_module_name& n, const IciLinkConfig& cfg);
+    const IciLinkConfig& config() const { return cfg_; }
     const char* kind() const override { return "IciLink"; }
     std::optional<Tick> busy_time() const override { return cal_.busy(); }
     std::vector<Stat> stats() const override;

@@ -83,7 +83,7 @@ void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
     c->start = start;
     c->operands_read = occupied_until;
     c->complete = complete;
-    if (recorder_) recorder_->on_unit_op({name(), 0, 0, c->index, in.op, accept, start, occupied_until, complete});
+    if (recorder_) recorder_->on_unit_op({name(), c->chip, c->core, c->index, in.op, accept, start, occupied_until, complete});
     gp.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

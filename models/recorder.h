@@ -33,20 +33,30 @@ struct DmaEvent {
     std::uint64_t bytes = 0;
 };
 
+// The instruction a flag change or a memory transaction serves: its stream and index.
+struct Origin {
+    bool known = false;
+    std::uint16_t chip = 0, core = 0;
+    std::uint64_t index = 0;
+};
+
 // A sync flag changed value.
 struct FlagEvent {
     const char* owner = "";  // SyncFlags instance
     std::uint16_t flag = 0;
     std::int64_t old_value = 0, new_value = 0;
     Tick time = 0;
+    Origin by;               // the instruction that raised it (a DMA, sset, sadd)
 };
 
-// A memory transaction served by a target (HBM, VMEM).
+// A memory transaction served by a target (HBM, VMEM, an inter-chip link).
 struct MemEvent {
     const char* target = "";
     bool write = false;
     std::uint64_t addr = 0, bytes = 0;
     Tick arrival = 0, done = 0;
+    const char* initiator = "";  // the DMA engine or vector unit that issued it
+    Origin for_instr;            // the instruction it serves
 };
 
 // One operation on a unit's pipeline (vector, matrix): busy from start to end, result at complete.
@@ -58,6 +68,17 @@ struct UnitOpEvent {
     Tick accept = 0, start = 0, end = 0, complete = 0;
 };
 
+// One interleave piece of an HBM request on one channel (HbmController splits each request
+// over its channels every interleave_bytes): arrived with its request, its transfer on the
+// channel from `start` to `done - latency`, data back (or written) at `done`. `bytes` is what
+// the channel moves: a reducing write reads and writes its piece, twice its size.
+struct HbmChannelEvent {
+    const char* controller = "";  // SystemC path of the HbmController
+    std::uint16_t channel = 0;
+    std::uint64_t bytes = 0;
+    Tick arrival = 0, start = 0, done = 0;
+};
+
 class Recorder {
 public:
     virtual ~Recorder() = default;
@@ -66,6 +87,7 @@ public:
     virtual void on_flag(const FlagEvent&) {}
     virtual void on_mem(const MemEvent&) {}
     virtual void on_unit_op(const UnitOpEvent&) {}
+    virtual void on_hbm_channel(const HbmChannelEvent&) {}
 };
 
 }  // namespace xpu
@@ -94,6 +116,9 @@ public:
     }
     void on_unit_op(const UnitOpEvent& e) override {
         for (auto* r : to_) r->on_unit_op(e);
+    }
+    void on_hbm_channel(const HbmChannelEvent& e) override {
+        for (auto* r : to_) r->on_hbm_channel(e);
     }
 
 private:

@@ -32,6 +32,8 @@ ScalarCore::ScalarCore(const sc_core::sc_module_name& n, const ScalarCoreConfig&
     flag_gp_.set_data_ptr(reinterpret_cast<unsigned char*>(&flag_cmd_));
     flag_gp_.set_data_length(sizeof(FlagCommand));
     flag_cmd_.requester = name();
+    flag_cmd_.chip = cmd_.chip = cfg_.chip;
+    flag_cmd_.core = cmd_.core = cfg_.core;
     SC_HAS_PROCESS(ScalarCore);
     SC_THREAD(run);
 }

@@ -6,6 +6,10 @@
 
 namespace xpu {
 
+namespace {
+Origin origin_of(const FlagCommand& c) { return {c.in != nullptr, c.chip, c.core, c.index}; }
+}  // namespace
+
 SyncFlags::SyncFlags(const sc_core::sc_module_name& n, const SyncFlagsConfig& cfg)
     : XpuModule(n), port("port"), cfg_(cfg), values_(cfg.flags, 0), changed_(cfg.flags) {
     port.register_b_transport(this, &SyncFlags::b_transport);
@@ -28,18 +32,18 @@ void SyncFlags::apply_due() {
         delayed_.erase(it);
         if (d.op == FlagCommand::Op::Set) {
             ++sets_;
-            change(d.flag, d.value);
+            change(d.flag, d.value, d.by);
         } else {
             ++adds_;
-            change(d.flag, values_[d.flag] + d.value);
+            change(d.flag, values_[d.flag] + d.value, d.by);
         }
     }
 }
 
-void SyncFlags::change(std::uint16_t flag, std::int64_t v) {
+void SyncFlags::change(std::uint16_t flag, std::int64_t v, const Origin& by) {
     std::int64_t old = values_[flag];
     values_[flag] = v;
-    if (recorder_) recorder_->on_flag({name(), flag, old, v, now_ticks()});
+    if (recorder_) recorder_->on_flag({name(), flag, old, v, now_ticks(), by});
     changed_[flag].notify();
 }
 
@@ -52,7 +56,7 @@ void SyncFlags::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time&
     // Flags are observed by other threads: act at the caller's time, in kernel time.
     if (delay != sc_core::SC_ZERO_TIME) {
         if (c->op == FlagCommand::Op::Set || c->op == FlagCommand::Op::Add) {
-            delayed_.push_back({now_ticks() + delay.value(), c->op, c->flag, c->value});
+            delayed_.push_back({now_ticks() + delay.value(), c->op, c->flag, c->value, origin_of(*c)});
             due_.notify(delay);
             gp.set_response_status(tlm::TLM_OK_RESPONSE);
             return;
@@ -71,11 +75,11 @@ void SyncFlags::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time&
     switch (c->op) {
         case FlagCommand::Op::Set:
             ++sets_;
-            change(c->flag, c->value);
+            change(c->flag, c->value, origin_of(*c));
             break;
         case FlagCommand::Op::Add:
             ++adds_;
-            change(c->flag, values_[c->flag] + c->value);
+            change(c->flag, values_[c->flag] + c->value, origin_of(*c));
             break;
         case FlagCommand::Op::Wait:
             ++waits_;

@@ -48,7 +48,7 @@ public:
 
 private:
     void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
-    void change(std::uint16_t flag, std::int64_t v);
+    void change(std::uint16_t flag, std::int64_t v, const Origin& by);
     void apply_due();  // applies delayed sets/adds whose time has come
 
     struct Delayed {
@@ -56,6 +56,7 @@ private:
         FlagCommand::Op op = FlagCommand::Op::Add;
         std::uint16_t flag = 0;
         std::int64_t value = 0;
+        Origin by;
     };
     std::deque<Delayed> delayed_;   // in arrival order; applied in time order
     sc_core::sc_event_queue due_;

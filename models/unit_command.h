@@ -12,11 +12,13 @@
 #include <tlm>
 
 #include "models/instruction.h"
+#include "models/recorder.h"
 
 namespace xpu {
 
 struct UnitCommand : tlm::tlm_extension<UnitCommand> {
     const Instruction* in = nullptr;
+    std::uint16_t chip = 0, core = 0;  // the issuing stream (for recording)
     std::uint64_t index = 0;  // instruction index in its stream (for recording)
     Tick issue = 0;       // in: when the core offers the instruction
     Tick accept = 0;      // out: when the unit's queue took it (>= issue; later = back-pressure)
@@ -44,6 +46,36 @@ struct MemAccept : tlm::tlm_extension<MemAccept> {
     }
 };
 
+// Who a memory transaction is for: the initiator module and the instruction it serves. Set by
+// the initiators (DMA engine, vector unit) on their payloads, read by the targets for the
+// transaction log. Payloads without it (tests, fetches) are recorded without an origin.
+struct TxnOrigin : tlm::tlm_extension<TxnOrigin> {
+    const char* initiator = "";
+    std::uint16_t chip = 0, core = 0;
+    std::uint64_t index = 0;
+    tlm::tlm_extension_base* clone() const override { return new TxnOrigin(*this); }
+    void copy_from(const tlm::tlm_extension_base& e) override {
+        *this = static_cast<const TxnOrigin&>(e);
+    }
+};
+
+// The transaction-log record of a memory transaction a target served, with its origin.
+inline MemEvent mem_event(const tlm::tlm_generic_payload& gp, const char* target, bool write, std::uint64_t addr,
+                          std::uint64_t bytes, Tick arrival, Tick done) {
+    MemEvent e;
+    e.target = target;
+    e.write = write;
+    e.addr = addr;
+    e.bytes = bytes;
+    e.arrival = arrival;
+    e.done = done;
+    if (const auto* o = gp.get_extension<TxnOrigin>()) {
+        e.initiator = o->initiator;
+        e.for_instr = {true, o->chip, o->core, o->index};
+    }
+    return e;
+}
+
 // A write that reduces into memory (dst += data): the target reads and writes the bytes
 // (read-modify-write near memory), as a DMA with a dtype does.
 struct ReduceWrite : tlm::tlm_extension<ReduceWrite> {
@@ -58,7 +90,8 @@ struct FlagCommand {
     std::int64_t value = 0;
     Cond cond = Cond::Eq;
     const char* requester = "";        // module name, for deadlock diagnosis
-    const Instruction* in = nullptr;   // the instruction waiting, for diagnosis
+    const Instruction* in = nullptr;   // the instruction waiting (or raising), for diagnosis
+    std::uint16_t chip = 0, core = 0;  // the stream of `in`, for the transaction log
     std::uint64_t index = 0;
 };
 

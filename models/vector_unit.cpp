@@ -5,7 +5,9 @@
 namespace xpu {
 
 VectorUnit::VectorUnit(const sc_core::sc_module_name& n, const VectorUnitConfig& cfg)
-    : XpuModule(n), cmd("cmd"), mem("mem"), cfg_(cfg), queue_(cfg.queue_depth) {
+    : XpuModule(n), cmd("cmd"), mem("mem"), cfg_(cfg), queue_(cfg.queue_depth), origin_(*new TxnOrigin) {
+    origin_.initiator = name();
+    mem_gp_.set_extension(&origin_);  // the payload owns it from here
     cmd.register_b_transport(this, &VectorUnit::b_transport);
     expose_target("cmd", cmd, false);
     expose_initiator("mem", mem, false, false);
@@ -77,6 +79,9 @@ void VectorUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
             return;
         }
         bool write = in.op == Opcode::VStore;
+        origin_.chip = c->chip;
+        origin_.core = c->core;
+        origin_.index = c->index;
         Tick done = memory_access(in, start, write);
         if (done == 0) {
             c->error = "vld/vst address range outside the VMEM it is bound to";
@@ -99,7 +104,7 @@ void VectorUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
     c->start = start;
     c->operands_read = start + occupancy;
     c->complete = complete;
-    if (recorder_) recorder_->on_unit_op({name(), 0, 0, c->index, in.op, accept, start, start + occupancy, complete});
+    if (recorder_) recorder_->on_unit_op({name(), c->chip, c->core, c->index, in.op, accept, start, start + occupancy, complete});
     gp.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

@@ -49,6 +49,7 @@ private:
     Tick pipe_busy_[kPipes] = {};
     BusyTracker busy_;
     tlm::tlm_generic_payload mem_gp_;
+    TxnOrigin& origin_;  // owned by mem_gp_: which instruction a load or store serves
     std::uint64_t ops_ = 0, elements_ = 0, bytes_loaded_ = 0, bytes_stored_ = 0;
 };
 

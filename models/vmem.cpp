@@ -31,7 +31,7 @@ void Vmem::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& dela
     (write ? bytes_written_ : bytes_read_) += len;
     if (moved_bytes > len) bytes_read_ += len;
     ++requests_;
-    if (recorder_) recorder_->on_mem({name(), write, addr, len, arrival, done});
+    if (recorder_) recorder_->on_mem(mem_event(gp, name(), write, addr, len, arrival, done));
     delay = to_sc(done - now_ticks());
     gp.set_response_status(tlm::TLM_OK_RESPONSE);
 }

@@ -18,8 +18,10 @@
 #include "platform/platform_config.h"
 #include "platform/run_report.h"
 #include "platform/simulation.h"
+#include "platform/txlog_meta.h"
 #include "platform/vcd_writer.h"
-#include "models/sim_time.h"
+#include "analysis/outputs.h"
+#include "analysis/txlog_writer.h"
 
 namespace po = boost::program_options;
 using namespace xpu::platform;
@@ -128,6 +130,8 @@ int sc_main(int argc, char* argv[]) {
         ("vcd", po::value<std::string>(), "write waveforms for GTKWave to FILE.vcd (+ .gtkw save file; docs/waveforms.md)")
         ("vcd-signals", po::value<std::string>(), "only these signals: comma-separated globs, e.g. '*.mxu0.busy,*.scalar.*'")
         ("vcd-window", po::value<std::string>(), "only this time window, START_NS:END_NS (either side may be empty)")
+        ("no-analysis", "do not analyse the run at the end (the transaction log is still written; run xpu_analyze OUT later)")
+        ("no-txlog", "write no transaction log (OUT/txlog.*) and so no analysis: the fastest replay")
         ("dump-config", "print the effective platform configuration (defaults filled in) and exit")
         ("list-types", "list the module types and their parameters and exit")
         ("quiet,q", "print nothing but errors")
@@ -162,6 +166,11 @@ int sc_main(int argc, char* argv[]) {
     Outputs outs;
     const std::string stats_path = (std::filesystem::path(out_dir) / "stats.json").string();
     outs.files.push_back(stats_path);
+    const bool txlog_on = !vm.count("no-txlog"), analysis_on = txlog_on && !vm.count("no-analysis");
+    const std::string txlog_path = (std::filesystem::path(out_dir) / "txlog.bin").string();
+    const std::string trace_copy = (std::filesystem::path(out_dir) / "txlog.trace.bin").string();
+    for (const char* f : {"txlog.bin", "txlog.trace.bin", "report.txt", "analysis.json", "report.html", "timeline.json"})
+        outs.files.push_back((std::filesystem::path(out_dir) / f).string());
     if (vm.count("vcd")) {  // the VCD and the files VcdWriter writes beside it
         std::string vcd_path = vm["vcd"].as<std::string>(), stem = vcd_path;
         if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".vcd") == 0) stem.resize(stem.size() - 4);
@@ -195,6 +204,8 @@ int sc_main(int argc, char* argv[]) {
 
     std::unique_ptr<Simulation> sim;
     std::unique_ptr<VcdWriter> vcd;
+    std::unique_ptr<xpu::txlog::Writer> txlog;
+    xpu::RecorderFanOut recorders;
     RunResult result;
     auto stop_requested = [] { return g_signal != 0; };
     try {
@@ -213,6 +224,20 @@ int sc_main(int argc, char* argv[]) {
             } catch (const std::runtime_error& e) {
                 return fail(kOutput, e.what());
             }
+        }
+        if (txlog_on) {
+            // The analysis reads only OUT/txlog.*: the log, and the program it ran.
+            try {
+                std::filesystem::copy_file(trace_file, trace_copy, std::filesystem::copy_options::overwrite_existing);
+                txlog = std::make_unique<xpu::txlog::Writer>(txlog_path, xpu::txlog_meta(sim->platform(), trace_file, platform_file));
+            } catch (const std::exception& e) {
+                outs.discard();
+                return fail(kOutput, std::string(e.what()));
+            }
+            recorders.add(txlog.get());
+            recorders.add(vcd.get());
+            sim->platform().set_recorder(&recorders);
+        } else if (vcd) {
             vcd->attach(sim->platform());
         }
         RunOptions ro;
@@ -251,6 +276,10 @@ int sc_main(int argc, char* argv[]) {
 
     RunInputs in{platform_file, trace_file, deterministic};
     try {
+        if (txlog) {
+            const unsigned status = result.stop == StopReason::Deadlock ? 1 : result.stop == StopReason::MaxSimTime ? 2 : 0;
+            txlog->finish(xpu::ns_to_ticks(result.simulated_ns), status);
+        }
         write_stats_json(stats_path, in, result, sim->platform());
     } catch (const std::exception& e) {
         outs.discard();
@@ -268,6 +297,19 @@ int sc_main(int argc, char* argv[]) {
     if (!quiet) {
         print_summary(std::cout, in, result);
         std::cout << "stats      " << stats_path << "\n";
+    }
+    if (analysis_on) {
+        xpu::analysis::OutputOptions ao;
+        ao.print = !quiet;
+        try {
+            if (!quiet) std::cout << "\n";
+            xpu::analysis::analyze_folder(out_dir, std::cout, ao);
+        } catch (const std::exception& e) {
+            outs.discard();
+            return fail(kOutput, std::string("the analysis of the run failed: ") + e.what());
+        }
+        if (!quiet) std::cout << "analysis   " << out_dir << "/{report.txt, analysis.json, report.html, timeline.json}\n";
+        if (g_signal) return interrupted(outs, " while analysing the run");
     }
     switch (result.stop) {
         case StopReason::Deadlock:

@@ -1,0 +1,138 @@
+// The analysis of one run: where the time went (per unit, op, layer, chip), why (a cause for
+// every stalled picosecond), the critical path, DMA and memory views, and ranked suggestions.
+// Computed from RunData (the transaction log) by analyze(); rendered by the writers in
+// analysis/report_*.cpp and timeline_json.cpp.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/run_data.h"
+
+namespace xpu::analysis {
+
+// What a unit was doing at each moment. Every picosecond of every unit's time is exactly one
+// of these (the conservation the tests check).
+enum class Cause : std::uint8_t {
+    Busy,       // executing (the core: issuing)
+    Supply,     // instruction supply: the core's fetch / issue queue, or a unit starved while its core was issuing other work
+    DataDep,    // waiting for an operand a producer had not written yet (register RAW/WAR, or inside a unit)
+    UnitBusy,   // the unit (or DMA engine) that should take the instruction was full
+    SyncWait,   // a sync-flag wait or barrier for another stream's program (not yet issued raiser)
+    Hbm,        // waiting for a transfer that moves HBM data (bandwidth, queueing)
+    Link,       // waiting for a transfer over an inter-chip link
+    Vmem,       // waiting for a VMEM-to-VMEM transfer (VMEM ports)
+    Idle,       // nothing to do (the unit's work is done, or not yet started)
+};
+inline constexpr std::size_t kCauses = 9;
+const char* cause_name(Cause c);  // "busy", "instruction supply", ...
+const char* cause_key(Cause c);   // "busy", "supply", "data_dependency", ... (JSON keys)
+using CauseTimes = std::array<Tick, kCauses>;
+
+struct Segment {
+    Tick begin = 0, end = 0;
+    Cause cause = Cause::Idle;
+};
+
+// One unit's time, split by cause; the causes add up to the run's end time exactly.
+struct UnitAccount {
+    std::uint32_t unit = kNone;  // into RunData::units
+    std::string name, kind;
+    int chip = -1;
+    CauseTimes time{};
+    std::vector<Segment> timeline;  // the partition itself, merged runs of one cause
+};
+
+// Why one instruction issued later than it could have: the time from the moment it could have
+// issued (its predecessor's issue slot ended) to its issue, by cause.
+struct Stall {
+    std::uint32_t stream = 0;
+    std::uint64_t index = 0;
+    Tick total = 0;
+    CauseTimes by{};
+    std::string why;  // names the producer, flag, raiser, unit
+};
+
+// Core time by a key (op annotation, layer, chip): busy (issue slots) + stalls by cause.
+struct Rollup {
+    std::string key;
+    std::uint64_t instructions = 0;
+    CauseTimes time{};
+    Tick total() const;
+};
+
+// One hop of the critical path, latest first in the chain that sets the end time.
+struct PathStep {
+    std::string node;    // "chip0.core0 #123 dma ... [gemm/load_b]" or "dma0 transfer of #123"
+    std::string edge;    // why this node could not start earlier: "data dependency on #120", ...
+    Cause cause = Cause::Busy;
+    Tick begin = 0, end = 0;
+};
+
+struct DmaView {
+    std::uint32_t stream = 0;
+    std::uint64_t index = 0;
+    std::string engine, annotation;
+    std::uint64_t bytes = 0;
+    Tick earliest_issue = 0;  // when it could have issued in program order (its hoist point)
+    Tick issue = 0, start = 0, complete = 0;
+    double achieved_gbps = 0;
+    Tick overlap_compute = 0;  // time of its transfer during which a matrix unit of its chip was busy
+    Tick caused_stall = 0;     // core time spent waiting for its completion flag
+};
+
+// A quantity over time, sampled in equal buckets.
+struct Series {
+    std::string name, unit;  // e.g. "xpu.chip0.hbm bandwidth", "GB/s"
+    Tick bucket = 0;
+    std::vector<double> values;
+    double ceiling = 0;  // the peak it can never exceed (0: none)
+    double high_water = 0;
+};
+
+// A change to the trace: move instruction `from` of `stream` to just before `before` (program
+// order of the original), or delete it (before == kDelete).
+struct Move {
+    std::uint32_t stream = 0;
+    std::uint64_t from = 0, before = 0;
+    static constexpr std::uint64_t kDelete = ~std::uint64_t{0};
+};
+
+struct Suggestion {
+    std::string kind;    // hoist_dma, pipeline_collective, drop_wait, reorder
+    std::string cause;   // the finding, e.g. "sync-flag waits at gemm/wait_data on DMAs issued right before them"
+    std::string action;  // what to change
+    std::string where;   // annotation (op) it applies to
+    Tick estimated_saving = 0;
+    std::vector<Move> moves;
+};
+
+struct Analysis {
+    Tick end = 0;
+    unsigned status = 0;
+    std::uint64_t records = 0, instructions = 0;
+    std::vector<UnitAccount> units;
+    std::vector<Stall> top_stalls;  // longest first
+    std::vector<Rollup> by_op, by_layer, by_chip, by_unit_kind;
+    CauseTimes core_total{};  // all cores together
+    std::vector<PathStep> critical_path;  // from the end backwards
+    CauseTimes critical_by_cause{};
+    std::vector<DmaView> dmas;        // the most stalling first
+    std::vector<Series> series;       // HBM bandwidth, link traffic, VMEM occupancy, utilisation
+    std::vector<Suggestion> suggestions;  // ranked, largest estimated saving first
+};
+
+struct AnalyzeOptions {
+    std::size_t top_stalls = 20;
+    std::size_t max_suggestions = 10;
+    std::size_t series_buckets = 200;
+};
+
+Analysis analyze(const RunData& run, const AnalyzeOptions& opt = {});
+
+// "chip0.core0 #123 dma hbm:0x... -> vmem:0x... bytes=... [gemm/load_b]"
+std::string describe(const RunData& run, std::uint32_t stream, std::uint64_t index);
+
+}  // namespace xpu::analysis

@@ -1,0 +1,153 @@
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "analysis/report.h"
+#include "platform/json_writer.h"
+
+namespace xpu::analysis {
+
+namespace {
+
+double ns(Tick t) { return static_cast<double>(t) / 1000.0; }
+
+void causes(JsonWriter& j, const char* key, const CauseTimes& t) {
+    j.begin_object(key);
+    for (std::size_t c = 0; c < kCauses; ++c) j.field(cause_key(static_cast<Cause>(c)), ns(t[c]));
+    j.end_object();
+}
+
+void rollups(JsonWriter& j, const char* key, const std::vector<Rollup>& v) {
+    j.begin_array(key);
+    for (const Rollup& r : v) {
+        j.begin_object();
+        j.field("key", r.key);
+        j.field("instructions", r.instructions);
+        j.field("total_ns", ns(r.total()));
+        causes(j, "ns", r.time);
+        j.end_object();
+    }
+    j.end_array();
+}
+
+}  // namespace
+
+void write_analysis_json(std::ostream& os, const RunData& run, const Analysis& a) {
+    JsonWriter j(os);
+    j.begin_object();
+    j.field("schema", "xpusim-analysis-1");
+    j.field("end_ns", ns(a.end));
+    j.field("status", std::string(a.status == 0 ? "completed" : a.status == 1 ? "deadlock" : a.status == 2 ? "time_limit" : "interrupted"));
+    j.field("instructions", a.instructions);
+    j.field("log_records", a.records);
+    j.field("log_bytes", run.log_bytes);
+    causes(j, "core_ns", a.core_total);
+    j.begin_array("units");
+    for (const UnitAccount& u : a.units) {
+        j.begin_object();
+        j.field("name", u.name);
+        j.field("kind", u.kind);
+        j.field("chip", static_cast<double>(u.chip));
+        causes(j, "ns", u.time);
+        j.end_object();
+    }
+    j.end_array();
+    rollups(j, "by_op", a.by_op);
+    rollups(j, "by_layer", a.by_layer);
+    rollups(j, "by_chip", a.by_chip);
+    j.begin_array("top_stalls");
+    for (const Stall& s : a.top_stalls) {
+        j.begin_object();
+        j.field("instruction", describe(run, s.stream, s.index));
+        j.field("stream", run.streams[s.stream].label());
+        j.field("index", s.index);
+        j.field("stall_ns", ns(s.total));
+        causes(j, "ns", s.by);
+        j.field("why", s.why);
+        j.end_object();
+    }
+    j.end_array();
+    j.begin_object("critical_path");
+    causes(j, "ns", a.critical_by_cause);
+    j.begin_array("steps");
+    for (const PathStep& p : a.critical_path) {
+        j.begin_object();
+        j.field("node", p.node);
+        j.field("edge", p.edge);
+        j.field("cause", cause_key(p.cause));
+        j.field("begin_ns", ns(p.begin));
+        j.field("end_ns", ns(p.end));
+        j.end_object();
+    }
+    j.end_array();
+    j.end_object();
+    j.begin_array("dmas");
+    for (const DmaView& d : a.dmas) {
+        j.begin_object();
+        j.field("instruction", describe(run, d.stream, d.index));
+        j.field("engine", d.engine);
+        j.field("annotation", d.annotation);
+        j.field("bytes", d.bytes);
+        j.field("earliest_issue_ns", ns(d.earliest_issue));
+        j.field("issue_ns", ns(d.issue));
+        j.field("start_ns", ns(d.start));
+        j.field("complete_ns", ns(d.complete));
+        j.field("achieved_gbps", d.achieved_gbps);
+        j.field("overlap_compute_ns", ns(d.overlap_compute));
+        j.field("caused_stall_ns", ns(d.caused_stall));
+        j.end_object();
+    }
+    j.end_array();
+    j.begin_array("series");
+    for (const Series& s : a.series) {
+        j.begin_object();
+        j.field("name", s.name);
+        j.field("unit", s.unit);
+        j.field("bucket_ns", ns(s.bucket));
+        j.field("ceiling", s.ceiling);
+        j.field("high_water", s.high_water);
+        j.begin_array("values");
+        for (double v : s.values) j.field(nullptr, v);
+        j.end_array();
+        j.end_object();
+    }
+    j.end_array();
+    j.begin_array("suggestions");
+    int rank = 0;
+    for (const Suggestion& s : a.suggestions) {
+        j.begin_object();
+        j.field("rank", static_cast<std::uint64_t>(++rank));
+        j.field("kind", s.kind);
+        j.field("where", s.where);
+        j.field("finding", s.cause);
+        j.field("action", s.action);
+        j.field("estimated_saving_ns", ns(s.estimated_saving));
+        j.field("moves", static_cast<std::uint64_t>(s.moves.size()));
+        j.end_object();
+    }
+    j.end_array();
+    j.end_object();
+}
+
+void write_analysis_json_file(const std::string& path, const RunData& run, const Analysis& a) {
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream f(tmp, std::ios::binary);
+        if (!f) throw std::runtime_error(path + ": cannot create");
+        write_analysis_json(f, run, a);
+        f.flush();
+        if (!f) {
+            std::remove(tmp.c_str());
+            throw std::runtime_error(path + ": cannot write (disk full?)");
+        }
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+        std::remove(tmp.c_str());
+        throw std::runtime_error(path + ": cannot write: " + ec.message());
+    }
+}
+
+}  // namespace xpu::analysis

@@ -1,0 +1,163 @@
+// The critical path: from the event that ends the run, walk back along whatever made each
+// event as late as it was (the binding constraint of the stall split), to time 0. Each step
+// is a node (an instruction issuing or executing, a DMA queued or transferring) and the cause
+// of its edge. Runs of instructions that simply issued in order are merged into one step.
+#include <algorithm>
+#include <map>
+
+#include "analysis/context.h"
+
+namespace xpu::analysis {
+
+namespace {
+
+enum class At { Issue, Complete, DmaDone };
+
+struct Walker {
+    const Context& cx;
+    Analysis& a;
+    std::vector<std::vector<std::uint32_t>> by_engine;  // DMA records per engine, by start
+
+    void step(std::string node, std::string edge, Cause c, Tick b, Tick e) {
+        if (e < b) e = b;
+        if (!a.critical_path.empty()) {
+            PathStep& last = a.critical_path.back();
+            // Merge runs of in-order issue on one stream.
+            if (last.edge == edge && edge.rfind("issued in order", 0) == 0 && last.begin == e) {
+                last.begin = b;
+                const auto p = last.node.find(" .. ");
+                last.node = node.substr(0, node.find(' ', node.find('#'))) + " .. " + (p == std::string::npos ? last.node : last.node.substr(p + 4));
+                return;
+            }
+        }
+        a.critical_path.push_back({std::move(node), std::move(edge), c, b, e});
+    }
+
+    std::string short_node(std::uint32_t s, std::uint64_t i) const {
+        const RunData& run = cx.run;
+        const Instruction& in = run.streams[s].code[i];
+        std::string t = run.streams[s].label() + " #" + std::to_string(i) + " " + std::string(mnemonic(in.op));
+        const std::string ann = run.annotation(in);
+        if (!ann.empty()) t += " [" + ann + "]";
+        return t;
+    }
+
+    void run() {
+        const RunData& run = cx.run;
+        by_engine.resize(run.units.size());
+        for (std::uint32_t d = 0; d < run.dmas.size(); ++d) by_engine[run.dmas[d].engine].push_back(d);
+        for (auto& v : by_engine)
+            std::stable_sort(v.begin(), v.end(), [&](std::uint32_t x, std::uint32_t y) { return run.dmas[x].start < run.dmas[y].start; });
+
+        // The last event of the run.
+        At at = At::Complete;
+        std::uint32_t s = kNone, dma = kNone;
+        std::uint64_t i = 0;
+        Tick last = 0;
+        for (std::uint32_t k = 0; k < run.streams.size(); ++k)
+            for (std::uint64_t j = 0; j < run.streams[k].life.size(); ++j)
+                if (run.streams[k].life[j].seen && run.streams[k].life[j].complete >= last) {
+                    last = run.streams[k].life[j].complete;
+                    s = k;
+                    i = j;
+                }
+        for (std::uint32_t d = 0; d < run.dmas.size(); ++d)
+            if (run.dmas[d].complete > last) {
+                last = run.dmas[d].complete;
+                at = At::DmaDone;
+                dma = d;
+            }
+        if (s == kNone && dma == kNone) return;
+
+        std::size_t budget = 4 * (a.instructions + run.dmas.size()) + 16;
+        while (budget--) {
+            if (at == At::DmaDone) {
+                const Dma& d = run.dmas[dma];
+                const std::string node = "DMA of " + short_node(d.stream, d.index) + " on " + run.units[d.engine].path;
+                step(node, "transfer of " + std::to_string(d.bytes) + " bytes", transfer_cause(cx.ix, d), d.start, d.complete);
+                // Queued behind another DMA on its engine, or waiting only for its own issue?
+                const auto& v = by_engine[d.engine];
+                auto it = std::lower_bound(v.begin(), v.end(), dma, [&](std::uint32_t x, std::uint32_t y) {
+                    return run.dmas[x].start < run.dmas[y].start || (run.dmas[x].start == run.dmas[y].start && x < y);
+                });
+                std::uint32_t prev = kNone;
+                if (it != v.end() && it != v.begin()) prev = *(it - 1);
+                if (prev != kNone && run.dmas[prev].complete > d.issue && d.start > d.issue && run.dmas[prev].start < d.start) {
+                    step(node, "queued behind the DMA of " + short_node(run.dmas[prev].stream, run.dmas[prev].index), Cause::UnitBusy, d.issue, d.start);
+                    dma = prev;
+                    continue;
+                }
+                if (d.start > d.issue) step(node, "engine setup", Cause::UnitBusy, d.issue, d.start);
+                s = d.stream;
+                i = d.index;
+                at = At::Issue;
+                continue;
+            }
+            const Stream& st = run.streams[s];
+            const Life& l = st.life[i];
+            if (at == At::Complete) {
+                const std::uint32_t op = cx.ix.op_of(s, i);
+                if (op != kNone) {
+                    const UnitOp& o = run.unit_ops[op];
+                    step(short_node(s, i), "executes on " + run.units[o.unit].path, Cause::Busy, o.start, l.complete);
+                    if (o.start > l.issue) step(short_node(s, i), "waits inside " + run.units[o.unit].path + " for its operands or pipeline", Cause::DataDep, l.issue, o.start);
+                } else if (l.complete > l.issue) {
+                    step(short_node(s, i), "executes", Cause::Busy, l.issue, l.complete);
+                }
+                at = At::Issue;
+                continue;
+            }
+            // At::Issue: what held this instruction's issue back?
+            const Tick t0 = could_issue(cx.ix, s, i);
+            const StallSplit sp = split_stall(cx.ix, s, i, t0);
+            if (sp.n == 0) {
+                if (i == 0) {
+                    if (l.issue > 0) step(short_node(s, i), "first instruction", Cause::Supply, 0, l.issue);
+                    break;
+                }
+                step(short_node(s, i), "issued in order", Cause::Busy, st.life[i - 1].issue, l.issue);
+                --i;
+                continue;
+            }
+            const Piece& p = sp.pieces[sp.n - 1];
+            const Tick b = sp.pieces[0].begin;
+            if (p.cause == Cause::DataDep) {
+                const std::uint64_t prod = producer_of(run, s, i);
+                if (prod != kNoInstr) {
+                    step(short_node(s, i), "data dependency on #" + std::to_string(prod), Cause::DataDep, b, l.issue);
+                    i = prod;
+                    at = At::Complete;
+                    continue;
+                }
+            }
+            if (sp.raiser_dma != kNone) {
+                step(short_node(s, i), "waits for flag " + std::to_string(st.code[i].flag) + ", raised by the DMA", p.cause, b, l.issue);
+                dma = sp.raiser_dma;
+                at = At::DmaDone;
+                continue;
+            }
+            if (sp.raise != kNone && run.flags[sp.raise].by_stream != kNone && (run.flags[sp.raise].by_stream != s || run.flags[sp.raise].by_index < i)) {
+                const FlagChange& fc = run.flags[sp.raise];
+                step(short_node(s, i), "waits for flag " + std::to_string(st.code[i].flag) + ", set by " + short_node(fc.by_stream, fc.by_index), Cause::SyncWait, b, l.issue);
+                s = fc.by_stream;
+                i = fc.by_index;
+                at = At::Issue;
+                continue;
+            }
+            step(short_node(s, i), std::string(cause_name(p.cause)), p.cause, b, l.issue);
+            if (i == 0) break;
+            step(short_node(s, i - 1), "issued in order", Cause::Busy, st.life[i - 1].issue, b);
+            --i;
+        }
+        for (const PathStep& ps : a.critical_path) a.critical_by_cause[static_cast<std::size_t>(ps.cause)] += ps.end - ps.begin;
+    }
+};
+
+}  // namespace
+
+void find_critical_path(const Context& cx, Analysis& a) {
+    Walker w{cx, a, {}};
+    w.run();
+}
+
+}  // namespace xpu::analysis

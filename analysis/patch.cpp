@@ -1,0 +1,54 @@
+#include "analysis/patch.h"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+#include "traces/trace_writer.h"
+
+namespace xpu::analysis {
+
+std::size_t write_patched_trace(const RunData& run, const Suggestion& s, const std::string& path) {
+    // Per stream: which instructions leave their place, and what goes in front of each index.
+    std::vector<std::vector<bool>> gone(run.streams.size());
+    std::vector<std::map<std::uint64_t, std::vector<std::uint64_t>>> before(run.streams.size());
+    std::size_t changed = 0;
+    for (const Move& m : s.moves) {
+        if (m.stream >= run.streams.size() || m.from >= run.streams[m.stream].code.size())
+            throw std::runtime_error("suggestion moves an instruction that is not in the trace");
+        auto& g = gone[m.stream];
+        if (g.empty()) g.assign(run.streams[m.stream].code.size(), false);
+        if (g[m.from]) continue;
+        g[m.from] = true;
+        ++changed;
+        if (m.before != Move::kDelete) before[m.stream][m.before].push_back(m.from);
+    }
+    try {
+        trace::TraceWriter w(path);
+        std::vector<std::uint32_t> ann(run.strings.size());
+        for (std::size_t i = 0; i < run.strings.size(); ++i) ann[i] = w.add_string(run.strings[i]);
+        for (std::size_t si = 0; si < run.streams.size(); ++si) {
+            const Stream& st = run.streams[si];
+            const std::size_t out = w.add_stream(st.chip, st.core);
+            auto emit = [&](std::uint64_t i) {
+                Instruction in = st.code[i];
+                if (in.has(kAnn) && in.ann < ann.size()) in.ann = ann[in.ann];
+                w.append(out, in);
+            };
+            auto& ins = before[si];
+            for (auto& [at, v] : ins) std::sort(v.begin(), v.end());
+            for (std::uint64_t i = 0; i <= st.code.size(); ++i) {
+                auto it = ins.find(i);
+                if (it != ins.end())
+                    for (std::uint64_t m : it->second) emit(m);
+                if (i < st.code.size() && (gone[si].empty() || !gone[si][i])) emit(i);
+            }
+        }
+        w.close();
+    } catch (const trace::TraceError& e) {
+        throw std::runtime_error(e.what());
+    }
+    return changed;
+}
+
+}  // namespace xpu::analysis

@@ -1,0 +1,110 @@
+// RunData: one finished run, read back from its output folder: the transaction log
+// (OUT/txlog.bin) and the program it ran (OUT/txlog.trace.bin, a verbatim copy of the trace).
+// Everything the analysis knows comes from here; nothing needs SystemC.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "models/instruction.h"
+
+namespace xpu::analysis {
+
+// A log or trace that cannot be read: the message names the file, the place and what was
+// expected there.
+struct LogError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+inline constexpr std::uint32_t kNone = 0xFFFFFFFFu;
+
+// The life of an instruction on its core (InstrEvent), in ps.
+struct Life {
+    Tick arrival = 0, ready = 0, issue = 0, complete = 0;
+    bool seen = false;  // false: the run ended (deadlock, time limit) before it issued
+};
+
+struct Stream {
+    std::uint16_t chip = 0, core = 0;
+    std::vector<Instruction> code;  // program order
+    std::vector<Life> life;         // same indexing
+    std::string label() const { return "chip" + std::to_string(chip) + ".core" + std::to_string(core); }
+};
+
+// A module of the platform, from the log's meta section.
+struct Unit {
+    std::string path;   // SystemC hierarchy name, e.g. xpu.chip0.core0.mxu0
+    std::string kind;   // ScalarCore, VectorUnit, MatrixUnit, DmaEngine, HbmController, Vmem, IciLink, SyncFlags...
+    int chip = -1;      // -1: not on a chip (links between chips)
+    double peak_gbps = 0;          // HbmController, IciLink, DmaEngine: the bandwidth ceiling
+    std::uint64_t capacity = 0;    // Vmem: bytes
+};
+
+struct UnitOp {
+    std::uint32_t unit = 0;  // into RunData::units
+    std::uint32_t stream = kNone;
+    std::uint64_t index = 0;
+    Opcode op = Opcode::Nop;
+    Tick accept = 0, start = 0, end = 0, complete = 0;
+};
+
+struct Dma {
+    std::uint32_t engine = 0;  // into RunData::units
+    std::uint32_t stream = kNone;
+    std::uint64_t index = 0;
+    Tick issue = 0, start = 0, complete = 0;
+    std::uint64_t bytes = 0;
+};
+
+struct FlagChange {
+    std::uint32_t owner = 0;  // into RunData::units (a SyncFlags)
+    std::uint16_t flag = 0;
+    std::int64_t old_value = 0, new_value = 0;
+    Tick time = 0;
+    std::uint32_t by_stream = kNone;  // the instruction that raised it, if known
+    std::uint64_t by_index = 0;
+};
+
+struct MemTxn {
+    std::uint32_t target = 0, initiator = kNone;  // into RunData::units
+    bool write = false;
+    std::uint64_t addr = 0, bytes = 0;
+    Tick arrival = 0, done = 0;
+    std::uint32_t stream = kNone;
+    std::uint64_t index = 0;
+};
+
+struct RunData {
+    std::string dir;
+    std::map<std::string, std::string> meta;  // "key value" lines of the log header
+    std::vector<Unit> units;
+    std::vector<Stream> streams;
+    std::vector<std::string> strings;  // the trace's string table (annotations)
+    std::vector<UnitOp> unit_ops;      // in log order
+    std::vector<Dma> dmas;
+    std::vector<FlagChange> flags;
+    std::vector<MemTxn> mems;
+    Tick end = 0;
+    unsigned status = 0;  // 0 completed, 1 deadlock, 2 time limit, 3 interrupted
+    std::uint64_t records = 0;
+    std::uint64_t log_bytes = 0;
+
+    std::uint32_t stream_of(std::uint16_t chip, std::uint16_t core) const;  // kNone if absent
+    std::uint32_t unit_named(const std::string& path) const;                // kNone if absent
+    std::string annotation(const Instruction& in) const {
+        return in.has(kAnn) && in.ann < strings.size() ? strings[in.ann] : std::string();
+    }
+    double meta_number(const std::string& key, double fallback = 0) const;
+};
+
+// Reads OUT/txlog.bin and OUT/txlog.trace.bin. Throws LogError.
+RunData load_run(const std::string& out_dir);
+
+// The meta text the simulator writes in the log header for these units (one "unit" line per
+// module) and key/value pairs; load_run parses it back.
+std::string format_meta(const std::map<std::string, std::string>& kv, const std::vector<Unit>& units);
+
+}  // namespace xpu::analysis

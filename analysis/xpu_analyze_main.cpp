@@ -1,0 +1,106 @@
+// xpu_analyze: the stall analysis of a finished run, from its output folder's transaction log.
+//   xpu_analyze OUT                          report on the terminal + OUT/{report.txt, analysis.json,
+//                                            report.html, timeline.json}
+//   xpu_analyze OUT --apply N -o patched.bin the trace with suggestion N applied (re-simulate it
+//                                            to measure the gain against the estimate)
+//   xpu_analyze --compare OUT_A OUT_B        two runs side by side
+// Exit codes: 0 done, 2 usage, 4 unreadable log or trace, 6 an output could not be written.
+#include <iostream>
+
+#include <boost/program_options.hpp>
+
+#include "analysis/outputs.h"
+#include "analysis/patch.h"
+#include "analysis/report.h"
+
+namespace po = boost::program_options;
+using namespace xpu::analysis;
+
+namespace {
+constexpr int kOk = 0, kUsage = 2, kBadLog = 4, kOutput = 6;
+int fail(int code, const std::string& msg) {
+    std::cerr << "xpu_analyze: " << msg << "\n";
+    return code;
+}
+}  // namespace
+
+int main(int argc, char* argv[]) {
+    po::options_description opts("xpu_analyze: where a run's time went, why, and what to change");
+    std::vector<std::string> dirs;
+    std::string out;
+    int apply = 0;
+    std::size_t top = 10;
+    opts.add_options()
+        ("apply", po::value(&apply), "write the trace with suggestion N (1 = the top one) applied; needs -o")
+        ("output,o", po::value(&out), "where --apply writes the patched trace")
+        ("compare", "compare two output folders: xpu_analyze --compare OUT_A OUT_B")
+        ("top", po::value(&top), "rows per table in the terminal report (default 10)")
+        ("quiet,q", "print nothing but errors")
+        ("version", "print the version and exit")
+        ("help,h", "this help");
+    po::options_description hidden;
+    hidden.add_options()("dir", po::value(&dirs)->composing());
+    po::options_description all;
+    all.add(opts).add(hidden);
+    po::positional_options_description pos;
+    pos.add("dir", -1);
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+        po::notify(vm);
+    } catch (const std::exception& e) {
+        return fail(kUsage, std::string(e.what()) + " (see --help)");
+    }
+    if (vm.count("help")) {
+        std::cout << "usage: xpu_analyze OUT [--apply N -o patched.bin] | xpu_analyze --compare OUT_A OUT_B\n" << opts;
+        return kOk;
+    }
+    if (vm.count("version")) {
+        std::cout << "xpusim xpu_analyze " << XPU_VERSION << "\n";
+        return kOk;
+    }
+    const bool quiet = vm.count("quiet") > 0;
+    try {
+        if (vm.count("compare")) {
+            if (dirs.size() != 2) return fail(kUsage, "--compare needs two output folders: xpu_analyze --compare OUT_A OUT_B");
+            const RunData ra = load_run(dirs[0]), rb = load_run(dirs[1]);
+            const Analysis a = analyze(ra), b = analyze(rb);
+            print_comparison(std::cout, dirs[0], ra, a, dirs[1], rb, b);
+            return kOk;
+        }
+        if (dirs.size() != 1) return fail(kUsage, "expected one output folder (of sim_main --out), see --help");
+        if (vm.count("apply")) {
+            if (out.empty()) return fail(kUsage, "--apply N needs -o PATCHED.bin");
+            const RunData run = load_run(dirs[0]);
+            const Analysis a = analyze(run);
+            if (apply < 1 || static_cast<std::size_t>(apply) > a.suggestions.size())
+                return fail(kUsage, "--apply " + std::to_string(apply) + ": this run has " + std::to_string(a.suggestions.size()) +
+                                        " suggestions (numbered from 1; see the report)");
+            const Suggestion& s = a.suggestions[static_cast<std::size_t>(apply - 1)];
+            std::size_t n = 0;
+            try {
+                n = write_patched_trace(run, s, out);
+            } catch (const std::runtime_error& e) {
+                return fail(kOutput, e.what());
+            }
+            if (!quiet)
+                std::cout << "applied suggestion " << apply << " [" << s.kind << "] at " << s.where << ": " << n
+                          << " instructions moved or dropped; estimated saving " << format_time(s.estimated_saving) << "\n"
+                          << "patched trace " << out << " (re-simulate it with sim_main to measure the gain)\n";
+            return kOk;
+        }
+        OutputOptions o;
+        o.print = !quiet;
+        o.top = top;
+        try {
+            analyze_folder(dirs[0], std::cout, o);
+        } catch (const LogError&) {
+            throw;
+        } catch (const std::runtime_error& e) {
+            return fail(kOutput, e.what());
+        }
+    } catch (const LogError& e) {
+        return fail(kBadLog, e.what());
+    }
+    return kOk;
+}
