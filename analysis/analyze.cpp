@@ -7,6 +7,7 @@
 
 #include "analysis/context.h"
 #include "traces/trace_text.h"
+#include "traces/vmem_liveness.h"
 
 namespace xpu::analysis {
 
@@ -173,6 +174,12 @@ void core_pass(Context& cx, Analysis& a, const AnalyzeOptions& opt) {
                 w.raise = sp.raise;
                 w.raiser_dma = sp.raiser_dma;
                 if (w.stall) cx.waits.push_back(w);
+            }
+            if (total > 0) {
+                Tick s2 = 0;
+                for (int k = 0; k < sp.n; ++k)
+                    if (sp.pieces[k].cause != Cause::Supply) s2 += sp.pieces[k].end - sp.pieces[k].begin;
+                if (s2) cx.stalled.push_back({s, i, s2});
             }
             if (total > 0 && (top.size() < opt.top_stalls || total > top.top().total)) {
                 Stall x;
@@ -392,13 +399,19 @@ void series_pass(Context& cx, Analysis& a, std::size_t buckets) {
     const Tick bucket = std::max<Tick>(1, (run.end + buckets - 1) / buckets);
     const std::size_t n = static_cast<std::size_t>((run.end + bucket - 1) / bucket);
     // Bandwidth of each HBM controller and link, GB/s per bucket.
+    // Links: a transaction's record is its serialisation on the wire. HBM: each interleave
+    // piece's transfer on its channel. Bytes are spread evenly over those intervals.
     std::map<std::uint32_t, std::vector<double>> bytes;
     for (const MemTxn& m : run.mems) {
-        const std::string& k = run.units[m.target].kind;
-        if (k != "HbmController" && k != "IciLink") continue;
+        if (run.units[m.target].kind != "IciLink") continue;
         auto& v = bytes[m.target];
         if (v.empty()) v.assign(n, 0.0);
         spread(v, bucket, m.arrival, m.done, static_cast<double>(m.bytes));
+    }
+    for (const HbmPiece& p : run.hbm_pieces) {
+        auto& v = bytes[p.controller];
+        if (v.empty()) v.assign(n, 0.0);
+        spread(v, bucket, p.start, p.done, static_cast<double>(p.bytes));
     }
     for (auto& [u, v] : bytes) {
         Series s;
@@ -410,6 +423,57 @@ void series_pass(Context& cx, Analysis& a, std::size_t buckets) {
         s.values = std::move(v);
         for (double x : s.values) s.high_water = std::max(s.high_water, x);
         a.series.push_back(std::move(s));
+    }
+    // VMEM occupancy per stream (allocation by liveness, traces/vmem_liveness.h): a range is
+    // allocated from its write's start to its last reader's completion. The series holds the
+    // largest occupancy within each bucket, so the high-water mark shows.
+    for (std::uint32_t s = 0; s < run.streams.size(); ++s) {
+        const Stream& st = run.streams[s];
+        std::vector<std::pair<Tick, std::int64_t>> steps;
+        auto start_of = [&](std::uint64_t i) {
+            const std::uint32_t d = cx.ix.dma_of(s, i);
+            return d != kNone ? run.dmas[d].start : st.life[i].issue;
+        };
+        auto end_of = [&](std::uint64_t i) {
+            const std::uint32_t d = cx.ix.dma_of(s, i);
+            return d != kNone ? run.dmas[d].complete : st.life[i].complete;
+        };
+        for (const trace::VmemLive& l : trace::vmem_liveness(st.code, st.chip)) {
+            if (!st.life[l.writer].seen) continue;
+            const Tick b = start_of(l.writer);
+            const Tick e = std::max(end_of(l.writer), l.read && st.life[l.last_reader].seen ? end_of(l.last_reader) : run.end);
+            steps.push_back({b, static_cast<std::int64_t>(l.bytes)});
+            steps.push_back({e, -static_cast<std::int64_t>(l.bytes)});
+        }
+        if (steps.empty()) continue;
+        std::stable_sort(steps.begin(), steps.end(), [](const auto& x, const auto& y) { return x.first < y.first || (x.first == y.first && x.second < y.second); });
+        Series v;
+        v.name = run.streams[s].label() + " VMEM allocated";
+        v.unit = "bytes";
+        v.bucket = bucket;
+        v.values.assign(n, 0.0);
+        for (const auto& u : run.units)
+            if (u.kind == "Vmem" && u.chip == st.chip && u.path.find(".core" + std::to_string(st.core) + ".") != std::string::npos) v.ceiling = static_cast<double>(u.capacity);
+        std::int64_t cur = 0;
+        for (const auto& [t, d] : steps) {
+            cur += d;
+            const std::size_t k = std::min<std::size_t>(n - 1, static_cast<std::size_t>(t / bucket));
+            v.values[k] = std::max(v.values[k], static_cast<double>(cur));
+            v.high_water = std::max(v.high_water, static_cast<double>(cur));
+        }
+        // Buckets without a change hold the level reached before them.
+        cur = 0;
+        std::size_t j = 0;
+        for (std::size_t k = 0; k < n; ++k) {
+            double level_max = static_cast<double>(cur);
+            while (j < steps.size() && steps[j].first < (k + 1) * bucket) {
+                cur += steps[j].second;
+                level_max = std::max(level_max, static_cast<double>(cur));
+                ++j;
+            }
+            v.values[k] = level_max;
+        }
+        a.series.push_back(std::move(v));
     }
     // Utilisation (busy share) of every accounted unit.
     for (const UnitAccount& u : a.units) {

@@ -76,10 +76,12 @@ std::uint64_t producer_of(const RunData& run, std::uint32_t stream, std::uint64_
     bool found[3] = {false, false, false};
     std::uint64_t best = kNoInstr;
     Tick best_t = 0;
-    const std::uint64_t limit = index > 65536 ? index - 65536 : 0;
+    // Producers are near: a register written further back than this has long completed
+    // (thousands of issue slots), and the reader of a WAR is nearer still.
+    const std::uint64_t limit = index > 4096 ? index - 4096 : 0;
     int left = ns;
     bool war_found = !has_dst;
-    for (std::uint64_t j = index; j-- > limit && (left > 0 || !war_found);) {
+    for (std::uint64_t j = index; j-- > limit && (left > 0 || (!war_found && index - j <= 256));) {
         const Instruction& p = st.code[j];
         if (p.has(kDst))
             for (int k = 0; k < ns; ++k)

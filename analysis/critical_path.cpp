@@ -17,9 +17,18 @@ struct Walker {
     const Context& cx;
     Analysis& a;
     std::vector<std::vector<std::uint32_t>> by_engine;  // DMA records per engine, by start
+    Tick cur = 0;  // how far back the chain has been followed: steps tile [0, end], latest first
 
     void step(std::string node, std::string edge, Cause c, Tick b, Tick e) {
-        if (e < b) e = b;
+        // Steps tile the run: a step reaches up to where the later one began (a DMA queued
+        // behind another finished before the later one started: that gap is still its wait),
+        // and covers only time not covered by a later one (a producer may complete after its
+        // consumer's stall began: the overlap belongs to the later step).
+        (void)e;
+        e = cur;
+        b = std::min(b, e);
+        cur = b;
+        if (e == b) return;
         if (!a.critical_path.empty()) {
             PathStep& last = a.critical_path.back();
             // Merge runs of in-order issue on one stream.
@@ -68,6 +77,8 @@ struct Walker {
                 dma = d;
             }
         if (s == kNone && dma == kNone) return;
+        cur = run.end;
+        if (last < run.end) step("end of the run", "the last event of the run", Cause::Idle, last, run.end);
 
         std::size_t budget = 4 * (a.instructions + run.dmas.size()) + 16;
         while (budget--) {
@@ -149,6 +160,7 @@ struct Walker {
             step(short_node(s, i - 1), "issued in order", Cause::Busy, st.life[i - 1].issue, b);
             --i;
         }
+        if (cur > 0) step("start of the run", "before the first event on the path", Cause::Supply, 0, cur);
         for (const PathStep& ps : a.critical_path) a.critical_by_cause[static_cast<std::size_t>(ps.cause)] += ps.end - ps.begin;
     }
 };

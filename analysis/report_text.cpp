@@ -77,7 +77,7 @@ void print_report(std::ostream& os, const RunData& run, const Analysis& a, std::
         os << "  " << std::setw(12) << format_time(s.total) << "  " << describe(run, s.stream, s.index) << "\n"
            << "                " << s.why << "\n";
     }
-    os << "\nsuggestions (ranked by estimated saving; apply with xpu_analyze " << run.dir << " --apply N -o patched.bin)\n";
+    os << "\nsuggestions (ranked by estimated saving; apply one with: xpu_analyze OUT --apply N -o patched.bin)\n";
     if (a.suggestions.empty()) os << "  none: no stall that a local move of a DMA or a wait would remove\n";
     for (std::size_t i = 0; i < a.suggestions.size(); ++i) {
         const Suggestion& s = a.suggestions[i];

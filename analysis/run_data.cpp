@@ -292,6 +292,19 @@ RunData load_run(const std::string& out_dir) {
                     run.mems.push_back(m);
                     break;
                 }
+                case txlog::Rec::HbmPiece: {
+                    HbmPiece hp;
+                    hp.controller = unit_id(c.var(), c);
+                    if (hp.controller == kNone) c.fail("an HBM piece without its controller");
+                    const std::uint64_t ch = c.var();
+                    if (ch > 0xFFFF) c.fail("channel " + std::to_string(ch) + " out of range");
+                    hp.channel = static_cast<std::uint16_t>(ch);
+                    hp.bytes = c.var();
+                    hp.start = c.var();
+                    hp.done = c.after(hp.start);
+                    run.hbm_pieces.push_back(hp);
+                    break;
+                }
                 case txlog::Rec::End:
                     run.end = c.var();
                     run.status = static_cast<unsigned>(c.var());

@@ -77,6 +77,14 @@ struct MemTxn {
     std::uint64_t index = 0;
 };
 
+// One interleave piece on one HBM channel: [start, done] is its transfer.
+struct HbmPiece {
+    std::uint32_t controller = 0;
+    std::uint16_t channel = 0;
+    std::uint64_t bytes = 0;
+    Tick start = 0, done = 0;
+};
+
 struct RunData {
     std::string dir;
     std::map<std::string, std::string> meta;  // "key value" lines of the log header
@@ -87,6 +95,7 @@ struct RunData {
     std::vector<Dma> dmas;
     std::vector<FlagChange> flags;
     std::vector<MemTxn> mems;
+    std::vector<HbmPiece> hbm_pieces;
     Tick end = 0;
     unsigned status = 0;  // 0 completed, 1 deadlock, 2 time limit, 3 interrupted
     std::uint64_t records = 0;

@@ -1,19 +1,6 @@
 // Suggestions: local moves on each stream's dependency graph that respect sync semantics, with
 // their saving estimated from the run's own timing.
 //
-// Dependencies. An instruction's memory accesses are its byte ranges (space, chip, range, read
-// or write): vld reads VMEM, vst writes it, a DMA reads its source and writes its destination
-// (asynchronously: until a swait covers its completion flag). A swait "covers" the flag raises
-// that happened, in this run, after the previous swait on its flag in the same stream and up
-// to its own issue; it stands for those raisers' accesses completing. Two accesses conflict if
-// they overlap and one writes.
-//  - Hoisting a DMA (moving it up): it may pass an instruction unless they conflict, or the
-//    instruction is a swait on the flag the DMA raises, or covers a raiser that conflicts with
-//    the DMA (its data is not there yet / its buffer not yet free), or is a sset/sadd/barrier.
-//  - Sinking a swait (moving it down): it may pass anything that does not touch what its
-//    raisers wrote or read, is not a DMA raising its flag, nor a sset/sadd/barrier/halt; when it
-//    reaches a later swait on its flag that waits for at least as much, it is redundant and
-//    is dropped.
 // Estimates. Hoisting the DMAs a stalled wait waits for lets them complete earlier by the time
 // between their new and old issue points; the wait then ends at the latest of their new
 // completions. Sinking a wait lets the instructions it passes run during the wait.
@@ -24,188 +11,150 @@
 #include <unordered_map>
 
 #include "analysis/context.h"
+#include "analysis/dependencies.h"
 
 namespace xpu::analysis {
 
 namespace {
 
-constexpr std::uint64_t kScan = 50000;  // instructions looked at per move
-
-struct Access {
-    Space space = Space::Vmem;
-    std::uint16_t chip = 0;
-    std::uint64_t lo = 0, hi = 0;
-    bool write = false;
-};
-
-int accesses(const Instruction& in, std::uint16_t chip, Access out[2]) {
-    auto at = [&](const MemRef& r) { return r.chip == kLocalChip ? chip : r.chip; };
-    const std::uint64_t n = in.has(kBytes) ? in.bytes : 0;
-    switch (in.op) {
-        case Opcode::VLoad:
-            if (!in.has(kMemSrc)) return 0;
-            out[0] = {in.mem_src.space, at(in.mem_src), in.mem_src.addr, in.mem_src.addr + std::max<std::uint64_t>(n, 1), false};
-            return 1;
-        case Opcode::VStore:
-            if (!in.has(kMemDst)) return 0;
-            out[0] = {in.mem_dst.space, at(in.mem_dst), in.mem_dst.addr, in.mem_dst.addr + std::max<std::uint64_t>(n, 1), true};
-            return 1;
-        case Opcode::Dma:
-            if (!in.has(kMemSrc) || !in.has(kMemDst)) return 0;
-            out[0] = {in.mem_src.space, at(in.mem_src), in.mem_src.addr, in.mem_src.addr + n, false};
-            out[1] = {in.mem_dst.space, at(in.mem_dst), in.mem_dst.addr, in.mem_dst.addr + n, true};
-            return 2;
-        default: return 0;
-    }
-}
-
-bool conflict(const Access* a, int na, const Access* b, int nb) {
-    for (int i = 0; i < na; ++i)
-        for (int j = 0; j < nb; ++j)
-            if ((a[i].write || b[j].write) && a[i].space == b[j].space && a[i].chip == b[j].chip && a[i].lo < b[j].hi &&
-                b[j].lo < a[i].hi)
-                return true;
-    return false;
-}
-
-bool is_barrier_like(Opcode op) { return op == Opcode::SSet || op == Opcode::SAdd || op == Opcode::Barrier || op == Opcode::Halt; }
-
-struct Raiser {
-    std::uint32_t stream = 0;
-    std::uint64_t index = 0;
-    std::uint32_t dma = kNone;  // its DMA record, if a DMA
-};
-
-class Planner {
+// HBM traffic per chip over time (prefix sums over fine buckets): how much of the bandwidth
+// between two moments was left unused, which bounds what issuing a DMA earlier can gain (the
+// roofline: data cannot arrive faster than the idle bandwidth before it is needed).
+class HbmLoad {
 public:
-    explicit Planner(const Context& cx) : cx_(cx), run_(cx.run) {
-        covered_at_.resize(run_.streams.size());
-        for (std::uint32_t s = 0; s < run_.streams.size(); ++s) index_waits(s);
-    }
-
-    const std::vector<Raiser>& covered(std::uint32_t s, std::uint64_t i) const {
-        auto it = covered_at_[s].find(i);
-        return it == covered_at_[s].end() ? none_ : covered_[it->second];
-    }
-
-    // Accesses of a raiser, in its own chip's terms; false if it is not a DMA (then a wait on
-    // it orders everything: we do not know what the raiser's stream wrote before raising).
-    bool raiser_accesses(const Raiser& r, Access out[2], int& n) const {
-        const Stream& st = run_.streams[r.stream];
-        const Instruction& in = st.code[r.index];
-        if (in.op != Opcode::Dma) return false;
-        n = accesses(in, st.chip, out);
-        return true;
-    }
-
-    // Does swait `w` (stream s) order something with these accesses?
-    bool wait_blocks(std::uint32_t s, std::uint64_t w, const Access* acc, int na) const {
-        for (const Raiser& r : covered(s, w)) {
-            Access ra[2];
-            int n = 0;
-            if (!raiser_accesses(r, ra, n)) return na > 0;
-            if (conflict(ra, n, acc, na)) return true;
-        }
-        return false;
-    }
-
-    // The earliest position the DMA at `k` can move up to (k itself: it cannot move).
-    std::uint64_t hoist_point(std::uint32_t s, std::uint64_t k) {
-        const std::uint64_t key = (std::uint64_t(s) << 40) | k;
-        auto it = hoist_cache_.find(key);
-        if (it != hoist_cache_.end()) return it->second;
-        const Stream& st = run_.streams[s];
-        const Instruction& d = st.code[k];
-        Access acc[2];
-        const int na = accesses(d, st.chip, acc);
-        const bool local_flag = d.has(kFlag) && (d.mem_dst.chip == kLocalChip || d.mem_dst.chip == st.chip);
-        std::uint64_t p = k;
-        const std::uint64_t limit = k > kScan ? k - kScan : 0;
-        for (std::uint64_t j = k; j-- > limit;) {
-            const Instruction& y = st.code[j];
-            if (is_barrier_like(y.op)) break;
-            if (y.op == Opcode::SWait) {
-                if (local_flag && y.flag == d.flag) break;
-                if (wait_blocks(s, j, acc, na)) break;
-            } else {
-                Access ya[2];
-                const int ny = accesses(y, st.chip, ya);
-                if (ny && conflict(ya, ny, acc, na)) break;
+    explicit HbmLoad(const RunData& run) {
+        bucket_ = std::max<Tick>(1000, run.end / 100000 + 1);
+        const std::size_t n = static_cast<std::size_t>(run.end / bucket_ + 2);
+        for (const MemTxn& m : run.mems) {
+            const Unit& u = run.units[m.target];
+            if (u.kind != "HbmController") continue;
+            Chip& c = chips_[u.chip];
+            if (c.bytes.empty()) c.bytes.assign(n + 1, 0.0);
+            const Tick b = m.arrival, e = std::max(m.done, m.arrival + 1);
+            const double rate = static_cast<double>(m.bytes) / static_cast<double>(e - b);
+            for (std::size_t k = static_cast<std::size_t>(b / bucket_); k < n && k * bucket_ < e; ++k) {
+                const Tick x = std::max<Tick>(b, k * bucket_), y = std::min<Tick>(e, (k + 1) * bucket_);
+                if (y > x) c.bytes[k + 1] += rate * static_cast<double>(y - x);
             }
-            p = j;
         }
-        hoist_cache_[key] = p;
-        return p;
+        for (const Unit& u : run.units)
+            if (u.kind == "HbmController") chips_[u.chip].peak_per_ps += u.peak_gbps / 1000.0;
+        for (auto& [chip, c] : chips_)
+            for (std::size_t k = 1; k < c.bytes.size(); ++k) c.bytes[k] += c.bytes[k - 1];
     }
-
-    // Sinking swait `k`: the instruction it must stay before, and whether it reached a later
-    // wait that makes it redundant.
-    std::pair<std::uint64_t, bool> sink_point(std::uint32_t s, std::uint64_t k) const {
-        const Stream& st = run_.streams[s];
-        const Instruction& w = st.code[k];
-        const Cond cond = w.has(kCond) ? w.cond : Cond::Ge;
-        std::vector<Access> racc;
-        bool opaque = false;
-        for (const Raiser& r : covered(s, k)) {
-            Access ra[2];
-            int n = 0;
-            if (!raiser_accesses(r, ra, n)) opaque = true;
-            racc.insert(racc.end(), ra, ra + n);
-        }
-        const std::uint64_t limit = std::min<std::uint64_t>(st.code.size(), k + kScan);
-        for (std::uint64_t j = k + 1; j < limit; ++j) {
-            const Instruction& y = st.code[j];
-            if (y.op == Opcode::SWait) {
-                if (y.flag == w.flag && (y.has(kCond) ? y.cond : Cond::Ge) == cond && (cond == Cond::Ge || cond == Cond::Gt) &&
-                    (y.has(kValue) ? y.value : 0) >= (w.has(kValue) ? w.value : 0))
-                    return {j, true};
-                continue;
-            }
-            if (is_barrier_like(y.op)) return {j, false};
-            if (y.op == Opcode::Dma && y.has(kFlag) && y.flag == w.flag) return {j, false};
-            Access ya[2];
-            const int ny = accesses(y, st.chip, ya);
-            if (ny && (opaque || conflict(racc.data(), static_cast<int>(racc.size()), ya, ny))) return {j, false};
-        }
-        return {limit, false};
+    // Time in [a, b] the chip's HBM could have spent moving more data; b - a if unknown.
+    Tick idle(int chip, Tick a, Tick b) const {
+        auto it = chips_.find(chip);
+        if (b <= a || it == chips_.end() || it->second.peak_per_ps <= 0 || it->second.bytes.empty()) return b > a ? b - a : 0;
+        const Chip& c = it->second;
+        auto upto = [&](Tick t) {
+            const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(t / bucket_), c.bytes.size() - 2);
+            const double f = static_cast<double>(t - std::min<Tick>(t, k * bucket_)) / static_cast<double>(bucket_);
+            return c.bytes[k] + std::min(1.0, f) * (c.bytes[k + 1] - c.bytes[k]);
+        };
+        const double busy = (upto(b) - upto(a)) / c.peak_per_ps;
+        const double t = static_cast<double>(b - a) - busy;
+        return t > 0 ? static_cast<Tick>(t) : 0;
     }
 
 private:
-    void index_waits(std::uint32_t s) {
-        const Stream& st = run_.streams[s];
-        std::unordered_map<std::uint16_t, Tick> prev;  // flag -> issue of the previous swait on it
-        for (std::uint64_t i = 0; i < st.code.size() && st.life[i].seen; ++i) {
-            const Instruction& in = st.code[i];
-            if (in.op != Opcode::SWait) continue;
-            const std::uint16_t f = in.has(kFlag) ? in.flag : 0;
-            const Tick from = prev.count(f) ? prev[f] : 0;
-            const bool first = !prev.count(f);
-            const Tick to = st.life[i].issue;
-            prev[f] = to;
-            std::vector<Raiser> rs;
-            const auto& ch = cx_.ix.changes(st.chip, f);
-            auto it = std::upper_bound(ch.begin(), ch.end(), from, [&](Tick v, std::uint32_t c) { return v < run_.flags[c].time; });
-            if (first) it = ch.begin();
-            for (; it != ch.end() && run_.flags[*it].time <= to; ++it) {
-                const FlagChange& fc = run_.flags[*it];
-                if (fc.by_stream == kNone) continue;
-                rs.push_back({fc.by_stream, fc.by_index, cx_.ix.dma_of(fc.by_stream, fc.by_index)});
-            }
-            covered_at_[s][i] = covered_.size();
-            covered_.push_back(std::move(rs));
+    struct Chip {
+        std::vector<double> bytes;  // prefix sums, bytes up to bucket k
+        double peak_per_ps = 0;
+    };
+    Tick bucket_ = 1000;
+    std::map<int, Chip> chips_;
+};
+
+// Busy time of each DMA engine (its accounted timeline): a hoisted DMA starts earlier only if
+// its engine had idle time between its new issue point and its old start (engines are FIFOs).
+class EngineLoad {
+public:
+    explicit EngineLoad(const Analysis& a) {
+        for (const UnitAccount& u : a.units) {
+            if (u.kind != "DmaEngine") continue;
+            auto& v = busy_[u.unit];
+            for (const Segment& g : u.timeline)
+                if (g.cause == Cause::Busy) v.push_back({g.begin, g.end});
         }
     }
+    Tick idle(std::uint32_t engine, Tick a, Tick b) const {
+        if (b <= a) return 0;
+        auto it = busy_.find(engine);
+        if (it == busy_.end()) return b - a;
+        const auto& v = it->second;
+        Tick busy = 0;
+        auto k = std::upper_bound(v.begin(), v.end(), std::make_pair(a, Tick(0)));
+        if (k != v.begin()) --k;
+        for (; k != v.end() && k->first < b; ++k) {
+            const Tick x = std::max(a, k->first), y = std::min(b, k->second);
+            if (y > x) busy += y - x;
+        }
+        return b - a - std::min(busy, b - a);
+    }
 
-    const Context& cx_;
-    const RunData& run_;
-    std::vector<std::vector<Raiser>> covered_;
-    std::vector<std::unordered_map<std::uint64_t, std::size_t>> covered_at_;
-    std::unordered_map<std::uint64_t, std::uint64_t> hoist_cache_;
-    std::vector<Raiser> none_;
+private:
+    std::map<std::uint32_t, std::vector<std::pair<Tick, Tick>>> busy_;
 };
+
+// Traffic of the inter-chip links over time, and which link each DMA's first hop took.
+class LinkLoad {
+public:
+    explicit LinkLoad(const RunData& run) : run_(run) {
+        for (const MemTxn& m : run.mems) {
+            if (run.units[m.target].kind != "IciLink") continue;
+            auto& v = busy_[m.target];
+            v.push_back({m.arrival, m.done});
+            if (m.stream != kNone) {
+                const auto key = (std::uint64_t(m.stream) << 40) | m.index;
+                if (!first_link_.count(key)) first_link_[key] = m.target;
+            }
+        }
+        for (auto& [u, v] : busy_) {  // merged busy intervals
+            std::sort(v.begin(), v.end());
+            std::vector<std::pair<Tick, Tick>> out;
+            for (const auto& x : v) {
+                if (!out.empty() && x.first <= out.back().second) out.back().second = std::max(out.back().second, x.second);
+                else out.push_back(x);
+            }
+            v.swap(out);
+        }
+    }
+    // Idle time in [a, b] of the first link the DMA record `dma` used; b - a if none.
+    Tick idle(std::uint32_t dma, Tick a, Tick b) const {
+        if (b <= a) return 0;
+        const Dma& d = run_.dmas[dma];
+        auto f = first_link_.find((std::uint64_t(d.stream) << 40) | d.index);
+        if (f == first_link_.end()) return b - a;
+        const auto& v = busy_.at(f->second);
+        Tick busy = 0;
+        auto k = std::upper_bound(v.begin(), v.end(), std::make_pair(a, Tick(0)));
+        if (k != v.begin()) --k;
+        for (; k != v.end() && k->first < b; ++k) {
+            const Tick x = std::max(a, k->first), y = std::min(b, k->second);
+            if (y > x) busy += y - x;
+        }
+        return b - a - std::min(busy, b - a);
+    }
+
+private:
+    const RunData& run_;
+    std::map<std::uint32_t, std::vector<std::pair<Tick, Tick>>> busy_;
+    std::unordered_map<std::uint64_t, std::uint32_t> first_link_;
+};
+
+// Suggestions group by the step of an op (the last part of the annotation: wait_data,
+// wait_c, ...), so that one suggestion fixes a pattern wherever the compiler emitted it.
+std::string step_of(const std::string& ann) {
+    const auto p = ann.rfind('/');
+    return p == std::string::npos ? ann : ann.substr(p + 1);
+}
 
 struct Group {
     Suggestion s;
+    std::set<std::string> ops;  // the annotations it covers
+    std::map<std::uint32_t, Tick> saving_on;  // per stream: streams run in parallel, so the
+                                              // suggestion saves the largest of these, not their sum
     std::set<std::pair<std::uint32_t, std::uint64_t>> moved;
     std::uint64_t waits = 0, dmas = 0, passed = 0;
     bool remote = false;
@@ -217,11 +166,15 @@ struct Group {
 void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
     const RunData& run = cx.run;
     Planner plan(cx);
+    const HbmLoad hbm(run);
+    const EngineLoad engines(a);
+    const LinkLoad links(run);
     std::map<std::pair<std::string, std::string>, Group> groups;  // (kind, where)
     for (const WaitStall& w : cx.waits) {
         const Stream& st = run.streams[w.stream];
         const Life& lw = st.life[w.index];
-        const std::string where = run.annotation(st.code[w.index]);
+        const std::string ann = run.annotation(st.code[w.index]);
+        const std::string where = step_of(ann);
         // Option 1: hoist the DMAs this wait waits for.
         Tick latest_new = lw.ready;
         struct Hoist {
@@ -230,6 +183,7 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
         };
         std::vector<Hoist> hoists;
         bool any_dma = false, remote = false;
+        Tick new_issue = lw.ready;  // the earliest a hoisted local DMA would now issue
         for (const Raiser& r : plan.covered(w.stream, w.index)) {
             if (r.dma == kNone) {
                 latest_new = std::max(latest_new, lw.issue);  // a raiser we cannot move: no gain
@@ -240,11 +194,21 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
             const Stream& rs = run.streams[r.stream];
             if (cx.ix.dma_remote(rs.code[r.index], rs.chip)) remote = true;
             const std::uint64_t p = plan.hoist_point(r.stream, r.index);
-            const Tick gain = p < r.index ? rs.life[r.index].issue - std::min(rs.life[r.index].issue, rs.life[p].issue) : 0;
+            Tick gain = p < r.index ? rs.life[r.index].issue - std::min(rs.life[r.index].issue, rs.life[p].issue) : 0;
+            if (gain) gain = std::min(gain, engines.idle(d.engine, rs.life[p].issue, d.start));
+            // A remote DMA's pieces cross links: it can start moving earlier only through link
+            // time left idle before its old start.
+            if (gain && cx.ix.dma_remote(rs.code[r.index], rs.chip)) gain = std::min(gain, links.idle(r.dma, rs.life[p].issue, d.start));
             latest_new = std::max(latest_new, d.complete - std::min(d.complete, gain));
-            if (gain > 0) hoists.push_back({r.stream, r.index, p});
+            if (gain > 0) {
+                hoists.push_back({r.stream, r.index, p});
+                if (!cx.ix.dma_remote(rs.code[r.index], rs.chip)) new_issue = std::min(new_issue, rs.life[p].issue);
+            }
         }
-        const Tick hoist_saving = any_dma && !hoists.empty() ? lw.issue - std::min(lw.issue, std::max(latest_new, lw.ready)) : 0;
+        Tick hoist_saving = any_dma && !hoists.empty() ? lw.issue - std::min(lw.issue, std::max(latest_new, lw.ready)) : 0;
+        // Roofline: a local DMA issued earlier arrives earlier only through HBM bandwidth left
+        // idle between its new issue point and the moment the wait began.
+        if (new_issue < lw.ready) hoist_saving = std::min(hoist_saving, hbm.idle(st.chip, new_issue, lw.ready));
         // Option 2: sink the wait.
         const auto [stop, redundant] = plan.sink_point(w.stream, w.index);
         Tick sink_saving = 0;
@@ -259,7 +223,8 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
             Group& g = groups[{kind, where}];
             g.s.kind = kind;
             g.s.where = where;
-            g.s.estimated_saving += hoist_saving;
+            g.saving_on[w.stream] += hoist_saving;
+            g.ops.insert(ann);
             g.remote = remote;
             ++g.waits;
             for (const Hoist& h : hoists)
@@ -277,7 +242,8 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
             Group& g = groups[{kind, where}];
             g.s.kind = kind;
             g.s.where = where;
-            g.s.estimated_saving += sink_saving;
+            g.saving_on[w.stream] += sink_saving;
+            g.ops.insert(ann);
             ++g.waits;
             if (g.moved.insert({w.stream, w.index}).second) {
                 g.s.moves.push_back({w.stream, w.index, redundant ? Move::kDelete : stop});
@@ -288,6 +254,10 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
     std::vector<Suggestion> out;
     for (auto& [key, g] : groups) {
         std::ostringstream cause, action;
+        for (const auto& [stream, t] : g.saving_on) g.s.estimated_saving = std::max(g.s.estimated_saving, t);
+        // Where: the op it applies to, or the step and how many ops share it.
+        if (g.ops.size() == 1) g.s.where = *g.ops.begin();
+        else g.s.where = "*/" + g.s.where + " (" + std::to_string(g.ops.size()) + " ops)";
         const std::string at = g.s.where.empty() ? "(no annotation)" : g.s.where;
         std::string anns;
         for (const auto& x : g.dma_anns) anns += (anns.empty() ? "" : ", ") + (x.empty() ? std::string("(no annotation)") : x);
@@ -303,8 +273,8 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
             action << "drop the " << g.s.moves.size() << " unnecessary waits (the later wait on the flag still guards the buffer)";
         } else {
             cause << g.waits << " waits at " << at << " hold back independent work that does not need the data waited for";
-            action << "reorder: move the wait down to the first instruction that needs its data (" << g.passed
-                   << " independent instructions move above it; waits made redundant by a later one are dropped)";
+            action << "reorder: move each wait down to the first instruction that needs its data (" << g.passed
+                   << " independent instructions move above them; waits made redundant by a later one are dropped)";
         }
         g.s.cause = cause.str();
         g.s.action = action.str();

@@ -37,6 +37,9 @@ enum class Rec : std::uint8_t {
     // target(name id), initiator(name id, 0 = none), write, addr, bytes, arrival, done-arrival,
     // known, [chip, core, index]
     Mem = 6,
+    // controller(name id), channel, bytes, start, done-start: one interleave piece on one HBM
+    // channel, [start, done] its transfer (what HBM bandwidth over time is drawn from)
+    HbmPiece = 8,
     // end time (ps), status (0 completed, 1 deadlock, 2 time limit, 3 interrupted)
     End = 7,
 };

@@ -153,6 +153,17 @@ void Writer::on_mem(const MemEvent& e) {
     end_record();
 }
 
+void Writer::on_hbm_channel(const HbmChannelEvent& e) {
+    const std::uint64_t controller = name_id(e.controller);
+    begin(static_cast<std::uint8_t>(Rec::HbmPiece));
+    put(controller);
+    put(e.channel);
+    put(e.bytes);
+    put(e.start);
+    put_delta(e.done, e.start);
+    end_record();
+}
+
 void Writer::flush() {
     if (used_ == kBlockHeaderBytes) return;
     const std::size_t payload = used_ - kBlockHeaderBytes;

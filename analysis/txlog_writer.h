@@ -27,6 +27,7 @@ public:
     void on_flag(const FlagEvent& e) override;
     void on_mem(const MemEvent& e) override;
     void on_unit_op(const UnitOpEvent& e) override;
+    void on_hbm_channel(const HbmChannelEvent& e) override;
 
     // Writes the End record and closes the file; throws std::runtime_error on any write error.
     void finish(Tick end_time, unsigned status);

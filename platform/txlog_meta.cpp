@@ -42,6 +42,7 @@ std::string txlog_meta(const platform::Platform& p, const std::string& trace_fil
             u.capacity = v->config().capacity;
         } else if (auto* d = dynamic_cast<DmaEngine*>(m)) {
             u.peak_gbps = d->config().bandwidth_gbps;
+
         } else if (auto* l = dynamic_cast<IciLink*>(m)) {
             u.peak_gbps = l->config().bandwidth_gbps;
         } else if (auto* c = dynamic_cast<ScalarCore*>(m)) {

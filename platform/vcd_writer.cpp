@@ -11,7 +11,10 @@
 #include <queue>
 #include <stdexcept>
 
+#include "models/hbm_controller.h"
+#include "models/vmem.h"
 #include "platform/builder.h"
+#include "traces/vmem_liveness.h"
 
 namespace xpu::platform {
 
@@ -45,8 +48,9 @@ enum Filter : std::uint8_t { kNoFilter = 0, kOpcodes = 1, kStalls = 2 };
 
 // GTKWave trace flags (gtkwave's analyzer.h).
 constexpr unsigned kTrHex = 0x2, kTrDec = 0x4, kTrBin = 0x8, kTrRjustify = 0x20, kTrBlank = 0x200,
-                   kTrFtranslated = 0x2000, kTrAnalogStep = 0x8000, kTrAnalogBlankStretch = 0x20000,
-                   kTrGrpBegin = 0x800000, kTrGrpEnd = 0x1000000;
+                   kTrCollapsed = 0x1000, kTrFtranslated = 0x2000, kTrAnalogStep = 0x8000,
+                   kTrAnalogBlankStretch = 0x20000, kTrClosed = 0x400000, kTrGrpBegin = 0x800000,
+                   kTrGrpEnd = 0x1000000;
 
 // "mxu10" after "mxu9": digit runs compare as numbers.
 bool natural_less(const std::string& a, const std::string& b) {
@@ -226,7 +230,9 @@ struct VcdWriter::Channel {
 
 struct VcdWriter::Signal {
     std::string name;  // full dotted name
+    std::string scope;  // name without its leaf: the block's, or a sub-scope of it (hbm.ch07)
     std::string leaf;
+    bool sub = false;   // in the block's closed sub-group of the save file (HBM channels)
     unsigned width = 1;
     std::uint32_t block = 0, ch = 0;
     Derive derive = Derive::Value;
@@ -247,8 +253,11 @@ struct VcdWriter::Block {
     unsigned chip = 0;
     int group = 0, kind_order = 0;
     std::string parent;
-    std::uint32_t ch[2] = {0, 0};
+    std::uint32_t ch[3] = {0, 0, 0};
     std::uint32_t nch = 0;
+    bool hbm = false;                    // an HbmController (else a Vmem, for Memory blocks)
+    std::uint32_t hbm_ch0 = 0;           // its channels' signals: requests hbm_ch0 + 2k, bytes + 1
+    std::uint32_t hbm_channels = 0;
     std::vector<std::uint32_t> sigs;
     bool wanted = false;
     const XpuModule* module = nullptr;
@@ -256,6 +265,32 @@ struct VcdWriter::Block {
     bool op_pending = false, op_selected = false;
     Tick op_start = 0, op_end = 0;
     std::uint8_t op = 0;
+};
+
+// A stream whose VMEM writes and reads drive a Vmem's bytes_allocated: its liveness (as the
+// core reports its instructions, in program order) and the times of its VMEM instructions.
+// A range closed by an overwrite becomes records as soon as the times of its writer and last
+// reader are known (a DMA's when the DMA reports); instructions no live or pending range names
+// any more are forgotten. Memory: the live ranges, the pending ones, and the VMEM instructions
+// since the oldest instruction a live range names.
+struct VcdWriter::LiveStream {
+    explicit LiveStream(std::uint16_t c) : chip(c), live(c) {}
+    std::uint16_t chip;
+    trace::VmemLiveness live;
+    std::uint32_t ch = 0;  // the Vmem's bytes_allocated channel
+    struct Op {
+        std::uint64_t index;
+        Tick start, end;  // write begins (vst issue, DMA start); completes (vld/vst complete, DMA complete)
+    };
+    std::deque<Op> ops;  // in index order; DMAs' times filled when the DMA reports
+    std::vector<Op> early;  // DMAs reported before their instruction (not expected; kept safe)
+    std::vector<trace::VmemLive> closed, pending;  // closed: scratch; pending: times not all known
+    std::size_t prune_at = 4096;
+    static constexpr Tick kUnknown = std::numeric_limits<Tick>::max();
+    Op* find(std::uint64_t index) {
+        auto it = std::lower_bound(ops.begin(), ops.end(), index, [](const Op& o, std::uint64_t i) { return o.index < i; });
+        return it != ops.end() && it->index == index ? &*it : nullptr;
+    }
 };
 
 struct VcdWriter::CoreState {
@@ -319,7 +354,7 @@ VcdWriter::VcdWriter(const Platform& platform, VcdOptions opts) : opts_(std::mov
         else if (k == "VectorUnit") b.type = BlockType::Unit, b.group = 0, b.kind_order = 1;
         else if (k == "MatrixUnit") b.type = BlockType::Unit, b.group = 0, b.kind_order = 2;
         else if (k == "DmaEngine") b.type = BlockType::Dma, b.group = 1;
-        else if (k == "HbmController") b.type = BlockType::Memory, b.group = 2, b.kind_order = 0;
+        else if (k == "HbmController") b.type = BlockType::Memory, b.group = 2, b.kind_order = 0, b.hbm = true;
         else if (k == "Vmem") b.type = BlockType::Memory, b.group = 2, b.kind_order = 1;
         else if (k == "IciLink") b.type = BlockType::Link, b.group = 3;
         else continue;
@@ -349,6 +384,7 @@ VcdWriter::VcdWriter(const Platform& platform, VcdOptions opts) : opts_(std::mov
                        std::uint8_t filter, bool analog) {
             Signal s;
             s.name = b.name + "." + leaf;
+            s.scope = b.name;
             s.leaf = leaf;
             s.width = width;
             s.block = static_cast<std::uint32_t>(bi);
@@ -391,6 +427,31 @@ VcdWriter::VcdWriter(const Platform& platform, VcdOptions opts) : opts_(std::mov
                 sig(r, "requests", 32, Derive::Value, analog_dec, kNoFilter, true);
                 sig(s, "bytes_served", 64, Derive::Value, analog_dec, kNoFilter, true);
                 b.ch[0] = r, b.ch[1] = s, b.nch = 2;
+                if (const auto* hbm = b.hbm ? dynamic_cast<const HbmController*>(b.module) : nullptr) {
+                    // Per channel, in a sub-scope: xpu.chip0.hbm.ch07.requests (digits for the
+                    // largest channel number, at least two).
+                    const unsigned n = std::max(1u, hbm->config().channels);
+                    const std::size_t digits = std::max<std::size_t>(2, std::to_string(n - 1).size());
+                    b.hbm_channels = n;
+                    for (unsigned k = 0; k < n; ++k) {
+                        std::string num = std::to_string(k);
+                        num.insert(0, digits - num.size(), '0');
+                        const std::uint32_t cr = channel(ChannelType::Counter), cb = channel(ChannelType::Counter);
+                        if (k == 0) b.hbm_ch0 = cr;
+                        sig(cr, "requests", 32, Derive::Value, analog_dec, kNoFilter, true);
+                        sig(cb, "bytes_served", 64, Derive::Value, analog_dec, kNoFilter, true);
+                        for (int j : {2, 1}) {
+                            Signal& cs = signals_[signals_.size() - j];
+                            cs.scope = b.name + ".ch" + num;
+                            cs.name = cs.scope + "." + cs.leaf;
+                            cs.sub = true;
+                        }
+                    }
+                } else if (!b.hbm) {
+                    std::uint32_t a = channel(ChannelType::Counter);
+                    sig(a, "bytes_allocated", 64, Derive::Value, analog_dec, kNoFilter, true);
+                    b.ch[2] = a, b.nch = 3;
+                }
                 break;
             }
             case BlockType::Link: {
@@ -464,6 +525,31 @@ VcdWriter::VcdWriter(const Platform& platform, VcdOptions opts) : opts_(std::mov
         cs->iq_ch = iq.ch, cs->iq = iq.selected;
         cores_[(std::uint32_t(core->config().chip) << 16) | core->config().core] = std::move(cs);
     }
+    // VMEM bytes allocated: each selected Vmem's bytes_allocated follows the liveness of the
+    // streams that use it (the Vmem beside the stream's core, else the only Vmem of its chip),
+    // from their instructions and DMAs as reported.
+    for (const ScalarCore* core : platform.cores()) {
+        const std::string cname = core->name();
+        const std::string parent = cname.substr(0, cname.rfind('.') + 1);  // "xpu.chip0.core0."
+        const unsigned chip = core->config().chip;
+        Block *vm = nullptr, *only = nullptr;
+        unsigned on_chip = 0;
+        for (auto& b : blocks_) {
+            if (b.type != BlockType::Memory || b.hbm) continue;
+            if (b.name.compare(0, parent.size(), parent) == 0 && b.name.find('.', parent.size()) == std::string::npos) vm = &b;
+            if (b.chip == chip) ++on_chip, only = &b;
+        }
+        if (!vm && on_chip == 1) vm = only;
+        if (!vm || vm->nch < 3 || !channels_[vm->ch[2]].wanted) continue;
+        auto ls = std::make_unique<LiveStream>(static_cast<std::uint16_t>(chip));
+        ls->ch = vm->ch[2];
+        live_[(std::uint32_t(chip) << 16) | core->config().core] = std::move(ls);
+        live_sources_.push_back(core);
+        for (const auto& b : blocks_)  // its DMAs report their start and completion
+            if (b.type == BlockType::Dma && b.chip == chip && b.module &&
+                std::find(live_sources_.begin(), live_sources_.end(), b.module) == live_sources_.end())
+                live_sources_.push_back(b.module);
+    }
     buf_cap_ = std::max<std::size_t>(opts_.memory_limit / sizeof(Record), 16);
     // Address space for the whole buffer now (pages are only backed as records fill them): no
     // reallocation, so memory stays 16 B per record up to the limit.
@@ -477,7 +563,9 @@ VcdWriter::~VcdWriter() {
 void VcdWriter::attach(Platform& platform) {
     for (XpuModule* m : platform.modules()) {
         auto it = by_name_.find(m->name());
-        if (it != by_name_.end() && it->second) m->set_recorder(this);
+        if ((it != by_name_.end() && it->second) ||
+            std::find(live_sources_.begin(), live_sources_.end(), m) != live_sources_.end())
+            m->set_recorder(this);
     }
 }
 
@@ -555,6 +643,25 @@ void VcdWriter::flush_level(std::uint32_t ch) {
 
 void VcdWriter::on_instruction(const InstrEvent& e) {
     if (finished_) return;
+    if (!live_.empty() && e.in) {  // VMEM liveness: every VMEM instruction, whatever the window
+        auto lt = live_.find((std::uint32_t(e.chip) << 16) | e.core);
+        if (lt != live_.end() && trace::touches_vmem(*e.in, lt->second->chip)) {
+            LiveStream& ls = *lt->second;
+            const bool dma = e.in->op == Opcode::Dma;  // times when the DMA reports
+            ls.ops.push_back({e.index, dma ? LiveStream::kUnknown : e.issue, dma ? LiveStream::kUnknown : e.complete});
+            ls.live.add(e.index, *e.in);
+            ls.live.take_closed(ls.closed);
+            for (const auto& l : ls.closed)
+                if (!live_interval(ls, l, false)) ls.pending.push_back(l);
+            ls.closed.clear();
+            if (ls.ops.size() >= ls.prune_at) {
+                std::uint64_t oldest = ls.live.oldest_index();
+                for (const auto& l : ls.pending) oldest = std::min(oldest, l.writer);
+                while (!ls.ops.empty() && ls.ops.front().index < oldest) ls.ops.pop_front();
+                ls.prune_at = std::max<std::size_t>(4096, 2 * ls.ops.size());
+            }
+        }
+    }
     auto it = cores_.find((std::uint32_t(e.chip) << 16) | e.core);
     if (it == cores_.end()) return;
     CoreState& cs = *it->second;
@@ -611,7 +718,23 @@ void VcdWriter::advance_iq(CoreState& cs, Tick until, bool all) {
 }
 
 void VcdWriter::on_dma(const DmaEvent& e) {
-    if (finished_ || e.issue >= opts_.end) return;
+    if (finished_) return;
+    if (!live_.empty()) {
+        auto lt = live_.find((std::uint32_t(e.chip) << 16) | e.core);
+        if (lt != live_.end()) {
+            LiveStream& ls = *lt->second;
+            if (LiveStream::Op* op = ls.find(e.index)) {
+                op->start = e.start, op->end = e.complete;
+                if (!ls.pending.empty())  // ranges that waited for this DMA's times
+                    ls.pending.erase(std::remove_if(ls.pending.begin(), ls.pending.end(),
+                                                    [&](const trace::VmemLive& l) { return live_interval(ls, l, false); }),
+                                     ls.pending.end());
+            } else if (ls.ops.empty() || e.index > ls.ops.back().index) {
+                ls.early.push_back({e.index, e.start, e.complete});
+            }
+        }
+    }
+    if (e.issue >= opts_.end) return;
     Block* b = block_of(e.engine);
     if (!b || b->type != BlockType::Dma) return;
     if (channels_[b->ch[0]].wanted) interval(b->ch[0], e.issue, e.start, 1);
@@ -629,6 +752,43 @@ void VcdWriter::on_mem(const MemEvent& e) {
     } else if (b->type == BlockType::Link) {
         interval(b->ch[0], e.arrival, e.done, static_cast<std::int64_t>(e.bytes));
     }
+}
+
+void VcdWriter::on_hbm_channel(const HbmChannelEvent& e) {
+    if (finished_ || e.arrival >= opts_.end) return;
+    Block* b = block_of(e.controller);
+    if (!b || !b->hbm || e.channel >= b->hbm_channels) return;
+    const std::uint32_t rq = b->hbm_ch0 + 2 * std::uint32_t(e.channel), by = rq + 1;
+    if (channels_[rq].wanted) interval(rq, e.arrival, e.done, 1);
+    if (channels_[by].wanted && e.bytes) add(by, e.done, kAdd, static_cast<std::int64_t>(e.bytes));
+}
+
+// A liveness range as bytes_allocated changes: + at the write's start, - when both the write
+// and the last read of the range have completed. Returns false (nothing done) while a time is
+// unknown, unless `final`: then a writer never reported allocates nothing and a reader never
+// reported keeps the range to the end of the file.
+bool VcdWriter::live_interval(LiveStream& ls, const trace::VmemLive& l, bool final) {
+    const LiveStream::Op* w = ls.find(l.writer);
+    if (!w || w->start == LiveStream::kUnknown) return final || !w;
+    Tick end = w->end;
+    if (l.read) {
+        const LiveStream::Op* r = ls.find(l.last_reader);
+        if (r && r->end == LiveStream::kUnknown && !final) return false;
+        end = std::max(end, r ? r->end : LiveStream::kUnknown);
+    }
+    interval(ls.ch, w->start, end, static_cast<std::int64_t>(l.bytes));
+    return true;
+}
+
+void VcdWriter::finish_liveness() {
+    for (auto& [key, lsp] : live_) {
+        LiveStream& ls = *lsp;
+        for (const auto& d : ls.early)
+            if (LiveStream::Op* op = ls.find(d.index)) op->start = d.start, op->end = d.end;
+        for (const trace::VmemLive& l : ls.pending) live_interval(ls, l, true);
+        for (const trace::VmemLive& l : ls.live.finish()) live_interval(ls, l, true);
+    }
+    live_.clear();
 }
 
 void VcdWriter::on_unit_op(const UnitOpEvent& e) {
@@ -755,6 +915,7 @@ private:
 void VcdWriter::finish(Tick end) {
     if (finished_) return;
     finished_ = true;
+    finish_liveness();
     // Close the cores' last opcode pulse and issue-queue changes, the units' last ops, then
     // every pending level.
     for (auto& [key, cs] : cores_) {
@@ -852,7 +1013,7 @@ void VcdWriter::finish(Tick end) {
         std::vector<Node> nodes(1);
         for (std::size_t i = 0; i < signals_.size(); ++i) {
             if (!signals_[i].selected) continue;
-            const std::string& scope = blocks_[signals_[i].block].name;
+            const std::string& scope = signals_[i].scope;
             std::size_t n = 0, p = 0;
             while (p <= scope.size()) {
                 std::size_t d = scope.find('.', p);
@@ -1010,9 +1171,18 @@ void VcdWriter::finish(Tick end) {
         std::snprintf(line, sizeof line, "@%x\n", kTrGrpBegin | kTrBlank);
         g += line;
         g += "-" + label + "\n";
+        // The block's sub-scope signals (HBM channels) in one closed group at its end.
+        const std::string sub_label = label + ".channels";
+        bool in_sub = false;
         for (std::uint32_t si : b.sigs) {
             const Signal& s = signals_[si];
             if (!s.selected) continue;
+            if (s.sub && !in_sub) {
+                std::snprintf(line, sizeof line, "@%x\n", kTrGrpBegin | kTrClosed | kTrBlank);
+                g += line;
+                g += "-" + sub_label + "\n";
+                in_sub = true;
+            }
             std::snprintf(line, sizeof line, "@%x\n", s.flags);
             g += line;
             if (s.filter == kOpcodes) g += "^1 " + ops_abs + "\n";
@@ -1022,6 +1192,11 @@ void VcdWriter::finish(Tick end) {
                 std::snprintf(line, sizeof line, "@%x\n-\n", kTrAnalogBlankStretch);
                 g += line;
             }
+        }
+        if (in_sub) {
+            std::snprintf(line, sizeof line, "@%x\n", kTrGrpEnd | kTrClosed | kTrCollapsed | kTrBlank);
+            g += line;
+            g += "-" + sub_label + "\n";
         }
         std::snprintf(line, sizeof line, "@%x\n", kTrGrpEnd | kTrBlank);
         g += line;

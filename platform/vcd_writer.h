@@ -24,6 +24,13 @@
 
 #include "models/recorder.h"
 
+namespace xpu {
+class XpuModule;
+namespace trace {
+struct VmemLive;
+}
+}  // namespace xpu
+
 namespace xpu::platform {
 
 class Platform;
@@ -49,7 +56,9 @@ struct VcdOptions {
 class VcdWriter : public Recorder {
 public:
     // Declares the signals of every ScalarCore, VectorUnit, MatrixUnit, DmaEngine,
-    // HbmController, Vmem and IciLink of `platform` and selects them by `opts.signals`. Throws
+    // HbmController (and each of its channels: xpu.chip0.hbm.ch07.requests), Vmem (with its
+    // bytes_allocated, by liveness: traces/vmem_liveness.h) and IciLink of `platform` and
+    // selects them by `opts.signals`. Throws
     // std::invalid_argument if a glob matches no signal or the window is empty, and
     // std::runtime_error if PATH cannot be written (checked now, not after the run). Writes
     // nothing else until finish().
@@ -59,14 +68,17 @@ public:
     VcdWriter& operator=(const VcdWriter&) = delete;
 
     // Sets this writer as the recorder of the modules that have a selected signal only (the
-    // others keep a null recorder: unselected blocks then cost nothing at all). Replaces any
-    // recorder those modules had; use Platform::set_recorder(&writer) (or a tee) otherwise.
+    // others keep a null recorder: unselected blocks then cost nothing at all), plus, for a
+    // selected bytes_allocated, the cores whose streams use that VMEM and their chips' DMA
+    // engines (whose instructions and DMAs it follows). Replaces any recorder those modules
+    // had; use Platform::set_recorder(&writer) (or a tee) otherwise.
     void attach(Platform& platform);
 
     void on_instruction(const InstrEvent& e) override;
     void on_dma(const DmaEvent& e) override;
     void on_mem(const MemEvent& e) override;
     void on_unit_op(const UnitOpEvent& e) override;
+    void on_hbm_channel(const HbmChannelEvent& e) override;
 
     // Writes the VCD (to PATH.tmp, then renamed to PATH), the GTKWave save file and the two
     // translate filter files. `end` (ps, e.g. the simulated time of the run) is the last
@@ -95,6 +107,9 @@ public:
 
 private:
     struct CoreState;
+    struct LiveStream;
+    bool live_interval(LiveStream& ls, const trace::VmemLive& l, bool final);
+    void finish_liveness();
     void add(std::uint32_t ch, Tick t, std::uint8_t kind, std::int64_t v);
     void interval(std::uint32_t ch, Tick a, Tick b, std::int64_t v);   // counter += v on [a, b)
     void level(std::uint32_t ch, Tick t, std::int64_t v);               // monotone per channel
@@ -111,6 +126,10 @@ private:
     std::unordered_map<const char*, Block*> by_ptr_;  // module name() pointer -> block (null: unselected)
     std::unordered_map<std::string, Block*> by_name_;
     std::unordered_map<std::uint32_t, std::unique_ptr<CoreState>> cores_;  // chip << 16 | core
+    // VMEM liveness of the streams behind selected bytes_allocated signals (chip << 16 | core),
+    // and the modules that report what it needs (their cores, their chips' DMA engines).
+    std::unordered_map<std::uint32_t, std::unique_ptr<LiveStream>> live_;
+    std::vector<const XpuModule*> live_sources_;
     std::vector<Record> buf_;
     std::size_t buf_cap_ = 0;
     std::vector<std::string> runs_;  // spilled sorted runs (temporary files)

@@ -6,9 +6,11 @@ set -euo pipefail
 
 # gtkwave, xvfb, xauth: tests/e2e/vcd.sh runs the real GTKWave headless (xvfb-run) on the
 # waveforms (docs/waveforms.md); --with-gtkwave is accepted and does nothing more.
+# chromium: tests/e2e/report_html.sh renders the analysis' report.html headless and checks the
+# screenshot shows its charts.
 packages=(build-essential cmake pkg-config libsystemc-dev libyaml-cpp-dev
           libboost-program-options-dev libgtest-dev libbenchmark-dev python3
-          gtkwave xvfb xauth)
+          gtkwave xvfb xauth chromium)
 for arg in "$@"; do
     case "$arg" in
         --with-fuzz) packages+=(clang-14 libclang-rt-14-dev llvm-14) ;;

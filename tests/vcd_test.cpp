@@ -12,11 +12,15 @@
 #include <set>
 #include <sstream>
 
+#include "models/hbm_controller.h"
 #include "models/sim_time.h"
+#include "models/vmem.h"
 #include "platform/builder.h"
 #include "platform/vcd_writer.h"
 #include "tests/sim_fixture.h"
+#include "traces/trace_reader.h"
 #include "traces/trace_text.h"
+#include "traces/vmem_liveness.h"
 
 using namespace xpu;
 using namespace xpu::test;
@@ -244,6 +248,13 @@ struct Tee : Recording {
         ops.push_back(e);
         for (auto* r : to) r->on_unit_op(e);
     }
+    std::map<std::pair<std::string, unsigned>, std::uint64_t> channel_bytes;  // (controller, channel) -> bytes
+    std::uint64_t pieces = 0;
+    void on_hbm_channel(const HbmChannelEvent& e) override {
+        channel_bytes[{e.controller, e.channel}] += e.bytes;
+        ++pieces;
+        for (auto* r : to) r->on_hbm_channel(e);
+    }
 };
 
 struct WaveRun {
@@ -393,18 +404,23 @@ TEST(VcdWriter, GemmSampleAgreesWithTheModels) {
     ASSERT_TRUE(w->result.completed);
     const Vcd& v = w->vcd();
     const VcdWriter& wr = *w->writers[0];
-    // 1 core x 3 + 9 units x 2 + 4 DMA x 2 + 2 memories x 2.
-    EXPECT_EQ(v.vars.size(), 33u);
-    EXPECT_EQ(wr.declared_signals(), 33u);
+    // 1 core x 3 + 9 units x 2 + 4 DMA x 2 + 2 memories x 2 + 32 HBM channels x 2 + VMEM
+    // bytes allocated.
+    EXPECT_EQ(v.vars.size(), 98u);
+    EXPECT_EQ(wr.declared_signals(), 98u);
     std::vector<std::string> order = wr.selected_signals();
-    ASSERT_EQ(order.size(), 33u);
+    ASSERT_EQ(order.size(), 98u);
     EXPECT_EQ(order[0], kCore + "scalar.opcode");
     EXPECT_EQ(order[3], kCore + "vpu0.busy");
     EXPECT_EQ(order[5], kCore + "mxu0.busy");
     EXPECT_EQ(order[20], kCore + "mxu7.op");
     EXPECT_EQ(order[21], "xpu.chip0.dma0.queued");
     EXPECT_EQ(order[29], "xpu.chip0.hbm.requests");
-    EXPECT_EQ(order[31], kCore + "vmem.requests");
+    EXPECT_EQ(order[31], "xpu.chip0.hbm.ch00.requests");
+    EXPECT_EQ(order[32], "xpu.chip0.hbm.ch00.bytes_served");
+    EXPECT_EQ(order[94], "xpu.chip0.hbm.ch31.bytes_served");
+    EXPECT_EQ(order[95], kCore + "vmem.requests");
+    EXPECT_EQ(order[97], kCore + "vmem.bytes_allocated");
     for (const auto& n : order) EXPECT_TRUE(v.has(n)) << n;
     for (const auto& u : w->result.units) {
         if (u.kind != "MatrixUnit" && u.kind != "VectorUnit") continue;
@@ -416,7 +432,9 @@ TEST(VcdWriter, GemmSampleAgreesWithTheModels) {
     EXPECT_EQ(v.final_value("xpu.chip0.hbm.bytes_served"), w->result.hbm_bytes_read + w->result.hbm_bytes_written);
     for (const char* n : {"xpu.chip0.hbm.requests", "xpu.chip0.core0.vmem.requests", "xpu.chip0.dma0.queued",
                           "xpu.chip0.dma0.inflight_bytes", "xpu.chip0.core0.scalar.iq_depth",
-                          "xpu.chip0.core0.scalar.opcode", "xpu.chip0.core0.scalar.stall"})
+                          "xpu.chip0.core0.scalar.opcode", "xpu.chip0.core0.scalar.stall",
+                          "xpu.chip0.hbm.ch00.requests", "xpu.chip0.hbm.ch31.requests",
+                          "xpu.chip0.core0.vmem.bytes_allocated"})
         EXPECT_EQ(v.final_value(n), 0u) << n;
     // Issue queue depth never exceeds the queue plus one fetch bundle in flight.
     std::uint64_t max_iq = 0;
@@ -439,6 +457,14 @@ TEST(VcdWriter, GemmSampleAgreesWithTheModels) {
     EXPECT_LT(gtkw.find("-chip0.core0.scalar\n"), gtkw.find("-chip0.dma0\n"));
     EXPECT_LT(gtkw.find("-chip0.dma3\n"), gtkw.find("-chip0.hbm\n"));
     EXPECT_LT(gtkw.find("-chip0.hbm\n"), gtkw.find("-chip0.core0.vmem\n"));
+    // The HBM channels: a closed group inside the HBM's, after its own two signals.
+    const std::size_t chans = gtkw.find("\n@c00200\n-chip0.hbm.channels\n");
+    ASSERT_NE(chans, std::string::npos);
+    EXPECT_LT(gtkw.find("\nxpu.chip0.hbm.bytes_served[63:0]\n"), chans);
+    EXPECT_LT(chans, gtkw.find("\nxpu.chip0.hbm.ch00.requests[31:0]\n"));
+    EXPECT_LT(gtkw.find("\nxpu.chip0.hbm.ch31.bytes_served[63:0]\n"), gtkw.find("\n@1401200\n-chip0.hbm.channels\n"));
+    EXPECT_LT(gtkw.find("\n@1401200\n-chip0.hbm.channels\n"), gtkw.find("\n@1000200\n-chip0.hbm\n"));
+    EXPECT_NE(gtkw.find("\n" + kCore + "vmem.bytes_allocated[63:0]\n"), std::string::npos);
     std::string ops = slurp(wr.opcodes_filter_path());
     EXPECT_NE(ops.find("\n21 matmul\n"), std::string::npos) << ops;
     EXPECT_NE(ops.find("\n01 salu\n"), std::string::npos) << ops;
@@ -533,7 +559,12 @@ TEST(VcdWriter, OutOfOrderEventsAreSortedByTime) {
                 u.end = e.b;
                 wr.on_unit_op(u);
             } else if (e.kind == 1) {
-                wr.on_mem(MemEvent{hbm.c_str(), false, 0, e.x, e.a, e.b});
+                MemEvent m;
+                m.target = hbm.c_str();
+                m.bytes = e.x;
+                m.arrival = e.a;
+                m.done = e.b;
+                wr.on_mem(m);
             } else {
                 DmaEvent d;
                 d.engine = dma.c_str();
@@ -557,7 +588,7 @@ TEST(VcdWriter, OutOfOrderEventsAreSortedByTime) {
     w1.finish(1'100'000);
     w2.finish(1'100'000);
     Vcd v = parse_vcd(o1.path);
-    EXPECT_EQ(v.vars.size(), 6u);
+    EXPECT_EQ(v.vars.size(), 6u + 64u);  // *.hbm.*: the HBM's channels too
     EXPECT_EQ(v.final_value("xpu.chip0.hbm.requests"), 0u);
     EXPECT_EQ(v.final_value(mxu + ".busy"), 0u);
     EXPECT_EQ(v.final_value(dma + ".inflight_bytes"), 0u);
@@ -613,4 +644,221 @@ TEST(VcdWriter, LinksCarryTheAllGather) {
     std::string gtkw = slurp(w->writers[0]->gtkw_path());
     EXPECT_LT(gtkw.find("-chip0.hbm\n"), gtkw.find("-links.chip0_xp\n"));
     EXPECT_LT(gtkw.find("-links.chip0_xm\n"), gtkw.find("-chip1.core0.scalar\n"));
+}
+
+// ---- HBM channels and VMEM bytes allocated ---------------------------------------------------
+
+namespace {
+
+const std::string kHbm = "xpu.chip0.hbm";
+
+std::string channel_name(unsigned k) { return kHbm + ".ch" + (k < 10 ? "0" : "") + std::to_string(k); }
+
+// The stream of a one-stream trace, from the file.
+std::vector<Instruction> read_stream(const std::string& path) {
+    auto tf = trace::TraceFile::open(path);
+    if (tf.streams().size() != 1) throw std::runtime_error(path + ": not one stream");
+    trace::StreamReader rd(tf, 0);
+    std::vector<Instruction> s, buf(4096);
+    for (std::size_t n; (n = rd.read(buf.data(), buf.size())) > 0;) s.insert(s.end(), buf.begin(), buf.begin() + n);
+    return s;
+}
+
+// What vmem_liveness implies for bytes_allocated, with the run's times (writer start: vst
+// issue, DMA start; end: the later of the write's and the last read's completion): the
+// waveform as the strict reader returns it.
+Changes implied_allocation(const std::vector<Instruction>& stream, const Tee& tee, std::int64_t* lowest = nullptr) {
+    constexpr Tick kNone = std::numeric_limits<Tick>::max();
+    std::vector<Tick> start(stream.size(), kNone), end(stream.size(), kNone);
+    for (const auto& r : tee.instructions) {
+        if (r.ev.index >= stream.size() || !(r.in == stream[r.ev.index])) throw std::runtime_error("event/trace mismatch");
+        start[r.ev.index] = r.ev.issue;
+        end[r.ev.index] = r.ev.complete;
+    }
+    for (const auto& d : tee.dmas) start.at(d.index) = d.start, end.at(d.index) = d.complete;
+    std::map<Tick, std::int64_t> delta;
+    for (const trace::VmemLive& l : trace::vmem_liveness(stream)) {
+        const Tick a = start[l.writer], b = std::max(end[l.writer], l.read ? end[l.last_reader] : 0);
+        if (a == kNone || b == kNone) throw std::runtime_error("an instruction without times");
+        delta[a] += static_cast<std::int64_t>(l.bytes);
+        delta[b] -= static_cast<std::int64_t>(l.bytes);
+    }
+    Changes c{{0, 0}};
+    std::int64_t cur = 0, low = 0;
+    for (const auto& [t, d] : delta) {
+        cur += d;
+        low = std::min(low, cur);
+        const auto v = static_cast<std::uint64_t>(std::max<std::int64_t>(cur, 0));
+        if (t == 0) c[0].second = v;
+        else if (v != c.back().second) c.push_back({t, v});
+    }
+    if (lowest) *lowest = low;
+    return c;
+}
+
+std::uint64_t high_water(const Changes& c) {
+    std::uint64_t m = 0;
+    for (const auto& [t, x] : c) m = std::max(m, x);
+    return m;
+}
+
+}  // namespace
+
+// One 256 KiB DMA from hbm:0 into VMEM, its swait, then a vld of the first 4 KiB. HBM: 256 KiB
+// interleaved every 1 KiB over 32 channels is 8 KiB per channel, each channel's requests back
+// to 0. VMEM: 256 KiB allocated from the DMA's start (16 cycles of setup); when it completes,
+// all but the 4 KiB the vld reads are free (nobody reads them), the rest when the vld completes.
+TEST(VcdWriter, DmaBytesPerHbmChannelAndVmemAllocation) {
+    auto w = run_waves(xtr("alloc", "dma src=hbm:0x0 dst=vmem:0x0 bytes=262144 flag=7 val=1\n"
+                                    "swait flag=7 cond=ge val=1\nvld d=v1 src=vmem:0x0 bytes=4096\n"),
+                       {VcdOptions{}});
+    const Vcd& v = w->vcd();
+    const Tick c = w->cycle;
+    ASSERT_EQ(w->tee.dmas.size(), 1u);
+    const DmaEvent& d = w->tee.dmas[0];
+    ASSERT_EQ(w->tee.instructions.size(), 4u);
+    const Tick vld_done = w->tee.instructions[2].ev.complete;
+    ASSERT_GT(vld_done, d.complete);
+    EXPECT_EQ(v.var(kCore + "vmem.bytes_allocated").changes,
+              (Changes{{0, 0}, {16 * c, 262144}, {d.complete, 4096}, {vld_done, 0}}));
+    std::uint64_t sum = 0;
+    for (unsigned k = 0; k < 32; ++k) {
+        EXPECT_EQ(v.final_value(channel_name(k) + ".bytes_served"), 8192u) << k;
+        EXPECT_EQ(v.final_value(channel_name(k) + ".requests"), 0u) << k;
+        EXPECT_GT(v.high_time(channel_name(k) + ".requests", w->end), 0u) << k;
+        sum += v.final_value(channel_name(k) + ".bytes_served");
+    }
+    EXPECT_FALSE(v.has(kHbm + ".ch32.requests"));
+    EXPECT_EQ(sum, 262144u);
+    EXPECT_EQ(w->tee.pieces, 256u);
+}
+
+// A reducing DMA from HBM into HBM (dst += src) reads its source and reads and writes its
+// destination: the channels move 3 x 64 KiB, as the controller's bytes read + written say (its
+// own bytes_served counts each request's bytes once: 2 x 64 KiB). Per channel: 2 KiB read,
+// 2 x 2 KiB at the destination.
+TEST(VcdWriter, HbmChannelsCountAReducingWriteTwice) {
+    auto w = run_waves(xtr("reduce", "dma src=hbm:0x0 dst=hbm:0x100000 bytes=65536 dtype=f32 flag=1\n"
+                                     "swait flag=1 cond=ge val=1\n"),
+                       {VcdOptions{}});
+    const Vcd& v = w->vcd();
+    EXPECT_EQ(w->result.hbm_bytes_read + w->result.hbm_bytes_written, 3u * 65536u);
+    EXPECT_EQ(v.final_value(kHbm + ".bytes_served"), 2u * 65536u);
+    for (unsigned k = 0; k < 32; ++k) EXPECT_EQ(v.final_value(channel_name(k) + ".bytes_served"), 6144u) << k;
+    // HBM only: nothing allocated in VMEM.
+    EXPECT_EQ(v.var(kCore + "vmem.bytes_allocated").changes, (Changes{{0, 0}}));
+}
+
+namespace {
+
+// Per channel: the channels' bytes add up to the controller's bytes read + written; no channel
+// moves more than its bandwidth allows in any 2 us window (bytes are counted when a piece is
+// done; the calendar's buckets allow one bucket's capacity and a piece either side). Returns the
+// busiest window's bytes as a share of the channel's bandwidth x 2 us.
+double check_channels(const std::string& sample) {
+    VcdOptions o;
+    o.signals = "xpu.chip0.hbm.*";
+    auto w = run_waves(source_path(sample), {o});
+    EXPECT_TRUE(w->result.completed);
+    const Vcd& v = w->vcd();
+    const auto* hbm = dynamic_cast<const HbmController*>(w->sim->platform().find(kHbm));
+    if (!hbm) throw std::runtime_error("no HBM");
+    const HbmConfig& hc = hbm->config();
+    EXPECT_EQ(hc.channels, 32u);
+    const double rate = hc.channel_bandwidth_gbps / 1000.0;  // bytes per ps
+    Tick bucket = 1;
+    while (bucket * 2 <= hc.bucket) bucket *= 2;
+    const Tick window = 2'000'000;
+    const double allowed = rate * static_cast<double>(window) + 2 * rate * static_cast<double>(bucket) + 2.0 * hc.interleave_bytes;
+    std::uint64_t sum = 0;
+    double busiest = 0;
+    for (unsigned k = 0; k < hc.channels; ++k) {
+        const std::string n = channel_name(k) + ".bytes_served";
+        const auto& ch = v.var(n).changes;
+        sum += ch.back().second;
+        const std::uint64_t reported = w->tee.channel_bytes[std::make_pair(kHbm, k)];
+        EXPECT_EQ(ch.back().second, reported) << n;
+        EXPECT_EQ(v.final_value(channel_name(k) + ".requests"), 0u);
+        for (std::size_t i = 0, j = 0; i < ch.size(); ++i) {
+            while (j + 1 < ch.size() && ch[j + 1].first <= ch[i].first + window) ++j;
+            const double bytes = static_cast<double>(ch[j].second - ch[i].second);
+            busiest = std::max(busiest, bytes / (rate * static_cast<double>(window)));
+            EXPECT_LE(bytes, allowed) << n << " from " << ch[i].first << " ps";
+            if (bytes > allowed) break;
+        }
+    }
+    EXPECT_EQ(sum, w->result.hbm_bytes_read + w->result.hbm_bytes_written) << sample;
+    EXPECT_EQ(sum, v.final_value(kHbm + ".bytes_served")) << sample;  // no reducing writes here
+    std::printf("%s: %llu bytes over 32 channels (= HBM bytes read + written %llu), busiest 2 us of a channel: "
+                "%.2f%% of its %.1f GB/s (allowed: %.2f%%)\n",
+                sample.c_str(), static_cast<unsigned long long>(sum),
+                static_cast<unsigned long long>(w->result.hbm_bytes_read + w->result.hbm_bytes_written), 100 * busiest,
+                hc.channel_bandwidth_gbps, 100 * allowed / (rate * static_cast<double>(window)));
+    return busiest;
+}
+
+}  // namespace
+
+// The decode layer is bound by HBM bandwidth: its channels run at their peak, so the check bites.
+TEST(VcdWriter, HbmChannelsConserveBytesAndKeepToTheirBandwidthDecode) {
+    const double busiest = check_channels("traces/samples/decode-layer.bin");
+    EXPECT_GT(busiest, 0.9);
+    RecordProperty("busiest_channel_pct", std::to_string(100 * busiest));
+}
+
+TEST(VcdWriter, HbmChannelsConserveBytesAndKeepToTheirBandwidthGemm) {
+    const double busiest = check_channels("traces/samples/gemm-1k.bin");
+    EXPECT_GT(busiest, 0.0);
+    RecordProperty("busiest_channel_pct", std::to_string(100 * busiest));
+}
+
+// The GEMM sample's VMEM bytes allocated is exactly what vmem_liveness implies for its stream
+// (read from the trace file) with the run's times: never negative, never above the VMEM's
+// capacity, back to 0 at the end, the same high-water mark.
+TEST(VcdWriter, VmemBytesAllocatedIsWhatLivenessImplies) {
+    const std::string path = source_path("traces/samples/gemm-1k.bin");
+    auto w = run_waves(path, {VcdOptions{}});
+    ASSERT_TRUE(w->result.completed);
+    const Vcd& v = w->vcd();
+    const std::string sig = kCore + "vmem.bytes_allocated";
+    std::int64_t lowest = 0;
+    const Changes want = implied_allocation(read_stream(path), w->tee, &lowest);
+    const Changes& got = v.var(sig).changes;
+    EXPECT_EQ(lowest, 0);
+    EXPECT_EQ(got, want);
+    const auto* vmem = dynamic_cast<const Vmem*>(w->sim->platform().find(kCore + "vmem"));
+    ASSERT_NE(vmem, nullptr);
+    EXPECT_GT(high_water(got), 0u);
+    EXPECT_LE(high_water(got), vmem->config().capacity);
+    EXPECT_EQ(high_water(got), high_water(want));
+    EXPECT_EQ(got.back().second, 0u);
+    EXPECT_EQ(got.front(), (std::pair<Tick, std::uint64_t>{0, 0}));
+    std::printf("gemm-1k: VMEM high-water %llu bytes of %llu, %zu changes\n",
+                static_cast<unsigned long long>(high_water(got)), static_cast<unsigned long long>(vmem->config().capacity),
+                got.size());
+    RecordProperty("vmem_high_water_bytes", std::to_string(high_water(got)));
+}
+
+// Selected alone, bytes_allocated still sees every instruction and DMA of its stream (attach
+// sets the writer on the core and the DMA engines), and the file has that one signal.
+TEST(VcdWriter, BytesAllocatedAloneAttachesItsSources) {
+    const std::string path = source_path("traces/samples/decode-layer.bin");
+    auto cfg = platform::load_platform(source_path("configs/xpu.yaml"));
+    platform::Simulation sim(cfg, path);
+    Tee tee;  // records only: the writer is attached to the modules it needs
+    VcdOptions o;
+    o.path = temp_path("alloc-only.vcd");
+    o.signals = "*.bytes_allocated";
+    VcdWriter wr(sim.platform(), o);
+    EXPECT_EQ(wr.selected_signals(), (std::vector<std::string>{kCore + "vmem.bytes_allocated"}));
+    wr.attach(sim.platform());
+    auto r = sim.run();
+    ASSERT_TRUE(r.completed);
+    wr.finish(ns_to_ticks(r.simulated_ns));
+    Vcd v = parse_vcd(o.path);
+    EXPECT_EQ(v.vars.size(), 1u);
+    const auto& c = v.var(kCore + "vmem.bytes_allocated").changes;
+    EXPECT_GT(c.size(), 10u);
+    EXPECT_GT(high_water(c), 0u);
+    EXPECT_EQ(c.back().second, 0u);
 }

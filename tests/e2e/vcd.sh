@@ -3,7 +3,8 @@
 # xvfb-run: the test driver vcd_dump writes the waveforms of the sample GEMM and decode layer;
 # GTKWave loads each VCD without a complaint; it loads the GTKWave save file with every signal
 # displayed, in order, and shows opcodes and stall causes by name (Tcl interface). Also: the
-# signal selection and the window restrict the file, files are deterministic, bad options are
+# signal selection and the window restrict the file, HBM channels and VMEM bytes_allocated read
+# back the same through GTKWave and under a selection, files are deterministic, bad options are
 # usage errors, an unwritable output is an error.
 # usage: bash vcd.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -94,6 +95,26 @@ sys.exit(1)
 EOF
 }
 
+# changes_of VCD SIGNAL: "TIME VALUE" per change of SIGNAL (full name, no range), the
+# $dumpvars value first.
+changes_of() {
+    "$PY" - "$@" <<'EOF'
+import sys
+path, name = sys.argv[1], sys.argv[2]
+ids, scope, t = {}, [], 0
+for line in open(path):
+    w = line.split()
+    if not w:
+        continue
+    if w[0] == '$scope': scope.append(w[2])
+    elif w[0] == '$upscope': scope.pop()
+    elif w[0] == '$var': ids[w[3]] = '.'.join(scope + [w[4]])
+    elif line[0] == '#': t = int(line[1:])
+    elif line[0] == 'b' and ids.get(w[1]) == name: print(t, int(w[0][1:], 2))
+    elif line[0] in '01' and len(w) == 1 and ids.get(line[1:].strip()) == name: print(t, int(line[0]))
+EOF
+}
+
 # 0. The load check catches a broken file (a check of the check).
 printf '$timescale 1ps $end\n$scope module a $end\n$var wire 1 ! x $end\n$upscope $end\n$enddefinitions $end\n#10\n$dumpvars\n0!\n$end\n#5\n1"\n' \
     >"$WORK/broken.vcd"
@@ -102,7 +123,7 @@ pass "a broken VCD makes GTKWave complain, and the check notices"
 
 # 1. The GEMM sample: all signals.
 "$DUMP" "$PLATFORM" "$GEMM" "$WORK/gemm.vcd" >"$WORK/out.txt" 2>&1 || { cat "$WORK/out.txt" >&2; fail "vcd_dump gemm"; }
-grep -q "33 of 33 signals" "$WORK/out.txt" || fail "vcd_dump: $(cat "$WORK/out.txt")"
+grep -q "98 of 98 signals" "$WORK/out.txt" || fail "vcd_dump: $(cat "$WORK/out.txt")"
 for f in gemm.vcd gemm.gtkw gemm.opcodes.txt gemm.stalls.txt; do [[ -s "$WORK/$f" ]] || fail "no $f"; done
 ls "$WORK" | grep -q '\.tmp$' && fail "temporary files left: $(ls "$WORK")"
 pass "vcd_dump writes the VCD, the save file and the two filter files"
@@ -111,20 +132,23 @@ gtkwave_load "$WORK/gemm.vcd" || fail "GTKWave does not load gemm.vcd cleanly"
 pass "GTKWave loads the GEMM's VCD without a complaint"
 
 gtkwave_tcl "$WORK/gemm.gtkw" "$WORK/list.tcl" || fail "GTKWave does not load gemm.gtkw cleanly"
-grep -qx "XPU facs 33" "$WORK/tcl.txt" || fail "facilities: $(grep facs "$WORK/tcl.txt")"
-[[ $(grep -c '^XPU shown ' "$WORK/tcl.txt") -eq 33 ]] || fail "displayed: $(cat "$WORK/tcl.txt")"
+grep -qx "XPU facs 98" "$WORK/tcl.txt" || fail "facilities: $(grep facs "$WORK/tcl.txt")"
+[[ $(grep -c '^XPU shown ' "$WORK/tcl.txt") -eq 98 ]] || fail "displayed: $(cat "$WORK/tcl.txt")"
 [[ $(grep -m1 '^XPU shown ' "$WORK/tcl.txt") == "XPU shown xpu.chip0.core0.scalar.opcode[7:0]" ]] ||
     fail "first displayed signal: $(grep -m1 '^XPU shown ' "$WORK/tcl.txt")"
 for s in 'xpu.chip0.core0.scalar.stall[2:0]' 'xpu.chip0.core0.scalar.iq_depth[15:0]' 'xpu.chip0.core0.vpu0.busy' \
          'xpu.chip0.core0.mxu7.op[7:0]' 'xpu.chip0.dma3.inflight_bytes[63:0]' 'xpu.chip0.hbm.bytes_served[63:0]' \
-         'xpu.chip0.core0.vmem.requests[31:0]'; do
+         'xpu.chip0.core0.vmem.requests[31:0]' 'xpu.chip0.hbm.ch00.requests[31:0]' 'xpu.chip0.hbm.ch07.bytes_served[63:0]' \
+         'xpu.chip0.hbm.ch31.bytes_served[63:0]' 'xpu.chip0.core0.vmem.bytes_allocated[63:0]'; do
     grep -qxF "XPU shown $s" "$WORK/tcl.txt" || fail "$s not displayed"
 done
-# Display order: core (scalar, units), DMA, memories.
+# Display order: core (scalar, units), DMA, memories (the HBM's channels in its group).
 order=$(grep '^XPU shown ' "$WORK/tcl.txt" | sed 's/^XPU shown xpu\.chip0\.//; s/\.[^.]*$//' | uniq | tr '\n' ' ')
-[[ "$order" == "core0.scalar core0.vpu0 core0.mxu0 core0.mxu1 core0.mxu2 core0.mxu3 core0.mxu4 core0.mxu5 core0.mxu6 core0.mxu7 dma0 dma1 dma2 dma3 hbm core0.vmem " ]] ||
+channels=$(for k in $(seq -w 0 31); do printf 'hbm.ch%s ' "$k"; done)
+[[ "$order" == "core0.scalar core0.vpu0 core0.mxu0 core0.mxu1 core0.mxu2 core0.mxu3 core0.mxu4 core0.mxu5 core0.mxu6 core0.mxu7 dma0 dma1 dma2 dma3 hbm ${channels}core0.vmem " ]] ||
     fail "display order: $order"
-pass "GTKWave loads the save file: 33 signals displayed, core first, then DMA, then memories"
+grep -A1 -x '@c00200' "$WORK/gemm.gtkw" | grep -qx -- '-chip0.hbm.channels' || fail "the HBM channels are not a closed group in gemm.gtkw"
+pass "GTKWave loads the save file: 98 signals displayed, core first, then DMA, then memories (HBM channels in a closed group)"
 
 # Opcodes and stall causes show by name: read back at times taken from the VCD.
 t_mm=$(first_time "$WORK/gemm.vcd" xpu.chip0.core0.mxu0.op 33) || fail "mxu0 never runs a matmul (0x21)"
@@ -141,6 +165,28 @@ grep -qx "XPU op matmul" "$WORK/tcl.txt" || fail "mxu0.op at $t_mm ps: $(cat "$W
 grep -qx "XPU busy 1" "$WORK/tcl.txt" || fail "mxu0.busy at $t_mm ps: $(cat "$WORK/tcl.txt")"
 grep -qx "XPU stall dependency" "$WORK/tcl.txt" || fail "stall at $t_dep ps: $(cat "$WORK/tcl.txt")"
 pass "GTKWave shows mxu0.op as 'matmul' and the stall as 'dependency' (translate filters)"
+
+# The new signals read back through GTKWave: at the end of the run a channel's bytes_served is
+# its total in the VCD, and VMEM bytes_allocated is back to 0.
+t_end=$(grep '^#' "$WORK/gemm.vcd" | tail -1 | tr -d '#')
+ch7=$(changes_of "$WORK/gemm.vcd" xpu.chip0.hbm.ch07.bytes_served | tail -1 | cut -d' ' -f2)
+alloc_max=$(changes_of "$WORK/gemm.vcd" xpu.chip0.core0.vmem.bytes_allocated | cut -d' ' -f2 | sort -n | tail -1)
+[[ -n "$ch7" && -n "$alloc_max" && $ch7 -gt 0 && $alloc_max -gt 0 ]] || fail "hbm.ch07 served '$ch7' bytes, VMEM high-water '$alloc_max'"
+# (GTKWave computes values of displayed traces only, not of those in the closed channel group:
+# the script takes everything off and displays the channel on its own, in hex by default.)
+cat >"$WORK/new.tcl" <<EOF
+gtkwave::setMarker $t_end
+puts "XPU alloc [gtkwave::getTraceValueAtMarkerFromName {xpu.chip0.core0.vmem.bytes_allocated[63:0]}]"
+gtkwave::/Edit/Highlight_All
+gtkwave::/Edit/Cut
+gtkwave::addSignalsFromList {xpu.chip0.hbm.ch07.bytes_served}
+gtkwave::setMarker $t_end
+puts "XPU ch7 [gtkwave::getTraceValueAtMarkerFromName {xpu.chip0.hbm.ch07.bytes_served[63:0]}]"
+EOF
+gtkwave_tcl "$WORK/gemm.gtkw" "$WORK/new.tcl" || fail "GTKWave new-signals script"
+grep -qx "XPU ch7 $(printf '%016X' "$ch7")" "$WORK/tcl.txt" || fail "hbm.ch07.bytes_served at $t_end ps: $(cat "$WORK/tcl.txt"), VCD says $ch7"
+grep -qx "XPU alloc 0" "$WORK/tcl.txt" || fail "vmem.bytes_allocated at $t_end ps: $(cat "$WORK/tcl.txt")"
+pass "GTKWave reads hbm.ch07.bytes_served ($ch7 bytes) and vmem.bytes_allocated (0 at the end, high-water $alloc_max bytes)"
 
 # 2. Deterministic: the same run, the same bytes.
 cp "$WORK/gemm.vcd" "$WORK/first.vcd"
@@ -164,11 +210,27 @@ last=$(grep '^#' "$WORK/sel.vcd" | tail -1)
 [[ $(stat -c %s "$WORK/sel.vcd") -lt $(($(stat -c %s "$WORK/gemm.vcd") / 10)) ]] || fail "the selection is not much smaller"
 pass "--signals and --window restrict the file (3 signals, 2000..6000 ns)"
 
+# A selection of channels, and bytes_allocated without its core's or DMA engines' signals (the
+# writer then listens to them all the same): the same waveforms as in the full file.
+"$DUMP" "$PLATFORM" "$GEMM" "$WORK/ch.vcd" --signals 'xpu.chip0.hbm.ch0?.*,*.vmem.bytes_allocated' \
+    >"$WORK/out.txt" 2>&1 || { cat "$WORK/out.txt" >&2; fail "vcd_dump --signals channels"; }
+grep -q "21 of 98 signals" "$WORK/out.txt" || fail "channel selection: $(cat "$WORK/out.txt")"
+gtkwave_load "$WORK/ch.vcd" || fail "GTKWave does not load ch.vcd cleanly"
+gtkwave_tcl "$WORK/ch.gtkw" "$WORK/list.tcl" || fail "GTKWave does not load ch.gtkw cleanly"
+grep -qx "XPU facs 21" "$WORK/tcl.txt" || fail "channel selection facilities: $(cat "$WORK/tcl.txt")"
+[[ $(grep -c '^XPU shown ' "$WORK/tcl.txt") -eq 21 ]] || fail "channel selection displayed: $(cat "$WORK/tcl.txt")"
+for s in xpu.chip0.core0.vmem.bytes_allocated xpu.chip0.hbm.ch05.bytes_served xpu.chip0.hbm.ch09.requests; do
+    changes_of "$WORK/ch.vcd" $s >"$WORK/a.txt"
+    changes_of "$WORK/gemm.vcd" $s >"$WORK/b.txt"
+    [[ $(wc -l <"$WORK/a.txt") -gt 2 ]] && cmp -s "$WORK/a.txt" "$WORK/b.txt" || fail "$s differs between the selection and the full file"
+done
+pass "a selection of HBM channels and bytes_allocated: 21 signals, each the same waveform as in the full file"
+
 # 4. The decode layer (the screenshot of docs/waveforms.md).
 "$DUMP" "$PLATFORM" "$DECODE" "$WORK/decode.vcd" >"$WORK/out.txt" 2>&1 || { cat "$WORK/out.txt" >&2; fail "vcd_dump decode"; }
 gtkwave_load "$WORK/decode.vcd" || fail "GTKWave does not load decode.vcd cleanly"
 gtkwave_tcl "$WORK/decode.gtkw" "$WORK/list.tcl" || fail "GTKWave does not load decode.gtkw cleanly"
-[[ $(grep -c '^XPU shown ' "$WORK/tcl.txt") -eq 33 ]] || fail "decode displayed: $(cat "$WORK/tcl.txt")"
+[[ $(grep -c '^XPU shown ' "$WORK/tcl.txt") -eq 98 ]] || fail "decode displayed: $(cat "$WORK/tcl.txt")"
 pass "GTKWave loads the decode layer's VCD and save file"
 
 # 5. Errors.

@@ -1,0 +1,150 @@
+#include "analysis/dependencies.h"
+
+#include <algorithm>
+
+namespace xpu::analysis {
+
+int accesses(const Instruction& in, std::uint16_t chip, Access out[2]) {
+    auto at = [&](const MemRef& r) { return r.chip == kLocalChip ? chip : r.chip; };
+    const std::uint64_t n = in.has(kBytes) ? in.bytes : 0;
+    switch (in.op) {
+        case Opcode::VLoad:
+            if (!in.has(kMemSrc)) return 0;
+            out[0] = {in.mem_src.space, at(in.mem_src), in.mem_src.addr, in.mem_src.addr + std::max<std::uint64_t>(n, 1), false};
+            return 1;
+        case Opcode::VStore:
+            if (!in.has(kMemDst)) return 0;
+            out[0] = {in.mem_dst.space, at(in.mem_dst), in.mem_dst.addr, in.mem_dst.addr + std::max<std::uint64_t>(n, 1), true};
+            return 1;
+        case Opcode::Dma:
+            if (!in.has(kMemSrc) || !in.has(kMemDst)) return 0;
+            out[0] = {in.mem_src.space, at(in.mem_src), in.mem_src.addr, in.mem_src.addr + n, false};
+            out[1] = {in.mem_dst.space, at(in.mem_dst), in.mem_dst.addr, in.mem_dst.addr + n, true};
+            return 2;
+        default: return 0;
+    }
+}
+
+bool conflict(const Access* a, int na, const Access* b, int nb) {
+    for (int i = 0; i < na; ++i)
+        for (int j = 0; j < nb; ++j)
+            if ((a[i].write || b[j].write) && a[i].space == b[j].space && a[i].chip == b[j].chip && a[i].lo < b[j].hi &&
+                b[j].lo < a[i].hi)
+                return true;
+    return false;
+}
+
+bool is_barrier_like(Opcode op) { return op == Opcode::SSet || op == Opcode::SAdd || op == Opcode::Barrier || op == Opcode::Halt; }
+
+Planner::Planner(const Context& cx) : cx_(cx), run_(cx.run) {
+    covered_at_.resize(run_.streams.size());
+    for (std::uint32_t s = 0; s < run_.streams.size(); ++s) index_waits(s);
+}
+
+const std::vector<Raiser>& Planner::covered(std::uint32_t s, std::uint64_t i) const {
+    auto it = covered_at_[s].find(i);
+    return it == covered_at_[s].end() ? none_ : covered_[it->second];
+}
+
+bool Planner::raiser_accesses(const Raiser& r, Access out[2], int& n) const {
+    const Stream& st = run_.streams[r.stream];
+    const Instruction& in = st.code[r.index];
+    if (in.op != Opcode::Dma) return false;
+    n = accesses(in, st.chip, out);
+    return true;
+}
+
+bool Planner::wait_blocks(std::uint32_t s, std::uint64_t w, const Access* acc, int na) const {
+    for (const Raiser& r : covered(s, w)) {
+        Access ra[2];
+        int n = 0;
+        if (!raiser_accesses(r, ra, n)) return na > 0;
+        if (conflict(ra, n, acc, na)) return true;
+    }
+    return false;
+}
+
+std::uint64_t Planner::hoist_point(std::uint32_t s, std::uint64_t k) {
+    const std::uint64_t key = (std::uint64_t(s) << 40) | k;
+    auto it = hoist_cache_.find(key);
+    if (it != hoist_cache_.end()) return it->second;
+    const Stream& st = run_.streams[s];
+    const Instruction& d = st.code[k];
+    Access acc[2];
+    const int na = accesses(d, st.chip, acc);
+    const bool local_flag = d.has(kFlag) && (d.mem_dst.chip == kLocalChip || d.mem_dst.chip == st.chip);
+    std::uint64_t p = k;
+    const std::uint64_t limit = k > kScan ? k - kScan : 0;
+    for (std::uint64_t j = k; j-- > limit;) {
+        const Instruction& y = st.code[j];
+        if (is_barrier_like(y.op)) break;
+        if (y.op == Opcode::SWait) {
+            if (local_flag && y.flag == d.flag) break;
+            if (wait_blocks(s, j, acc, na)) break;
+        } else {
+            Access ya[2];
+            const int ny = accesses(y, st.chip, ya);
+            if (ny && conflict(ya, ny, acc, na)) break;
+        }
+        p = j;
+    }
+    hoist_cache_[key] = p;
+    return p;
+}
+
+std::pair<std::uint64_t, bool> Planner::sink_point(std::uint32_t s, std::uint64_t k) const {
+    const Stream& st = run_.streams[s];
+    const Instruction& w = st.code[k];
+    const Cond cond = w.has(kCond) ? w.cond : Cond::Ge;
+    std::vector<Access> racc;
+    bool opaque = false;
+    for (const Raiser& r : covered(s, k)) {
+        Access ra[2];
+        int n = 0;
+        if (!raiser_accesses(r, ra, n)) opaque = true;
+        racc.insert(racc.end(), ra, ra + n);
+    }
+    const std::uint64_t limit = std::min<std::uint64_t>(st.code.size(), k + kScan);
+    for (std::uint64_t j = k + 1; j < limit; ++j) {
+        const Instruction& y = st.code[j];
+        if (y.op == Opcode::SWait) {
+            if (y.flag == w.flag && (y.has(kCond) ? y.cond : Cond::Ge) == cond && (cond == Cond::Ge || cond == Cond::Gt) &&
+                (y.has(kValue) ? y.value : 0) >= (w.has(kValue) ? w.value : 0))
+                return {j, true};
+            continue;
+        }
+        if (is_barrier_like(y.op)) return {j, false};
+        if (y.op == Opcode::Dma && y.has(kFlag) && y.flag == w.flag) return {j, false};
+        Access ya[2];
+        const int ny = accesses(y, st.chip, ya);
+        if (ny && (opaque || conflict(racc.data(), static_cast<int>(racc.size()), ya, ny))) return {j, false};
+    }
+    return {limit, false};
+}
+
+void Planner::index_waits(std::uint32_t s) {
+    const Stream& st = run_.streams[s];
+    std::unordered_map<std::uint16_t, Tick> prev;  // flag -> issue of the previous swait on it
+    for (std::uint64_t i = 0; i < st.code.size() && st.life[i].seen; ++i) {
+        const Instruction& in = st.code[i];
+        if (in.op != Opcode::SWait) continue;
+        const std::uint16_t f = in.has(kFlag) ? in.flag : 0;
+        const bool first = !prev.count(f);
+        const Tick from = first ? 0 : prev[f];
+        const Tick to = st.life[i].issue;
+        prev[f] = to;
+        std::vector<Raiser> rs;
+        const auto& ch = cx_.ix.changes(st.chip, f);
+        auto it = first ? ch.begin()
+                        : std::upper_bound(ch.begin(), ch.end(), from, [&](Tick v, std::uint32_t c) { return v < run_.flags[c].time; });
+        for (; it != ch.end() && run_.flags[*it].time <= to; ++it) {
+            const FlagChange& fc = run_.flags[*it];
+            if (fc.by_stream == kNone) continue;
+            rs.push_back({fc.by_stream, fc.by_index, cx_.ix.dma_of(fc.by_stream, fc.by_index)});
+        }
+        covered_at_[s][i] = covered_.size();
+        covered_.push_back(std::move(rs));
+    }
+}
+
+}  // namespace xpu::analysis

@@ -1,0 +1,77 @@
+// The dependency rules every trace transformation of the analysis obeys (hoisting a DMA,
+// sinking a wait, list-scheduling a window), so that a patched trace computes what the
+// original did.
+//
+// Dependencies. An instruction's memory accesses are its byte ranges (space, chip, range, read
+// or write): vld reads VMEM, vst writes it, a DMA reads its source and writes its destination
+// (asynchronously: until a swait covers its completion flag). A swait "covers" the flag raises
+// that happened, in this run, after the previous swait on its flag in the same stream and up
+// to its own issue; it stands for those raisers' accesses completing. Two accesses conflict if
+// they overlap and one writes.
+//  - Hoisting a DMA (moving it up): it may pass an instruction unless they conflict, or the
+//    instruction is a swait on the flag the DMA raises, or covers a raiser that conflicts with
+//    the DMA (its data is not there yet / its buffer not yet free), or is a sset/sadd/barrier.
+//  - Sinking a swait (moving it down): it may pass anything that does not touch what its
+//    raisers wrote or read, is not a DMA raising its flag, nor a sset/sadd/barrier/halt; when it
+//    reaches a later swait on its flag that waits for at least as much, it is redundant and
+//    is dropped.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "analysis/context.h"
+
+namespace xpu::analysis {
+
+inline constexpr std::uint64_t kScan = 50000;  // instructions looked at per move
+
+struct Access {
+    Space space = Space::Vmem;
+    std::uint16_t chip = 0;
+    std::uint64_t lo = 0, hi = 0;
+    bool write = false;
+};
+
+// The memory accesses of an instruction on `chip` (at most two: a DMA's source and destination).
+int accesses(const Instruction& in, std::uint16_t chip, Access out[2]);
+bool conflict(const Access* a, int na, const Access* b, int nb);
+// Instructions nothing may move across (sset, sadd, barrier, halt).
+bool is_barrier_like(Opcode op);
+
+struct Raiser {
+    std::uint32_t stream = 0;
+    std::uint64_t index = 0;
+    std::uint32_t dma = kNone;  // its DMA record, if a DMA
+};
+
+class Planner {
+public:
+    explicit Planner(const Context& cx);
+    // The raises a swait covers (empty for anything else).
+    const std::vector<Raiser>& covered(std::uint32_t s, std::uint64_t i) const;
+    // Accesses of a raiser, in its own chip's terms; false if it is not a DMA (then a wait on
+    // it orders everything: we do not know what the raiser's stream wrote before raising).
+    bool raiser_accesses(const Raiser& r, Access out[2], int& n) const;
+    // Does swait `w` (stream s) order something with these accesses?
+    bool wait_blocks(std::uint32_t s, std::uint64_t w, const Access* acc, int na) const;
+    // The earliest position the DMA at `k` can move up to (k itself: it cannot move).
+    std::uint64_t hoist_point(std::uint32_t s, std::uint64_t k);
+    // Sinking swait `k`: the instruction it must stay before, and whether it reached a later
+    // wait that makes it redundant.
+    std::pair<std::uint64_t, bool> sink_point(std::uint32_t s, std::uint64_t k) const;
+
+private:
+    void index_waits(std::uint32_t s);
+
+    const Context& cx_;
+    const RunData& run_;
+    std::vector<std::vector<Raiser>> covered_;
+    std::vector<std::unordered_map<std::uint64_t, std::size_t>> covered_at_;
+    std::unordered_map<std::uint64_t, std::uint64_t> hoist_cache_;
+    std::vector<Raiser> none_;
+};
+
+}  // namespace xpu::analysis

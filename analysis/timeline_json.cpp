@@ -1,0 +1,602 @@
+#include "analysis/timeline_json.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+#include <string_view>
+
+#include "analysis/render_util.h"
+
+namespace xpu::analysis {
+
+namespace {
+
+using namespace render;
+
+// Perfetto reads ts and dur (us) into whole ns, rounding each to the nearest: a slice ends at
+// round(ts) + round(dur) there. Two slices that do not overlap in ps could overlap by a ns after
+// that rounding only through a tie (x.5 ns), which may round either way; these bounds take both.
+std::int64_t ns_low(Tick ps) { return static_cast<std::int64_t>(ps % 1000 == 500 ? ps / 1000 : (ps + 500) / 1000); }
+std::int64_t ns_high(Tick ps) { return static_cast<std::int64_t>(ps % 1000 == 500 ? ps / 1000 + 1 : (ps + 500) / 1000); }
+
+class Writer {
+public:
+    explicit Writer(const std::string& path) : out_(path) { out_.write("{\"traceEvents\":["); }
+
+    std::string& begin_event() {
+        std::string& b = out_.buf();
+        b += first_ ? "\n" : ",\n";
+        first_ = false;
+        return b;
+    }
+    void end_event() { out_.maybe_flush(); }
+
+    void process(std::uint32_t pid, const std::string& name, int sort) {
+        std::string& b = begin_event();
+        b += "{\"ph\":\"M\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(pid) +
+             ",\"ts\":0,\"name\":\"process_name\",\"args\":{\"name\":";
+        json_string_to(b, name);
+        b += "}}";
+        begin_event();
+        b += "{\"ph\":\"M\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(pid) +
+             ",\"ts\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":" + std::to_string(sort) + "}}";
+        end_event();
+    }
+    void thread(std::uint32_t pid, std::uint32_t tid, const std::string& name) {
+        std::string& b = begin_event();
+        b += "{\"ph\":\"M\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) +
+             ",\"ts\":0,\"name\":\"thread_name\",\"args\":{\"name\":";
+        json_string_to(b, name);
+        b += "}}";
+        begin_event();
+        b += "{\"ph\":\"M\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) +
+             ",\"ts\":0,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" + std::to_string(tid) + "}}";
+        end_event();
+    }
+    // Starts a complete event; the caller appends ",\"args\":{...}" or nothing, then close_slice().
+    std::string& slice(std::uint32_t pid, std::uint32_t tid, const char* cat, std::string_view name, Tick begin, Tick end) {
+        std::string& b = begin_event();
+        b += "{\"ph\":\"X\",\"pid\":";
+        b += std::to_string(pid);
+        b += ",\"tid\":";
+        b += std::to_string(tid);
+        b += ",\"ts\":";
+        micros_to(b, begin);
+        b += ",\"dur\":";
+        micros_to(b, end - begin);
+        b += ",\"cat\":\"";
+        b += cat;
+        b += "\",\"name\":";
+        json_string_to(b, name);
+        return b;
+    }
+    void close_slice() {
+        out_.buf() += '}';
+        end_event();
+    }
+    void counter(std::uint32_t pid, const std::string& name, Tick ts, double value) {
+        std::string& b = begin_event();
+        b += "{\"ph\":\"C\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(pid) + ",\"ts\":";
+        micros_to(b, ts);
+        b += ",\"name\":";
+        json_string_to(b, name);
+        b += ",\"args\":{\"value\":";
+        json_number_to(b, value);
+        b += "}}";
+        end_event();
+    }
+    std::string& raw() { return out_.buf(); }
+    void close() {
+        out_.maybe_flush();
+        out_.close();
+    }
+
+private:
+    FileOut out_;
+    bool first_ = true;
+};
+
+// One track of the viewer: a name, and as many lanes (threads) as its slices need so that the
+// slices of each lane never overlap, even after Perfetto's rounding to ns. First fit: slices
+// must come in order of their begin time.
+//
+// Perfetto ends a slice at round(ts) + round(dur), which can be 1 ns past round(ts + dur): two
+// slices that only touch in ps may overlap in Perfetto's ns. Rather than open a lane for that,
+// the later slice's begin moves to the first ps that Perfetto rounds to the earlier one's end
+// (at most 2 ns later; its end too, if it was shorter than that): `nudged` says so, and the
+// caller records the exact times in the slice's args.
+class Track {
+public:
+    Track(Writer& w, std::uint32_t pid, std::string name, std::uint32_t& next_tid, std::size_t max_lanes)
+        : w_(w), pid_(pid), name_(std::move(name)), next_tid_(next_tid), max_lanes_(max_lanes) {}
+
+    // The lane's tid for a slice [b, e) (b and e possibly nudged), or 0 if every lane overlaps
+    // it and no lane may be added.
+    std::uint32_t place(Tick& b, Tick& e, bool& nudged) {
+        nudged = false;
+        for (std::size_t k = 0; k < tids_.size(); ++k) {
+            if (b < exact_end_[k]) continue;  // overlaps in ps: another lane
+            Tick b2 = std::max(b, end_ps_[k]);
+            if (ns_low(b2) < end_ns_[k]) b2 = std::max<Tick>(b2, static_cast<Tick>(end_ns_[k]) * 1000 - 499);  // rounds up to it
+            const Tick e2 = std::max(e, b2);
+            exact_end_[k] = e;
+            end_ps_[k] = e2;
+            end_ns_[k] = ns_high(b2) + ns_high(e2 - b2);
+            nudged = b2 != b || e2 != e;
+            b = b2;
+            e = e2;
+            return tids_[k];
+        }
+        if (tids_.size() >= max_lanes_) {
+            ++dropped_;
+            return 0;
+        }
+        const std::uint32_t tid = next_tid_++;
+        tids_.push_back(tid);
+        exact_end_.push_back(e);
+        end_ps_.push_back(e);
+        end_ns_.push_back(ns_high(b) + ns_high(e - b));
+        w_.thread(pid_, tid, tids_.size() == 1 ? name_ : name_ + " (" + std::to_string(tids_.size()) + ")");
+        return tid;
+    }
+    std::uint32_t pid() const { return pid_; }
+    const std::string& name() const { return name_; }
+    std::size_t lanes() const { return tids_.size(); }
+    std::size_t dropped() const { return dropped_; }
+
+private:
+    Writer& w_;
+    std::uint32_t pid_;
+    std::string name_;
+    std::uint32_t& next_tid_;
+    std::size_t max_lanes_;
+    std::vector<std::uint32_t> tids_;
+    std::vector<Tick> exact_end_, end_ps_;  // per lane: the last slice's end, exact and as written
+    std::vector<std::int64_t> end_ns_;          // and as Perfetto reads it (at most)
+    std::size_t dropped_ = 0;
+};
+
+struct Notes {
+    std::vector<std::string> merged;
+    std::size_t dropped = 0;
+    std::size_t nudged = 0;
+    std::size_t max_lanes_used = 0;
+};
+
+// Adds the exact times of a nudged slice to its args (the object `out` ends with).
+void exact(std::string& out, Tick b, Tick e, Notes& notes) {
+    out.pop_back();  // '}'
+    if (out.back() != '{') out += ',';
+    out += "\"exact_ts\":";
+    micros_to(out, b);
+    out += ",\"exact_dur\":";
+    micros_to(out, e - b);
+    out += '}';
+    ++notes.nudged;
+}
+
+// Emits the slices of a source (items 0..n-1 in order of begin time; Src has begin(k), end(k),
+// name(k) -> string_view, args(k, out) appending a JSON object) on a track. Past `cap` items,
+// runs of consecutive items of one name become one slice; past `cap` runs, groups of runs do.
+template <class Src>
+void emit(Writer& w, Track& t, const Src& src, std::size_t n, std::size_t cap, const char* cat, Notes& notes) {
+    if (n <= cap) {
+        for (std::size_t k = 0; k < n; ++k) {
+            const Tick b0 = src.begin(k), e0 = std::max(src.end(k), b0);
+            Tick b = b0, e = e0;
+            bool nudged = false;
+            const std::uint32_t tid = t.place(b, e, nudged);
+            if (!tid) continue;
+            std::string& out = w.slice(t.pid(), tid, cat, src.name(k), b, e);
+            out += ",\"args\":";
+            src.args(k, out);
+            if (nudged) exact(out, b0, e0, notes);
+            w.close_slice();
+        }
+    } else {
+        std::size_t runs = 0;
+        for (std::size_t k = 0; k < n; ++k)
+            if (k == 0 || src.name(k) != src.name(k - 1)) ++runs;
+        const std::size_t group = runs <= cap ? 1 : (runs + cap - 1) / cap;
+        std::size_t slices = 0;
+        // the current group: [gb, ge), its runs, its items, and its most numerous run's name
+        Tick gb = 0, ge = 0;
+        std::size_t g_runs = 0, g_items = 0, best_count = 0;
+        std::string_view best_name;
+        std::size_t first_item = 0;
+        // the current run
+        std::size_t run_count = 0;
+        std::string_view run_name;
+        auto close_group = [&]() {
+            if (!g_items) return;
+            if (ge < gb) ge = gb;
+            const Tick b0 = gb, e0 = ge;
+            bool nudged = false;
+            const std::uint32_t tid = t.place(gb, ge, nudged);
+            if (tid) {
+                std::string& out = w.slice(t.pid(), tid, cat, best_name, gb, ge);
+                out += ",\"args\":{\"merged_items\":" + std::to_string(g_items) + ",\"runs\":" + std::to_string(g_runs) +
+                       ",\"first\":";
+                src.args(first_item, out);
+                out += '}';
+                if (nudged) exact(out, b0, e0, notes);
+                w.close_slice();
+                ++slices;
+            }
+            g_runs = g_items = best_count = 0;
+        };
+        auto close_run = [&]() {
+            if (!run_count) return;
+            ++g_runs;
+            if (run_count > best_count) {
+                best_count = run_count;
+                best_name = run_name;
+            }
+            run_count = 0;
+            if (g_runs == group) close_group();
+        };
+        for (std::size_t k = 0; k < n; ++k) {
+            const std::string_view nm = src.name(k);
+            if (run_count && nm != run_name) close_run();
+            const Tick b = src.begin(k), e = std::max(src.end(k), b);
+            if (!g_items) {
+                gb = b;
+                ge = e;
+                first_item = k;
+            } else {
+                gb = std::min(gb, b);
+                ge = std::max(ge, e);
+            }
+            ++g_items;
+            if (!run_count) run_name = nm;
+            ++run_count;
+        }
+        close_run();
+        close_group();
+        notes.merged.push_back(t.name() + ": " + std::to_string(n) + " slices, more than the cap of " + std::to_string(cap) +
+                               ", merged into " + std::to_string(slices) +
+                               (group == 1 ? " (one per run of one name)" : " (groups of " + std::to_string(group) + " runs of one name)"));
+    }
+    notes.dropped += t.dropped();
+    notes.max_lanes_used = std::max(notes.max_lanes_used, t.lanes());
+}
+
+std::string_view annotation_of(const RunData& run, std::uint32_t stream, std::uint64_t index) {
+    if (stream >= run.streams.size() || index >= run.streams[stream].code.size()) return {};
+    const Instruction& in = run.streams[stream].code[index];
+    if (in.has(kAnn) && in.ann < run.strings.size()) return run.strings[in.ann];
+    return {};
+}
+
+void instr_ref(std::string& out, const RunData& run, std::uint32_t stream, std::uint64_t index) {
+    if (stream < run.streams.size()) {
+        out += ",\"instr\":";
+        json_string_to(out, run.streams[stream].label() + " #" + std::to_string(index));
+    }
+}
+
+// Sorts the indices `v` by (begin, end, index): the order the lanes need.
+template <class F>
+void sort_by_time(std::vector<std::uint32_t>& v, F begin_end) {
+    auto less = [&](std::uint32_t x, std::uint32_t y) {
+        const auto bx = begin_end(x), by = begin_end(y);
+        if (bx != by) return bx < by;
+        return x < y;
+    };
+    if (!std::is_sorted(v.begin(), v.end(), less)) std::sort(v.begin(), v.end(), less);  // logs come nearly in order
+}
+
+int number_after(const std::string& s, const std::string& prefix, std::size_t from = 0) {
+    for (std::size_t p = s.find(prefix, from); p != std::string::npos; p = s.find(prefix, p + 1)) {
+        const bool start_ok = p == 0 || s[p - 1] == '.' || s[p - 1] == ' ' || s[p - 1] == '/';
+        std::size_t q = p + prefix.size();
+        if (!start_ok || q >= s.size() || !std::isdigit(static_cast<unsigned char>(s[q]))) continue;
+        long v = 0;
+        while (q < s.size() && std::isdigit(static_cast<unsigned char>(s[q])) && v < 1000000) v = v * 10 + (s[q++] - '0');
+        if (q == s.size() || s[q] == '.' || s[q] == ' ' || s[q] == '/') return static_cast<int>(v);
+    }
+    return -1;
+}
+
+const char* status_text(unsigned st) {
+    switch (st) {
+        case 0: return "completed";
+        case 1: return "deadlock";
+        case 2: return "time limit";
+        case 3: return "interrupted";
+    }
+    return "unknown";
+}
+
+}  // namespace
+
+void write_timeline_json(const std::string& path, const RunData& run, const Analysis& a) {
+    write_timeline_json(path, run, a, TimelineOptions{});
+}
+
+void write_timeline_json(const std::string& path, const RunData& run, const Analysis& a, const TimelineOptions& opt) {
+    const std::size_t cap = std::max<std::size_t>(opt.max_slices_per_track, 1);
+    const std::size_t max_lanes = std::max<std::size_t>(opt.max_lanes, 1);
+
+    // Processes: one per chip seen anywhere, then one for the links and the units on no chip.
+    std::set<int> chips;
+    for (const auto& s : run.streams) chips.insert(s.chip);
+    for (const auto& u : run.units)
+        if (u.chip >= 0 && u.kind != "IciLink") chips.insert(u.chip);
+    for (const auto& u : a.units)
+        if (u.chip >= 0 && (u.unit >= run.units.size() || run.units[u.unit].kind != "IciLink")) chips.insert(u.chip);
+    for (const auto& s : a.series) {
+        const int c = number_after(s.name, "chip");
+        if (c >= 0) chips.insert(c);
+    }
+    const int max_chip = chips.empty() ? -1 : *chips.rbegin();
+    const std::uint32_t shared_pid = static_cast<std::uint32_t>(max_chip + 2);
+    auto pid_of_chip = [&](int chip) { return chip < 0 ? shared_pid : static_cast<std::uint32_t>(chip + 1); };
+    std::uint32_t next_tid = shared_pid + 1000;
+    auto is_link = [&](std::uint32_t u) { return u < run.units.size() && run.units[u].kind == "IciLink"; };
+    auto pid_of_unit = [&](std::uint32_t u) { return is_link(u) ? shared_pid : pid_of_chip(run.units[u].chip); };
+
+    // Index the records by unit, in order of time.
+    std::vector<std::vector<std::uint32_t>> ops_of(run.units.size()), dmas_of(run.units.size()), links_of(run.units.size());
+    for (std::size_t i = 0; i < run.unit_ops.size(); ++i)
+        if (run.unit_ops[i].unit < run.units.size()) ops_of[run.unit_ops[i].unit].push_back(static_cast<std::uint32_t>(i));
+    for (std::size_t i = 0; i < run.dmas.size(); ++i)
+        if (run.dmas[i].engine < run.units.size()) dmas_of[run.dmas[i].engine].push_back(static_cast<std::uint32_t>(i));
+    for (std::size_t i = 0; i < run.mems.size(); ++i)
+        if (is_link(run.mems[i].target)) links_of[run.mems[i].target].push_back(static_cast<std::uint32_t>(i));
+    for (auto& v : ops_of)
+        sort_by_time(v, [&](std::uint32_t i) { return std::make_pair(run.unit_ops[i].start, run.unit_ops[i].end); });
+    for (auto& v : dmas_of)
+        sort_by_time(v, [&](std::uint32_t i) { return std::make_pair(run.dmas[i].start, run.dmas[i].complete); });
+    for (auto& v : links_of)
+        sort_by_time(v, [&](std::uint32_t i) { return std::make_pair(run.mems[i].arrival, run.mems[i].done); });
+
+    // The core accounts (ScalarCore) by stream.
+    std::vector<const UnitAccount*> core_account(run.streams.size(), nullptr);
+    std::vector<const UnitAccount*> loose_cores;  // core accounts with no stream
+    for (const auto& u : a.units) {
+        const std::string kind = !u.kind.empty() ? u.kind : u.unit < run.units.size() ? run.units[u.unit].kind : std::string();
+        if (kind != "ScalarCore") continue;
+        const int core = number_after(u.name, "core");
+        const std::uint32_t s = core >= 0 && u.chip >= 0
+                                    ? run.stream_of(static_cast<std::uint16_t>(u.chip), static_cast<std::uint16_t>(core))
+                                    : kNone;
+        if (s != kNone && !core_account[s])
+            core_account[s] = &u;
+        else
+            loose_cores.push_back(&u);
+    }
+
+    Writer w(path);
+    Notes notes;
+
+    // --- sources ---
+    struct Instrs {
+        const RunData& run;
+        const Stream& st;
+        const std::vector<std::uint32_t>& order;
+        Tick begin(std::size_t k) const { return st.life[order[k]].issue; }
+        // until it completes or the core issues the next instruction, whichever comes first:
+        // issue to complete would overlap hundreds deep (a core issues far ahead of its units)
+        Tick end(std::size_t k) const {
+            const Life& l = st.life[order[k]];
+            Tick e = l.complete;
+            if (k + 1 < order.size()) e = std::min(e, st.life[order[k + 1]].issue);
+            return std::max(e, l.issue);
+        }
+        std::string_view name(std::size_t k) const {
+            const Instruction& in = st.code[order[k]];
+            if (in.has(kAnn) && in.ann < run.strings.size()) return run.strings[in.ann];
+            return mnemonic(in.op);
+        }
+        void args(std::size_t k, std::string& out) const {
+            const std::uint32_t i = order[k];
+            out += "{\"index\":" + std::to_string(i) + ",\"op\":\"";
+            out += mnemonic(st.code[i].op);
+            const Life& l = st.life[i];
+            out += "\",\"complete_us\":";
+            micros_to(out, l.complete);
+            out += ",\"ready_to_issue_ns\":";
+            json_number_to(out, l.issue >= l.ready ? static_cast<double>(l.issue - l.ready) / 1e3 : 0);
+            out += '}';
+        }
+    };
+    struct Ops {
+        const RunData& run;
+        const std::vector<std::uint32_t>& idx;
+        Tick begin(std::size_t k) const { return run.unit_ops[idx[k]].start; }
+        Tick end(std::size_t k) const { return run.unit_ops[idx[k]].end; }
+        std::string_view name(std::size_t k) const {
+            const UnitOp& o = run.unit_ops[idx[k]];
+            const std::string_view ann = annotation_of(run, o.stream, o.index);
+            return ann.empty() ? mnemonic(o.op) : ann;
+        }
+        void args(std::size_t k, std::string& out) const {
+            const UnitOp& o = run.unit_ops[idx[k]];
+            out += "{\"op\":\"";
+            out += mnemonic(o.op);
+            out += '"';
+            instr_ref(out, run, o.stream, o.index);
+            out += ",\"accept_us\":";
+            micros_to(out, o.accept);
+            out += ",\"complete_us\":";
+            micros_to(out, o.complete);
+            out += '}';
+        }
+    };
+    struct Dmas {
+        const RunData& run;
+        const std::vector<std::uint32_t>& idx;
+        Tick begin(std::size_t k) const { return run.dmas[idx[k]].start; }
+        Tick end(std::size_t k) const { return run.dmas[idx[k]].complete; }
+        std::string_view name(std::size_t k) const {
+            const Dma& d = run.dmas[idx[k]];
+            const std::string_view ann = annotation_of(run, d.stream, d.index);
+            return ann.empty() ? std::string_view("dma") : ann;
+        }
+        void args(std::size_t k, std::string& out) const {
+            const Dma& d = run.dmas[idx[k]];
+            out += "{\"bytes\":" + std::to_string(d.bytes);
+            instr_ref(out, run, d.stream, d.index);
+            out += ",\"issue_us\":";
+            micros_to(out, d.issue);
+            out += ",\"gbps\":";
+            json_number_to(out, d.complete > d.start ? static_cast<double>(d.bytes) * 1e3 / static_cast<double>(d.complete - d.start) : 0);
+            out += '}';
+        }
+    };
+    struct Links {
+        const RunData& run;
+        const std::vector<std::uint32_t>& idx;
+        Tick begin(std::size_t k) const { return run.mems[idx[k]].arrival; }
+        Tick end(std::size_t k) const { return run.mems[idx[k]].done; }
+        std::string_view name(std::size_t k) const {
+            const MemTxn& m = run.mems[idx[k]];
+            const std::string_view ann = annotation_of(run, m.stream, m.index);
+            return !ann.empty() ? ann : m.write ? std::string_view("write") : std::string_view("read");
+        }
+        void args(std::size_t k, std::string& out) const {
+            const MemTxn& m = run.mems[idx[k]];
+            out += "{\"bytes\":" + std::to_string(m.bytes) + ",\"write\":" + (m.write ? "true" : "false");
+            if (m.initiator < run.units.size()) {
+                out += ",\"initiator\":";
+                json_string_to(out, run.units[m.initiator].path);
+            }
+            if (m.stream != kNone) instr_ref(out, run, m.stream, m.index);
+            out += '}';
+        }
+    };
+    struct Stalls {
+        const std::vector<Segment>& seg;
+        const std::vector<std::uint32_t>& idx;
+        Tick begin(std::size_t k) const { return seg[idx[k]].begin; }
+        Tick end(std::size_t k) const { return seg[idx[k]].end; }
+        std::string_view name(std::size_t k) const { return cause_name(seg[idx[k]].cause); }
+        void args(std::size_t k, std::string& out) const {
+            out += "{\"cause\":\"";
+            out += cause_key(seg[idx[k]].cause);
+            out += "\"}";
+        }
+    };
+
+    // A core's stall track: its account's stalled segments (not busy, not idle), the longest
+    // `cap` of them if there are more.
+    auto stall_track = [&](std::uint32_t pid, const std::string& name, const UnitAccount& acc) {
+        std::vector<std::uint32_t> idx;
+        for (std::size_t i = 0; i < acc.timeline.size(); ++i) {
+            const Segment& s = acc.timeline[i];
+            if (s.cause != Cause::Busy && s.cause != Cause::Idle && s.end > s.begin) idx.push_back(static_cast<std::uint32_t>(i));
+        }
+        if (idx.size() > cap) {
+            const std::size_t all = idx.size();
+            std::nth_element(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(cap), idx.end(), [&](std::uint32_t x, std::uint32_t y) {
+                const Tick dx = acc.timeline[x].end - acc.timeline[x].begin, dy = acc.timeline[y].end - acc.timeline[y].begin;
+                return dx != dy ? dx > dy : x < y;
+            });
+            idx.resize(cap);
+            notes.merged.push_back(name + ": the " + std::to_string(cap) + " longest of " + std::to_string(all) + " stalls are shown");
+        }
+        sort_by_time(idx, [&](std::uint32_t i) { return std::make_pair(acc.timeline[i].begin, acc.timeline[i].end); });
+        Track t(w, pid, name, next_tid, max_lanes);
+        emit(w, t, Stalls{acc.timeline, idx}, idx.size(), idx.size(), "stall", notes);
+    };
+    auto unit_tracks = [&](std::uint32_t u) {
+        const std::uint32_t pid = pid_of_unit(u);
+        const Unit& unit = run.units[u];
+        if (unit.kind == "DmaEngine" || !dmas_of[u].empty()) {
+            Track t(w, pid, unit.path, next_tid, max_lanes);
+            emit(w, t, Dmas{run, dmas_of[u]}, dmas_of[u].size(), cap, "dma", notes);
+        }
+        if (!links_of[u].empty()) {
+            Track t(w, pid, unit.path, next_tid, max_lanes);
+            emit(w, t, Links{run, links_of[u]}, links_of[u].size(), cap, "link", notes);
+        }
+        if (!ops_of[u].empty() && unit.kind != "DmaEngine") {
+            Track t(w, pid, unit.path + (dmas_of[u].empty() && links_of[u].empty() ? "" : " ops"), next_tid, max_lanes);
+            emit(w, t, Ops{run, ops_of[u]}, ops_of[u].size(), cap, "unit", notes);
+        }
+    };
+
+    // --- chips ---
+    for (int chip : chips) {
+        const std::uint32_t pid = pid_of_chip(chip);
+        w.process(pid, "chip " + std::to_string(chip), chip);
+        std::vector<std::uint32_t> streams;
+        for (std::size_t s = 0; s < run.streams.size(); ++s)
+            if (run.streams[s].chip == chip) streams.push_back(static_cast<std::uint32_t>(s));
+        std::stable_sort(streams.begin(), streams.end(), [&](std::uint32_t x, std::uint32_t y) { return run.streams[x].core < run.streams[y].core; });
+        for (std::uint32_t s : streams) {
+            const Stream& st = run.streams[s];
+            const std::string core = "core" + std::to_string(st.core);
+            if (core_account[s]) stall_track(pid, core + " stalls", *core_account[s]);
+            std::vector<std::uint32_t> order;
+            bool sorted = true;
+            Tick last = 0;
+            for (std::size_t i = 0; i < st.life.size(); ++i) {
+                if (!st.life[i].seen) continue;
+                if (st.life[i].issue < last) sorted = false;
+                last = st.life[i].issue;
+                order.push_back(static_cast<std::uint32_t>(i));
+            }
+            if (!sorted) sort_by_time(order, [&](std::uint32_t i) { return std::make_pair(st.life[i].issue, st.life[i].complete); });
+            Track t(w, pid, core + " instructions", next_tid, max_lanes);
+            emit(w, t, Instrs{run, st, order}, order.size(), cap, "instr", notes);
+        }
+        for (const UnitAccount* acc : loose_cores)
+            if (acc->chip == chip) stall_track(pid, acc->name + " stalls", *acc);
+        for (std::uint32_t u = 0; u < run.units.size(); ++u)
+            if (run.units[u].chip == chip && !is_link(u) && run.units[u].kind != "ScalarCore") unit_tracks(u);
+        // a ScalarCore's own records, if it has any, after its chip's other units
+        for (std::uint32_t u = 0; u < run.units.size(); ++u)
+            if (run.units[u].chip == chip && !is_link(u) && run.units[u].kind == "ScalarCore") unit_tracks(u);
+    }
+
+    // --- links and units on no chip ---
+    bool shared_named = false;
+    auto name_shared = [&]() {
+        if (!shared_named) w.process(shared_pid, "links", max_chip + 1);
+        shared_named = true;
+    };
+    for (std::uint32_t u = 0; u < run.units.size(); ++u) {
+        if (!(is_link(u) || run.units[u].chip < 0)) continue;
+        if (ops_of[u].empty() && dmas_of[u].empty() && links_of[u].empty()) continue;
+        name_shared();
+        unit_tracks(u);
+    }
+    for (const UnitAccount* acc : loose_cores)
+        if (acc->chip < 0) {
+            name_shared();
+            stall_track(shared_pid, acc->name + " stalls", *acc);
+        }
+
+    // --- series, as counters of their chip's process (or the shared one) ---
+    for (const auto& s : a.series) {
+        const int chip = number_after(s.name, "chip");
+        const std::uint32_t pid = chip >= 0 ? pid_of_chip(chip) : shared_pid;
+        if (pid == shared_pid) name_shared();
+        const std::string name = s.unit.empty() ? s.name : s.name + " (" + s.unit + ")";
+        for (std::size_t i = 0; i < s.values.size(); ++i) w.counter(pid, name, s.bucket * i, s.values[i]);
+    }
+
+    // --- the end ---
+    std::string& b = w.raw();
+    b += "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{\"generator\":\"xpusim timeline\",\"simulated_time_ns\":";
+    json_number_to(b, static_cast<double>(a.end ? a.end : run.end) / 1e3);
+    b += ",\"status\":\"";
+    b += status_text(a.status);
+    b += "\",\"instructions\":" + std::to_string(a.instructions) + ",\"log_records\":" + std::to_string(a.records) +
+         ",\"slice_cap_per_track\":" + std::to_string(cap) + ",\"merged\":";
+    std::string merged;
+    for (const auto& m : notes.merged) merged += (merged.empty() ? "" : "; ") + m;
+    json_string_to(b, merged.empty() ? std::string("none: every slice is shown") : merged);
+    b += ",\"dropped_slices\":" + std::to_string(notes.dropped) + ",\"nudged_slices\":" + std::to_string(notes.nudged) + ",\"max_lanes_per_track\":" + std::to_string(notes.max_lanes_used) +
+         ",\"lanes\":";
+    json_string_to(b, "slices of one track that overlap in time are spread over lanes: NAME, NAME (2), ...; a slice that "
+                      "would overlap the one before it only in whole ns, as Perfetto rounds, begins up to 2 ns later "
+                      "(args exact_ts, exact_dur: its exact times)");
+    b += "}\n}\n";
+    w.close();
+}
+
+}  // namespace xpu::analysis

@@ -1,0 +1,279 @@
+// The stall analysis on real runs: each test simulates a trace with the transaction log
+// recorded (as sim_main does), reads it back (analysis/run_data.h) and analyses it.
+//  - Conservation: every unit's time, busy + stalls by cause + idle, tiles the run exactly.
+//  - Hand-written traces whose stall cause and length are known by construction from the
+//    platform parameters set in the test.
+//  - The transaction log's own guarantees: every record read back, corruption detected.
+#include <cstdio>
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "analysis/analysis.h"
+#include "analysis/txlog_writer.h"
+#include "models/sim_time.h"
+#include "platform/txlog_meta.h"
+#include "tests/sim_fixture.h"
+
+namespace xpu::test {
+namespace {
+
+namespace fs = std::filesystem;
+using analysis::Cause;
+
+struct Analyzed {
+    std::unique_ptr<Run> run;
+    analysis::RunData data;
+    analysis::Analysis a;
+};
+
+// Simulates `trace` with a transaction log in a fresh output folder, then analyses it.
+Analyzed analyzed(const std::string& trace, const std::vector<std::string>& sets = {},
+                  const std::string& platform = "configs/xpu.yaml") {
+    Analyzed r;
+    r.run = std::make_unique<Run>();
+    r.run->cfg = platform::load_platform(source_path(platform), sets);
+    r.run->sim = std::make_unique<platform::Simulation>(r.run->cfg, trace);
+    const fs::path dir = temp_path("out");
+    fs::create_directories(dir);
+    fs::copy_file(trace, dir / "txlog.trace.bin", fs::copy_options::overwrite_existing);
+    txlog::Writer log((dir / "txlog.bin").string(), txlog_meta(r.run->sim->platform(), trace, platform));
+    RecorderFanOut both;
+    both.add(&log);
+    both.add(&r.run->rec);
+    r.run->sim->platform().set_recorder(&both);
+    r.run->result = r.run->sim->run();
+    const unsigned status = r.run->result.stop == platform::StopReason::Deadlock ? 1 : 0;
+    log.finish(ns_to_ticks(r.run->result.simulated_ns), status);
+    r.run->sim->platform().set_recorder(nullptr);
+    r.data = analysis::load_run(dir.string());
+    r.a = analysis::analyze(r.data);
+    return r;
+}
+
+Tick sum(const analysis::CauseTimes& t) {
+    Tick s = 0;
+    for (Tick v : t) s += v;
+    return s;
+}
+Tick at(const analysis::CauseTimes& t, Cause c) { return t[static_cast<std::size_t>(c)]; }
+
+// Conservation law: a unit is, at every moment, exactly one of busy / stalled for one cause /
+// idle; so its times add up to the run's end, and its timeline tiles [0, end] with no gap and
+// no overlap. Checked on every unit of three different workloads.
+void expect_conserved(const analysis::RunData& run, const analysis::Analysis& a) {
+    ASSERT_GT(a.end, 0u);
+    ASSERT_FALSE(a.units.empty());
+    for (const auto& u : a.units) {
+        EXPECT_EQ(sum(u.time), a.end) << u.name;
+        Tick t = 0;
+        for (const auto& s : u.timeline) {
+            EXPECT_EQ(s.begin, t) << u.name << ": a gap or an overlap";
+            EXPECT_LT(s.begin, s.end) << u.name;
+            t = s.end;
+        }
+        EXPECT_EQ(t, a.end) << u.name;
+    }
+    // The core roll-ups count each core picosecond once: ops + the tail after the last
+    // instruction = all cores' time.
+    Tick ops = 0;
+    for (const auto& r : a.by_op) ops += r.total();
+    Tick chips = 0;
+    for (const auto& r : a.by_chip) chips += r.total();
+    EXPECT_EQ(chips, sum(a.core_total));
+    Tick tails = 0;  // each core's time after its last issue slot (draining, or blocked)
+    for (const auto& st : run.streams) {
+        const Tick slot = static_cast<Tick>(run.meta_number("issue_slot_ps." + std::to_string(st.chip) + "." + std::to_string(st.core)));
+        Tick last = 0;
+        for (const auto& l : st.life)
+            if (l.seen) last = std::min(a.end, l.issue + slot);
+        tails += a.end - last;
+    }
+    EXPECT_EQ(ops + tails, sum(a.core_total));
+    // The critical path's steps tile the run too: latest first, none overlapping.
+    EXPECT_EQ(sum(a.critical_by_cause), a.end);
+    for (std::size_t i = 1; i < a.critical_path.size(); ++i) EXPECT_LE(a.critical_path[i].end, a.critical_path[i - 1].begin);
+}
+
+TEST(AnalysisConservation, GemmSample) {
+    auto r = analyzed(source_path("traces/samples/gemm-1k.bin"));
+    expect_conserved(r.data, r.a);
+    EXPECT_EQ(r.a.instructions, r.run->result.instructions);
+    EXPECT_EQ(r.a.end, ns_to_ticks(r.run->result.simulated_ns));
+}
+
+TEST(AnalysisConservation, DecodeLayerSample) {
+    auto r = analyzed(source_path("traces/samples/decode-layer.bin"));
+    expect_conserved(r.data, r.a);
+    // Memory-bound: the cores wait mostly on HBM transfers.
+    EXPECT_GT(at(r.a.core_total, Cause::Hbm), at(r.a.core_total, Cause::Busy));
+}
+
+TEST(AnalysisConservation, AllGatherOnFourChips) {
+    auto r = analyzed(source_path("traces/samples/allgather-4.bin"), {}, "configs/xpu-ring4.yaml");
+    expect_conserved(r.data, r.a);
+    EXPECT_EQ(r.a.by_chip.size(), 4u);
+    EXPECT_GT(at(r.a.core_total, Cause::Link), 0u) << "the ring's waits are for pieces crossing the links";
+}
+
+// The log holds every event the run reported: one instruction life per retired instruction,
+// one DMA record per DMA, and the bandwidth series never exceeds its ceiling (a conservation
+// of bytes: the HBM series integrates to the bytes the controller moved).
+TEST(AnalysisLog, HoldsEveryEventAndTheBytesAddUp) {
+    auto r = analyzed(source_path("traces/samples/gemm-1k.bin"));
+    std::uint64_t seen = 0;
+    for (const auto& s : r.data.streams)
+        for (const auto& l : s.life) seen += l.seen;
+    EXPECT_EQ(seen, r.run->rec.instructions.size());
+    EXPECT_EQ(r.data.dmas.size(), r.run->rec.dmas.size());
+    EXPECT_EQ(r.data.flags.size(), r.run->rec.flags.size());
+    EXPECT_EQ(r.data.mems.size(), r.run->rec.mems.size());
+    for (const auto& s : r.a.series) {
+        if (s.unit != "GB/s") continue;
+        double bytes = 0;
+        for (double v : s.values) bytes += v * static_cast<double>(s.bucket) / 1000.0;
+        std::uint64_t moved = 0;
+        for (const auto& p : r.data.hbm_pieces)
+            if (r.data.units[p.controller].path + " bandwidth" == s.name) moved += p.bytes;
+        EXPECT_NEAR(bytes, static_cast<double>(moved), 1e-6 * static_cast<double>(moved) + 1) << s.name;
+        EXPECT_EQ(moved, r.run->result.hbm_bytes_read + r.run->result.hbm_bytes_written) << "every HBM byte, once";
+        // Never above the peak: the controller's calendar carries at most rate x bucket bytes in
+        // each of its buckets (64 ns, rounded down to a power of two); a piece is drawn over the
+        // transfer time before its end, which may lie one calendar bucket off its reservation at
+        // either end of a window. So over a window of W the bound is peak x (W + 2 buckets).
+        const double calendar_bucket = 65536;  // ps: 64 ns rounded down to a power of two
+        const double bound = s.ceiling * (1.0 + 2.0 * calendar_bucket / static_cast<double>(s.bucket));
+        double highest = 0;
+        for (double v : s.values) highest = std::max(highest, v);
+        EXPECT_LE(highest, bound) << s.name;
+        EXPECT_GT(highest, 0.5 * s.ceiling) << s.name << ": the GEMM's loads run near the peak";
+    }
+}
+
+// Known by construction: an elementwise op and a second one that reads its result. The
+// second waits for the first to complete: one vreg of occupancy plus the ALU latency (both set
+// here), less the issue slot in which the first left the core.
+TEST(AnalysisExact, DataDependencyOnTheVectorUnit) {
+    const std::string t = write_trace("dep.bin", [](gen::Emitter& e) {
+        e.vop(Opcode::VAlu, 0, gen::vreg(1), gen::vreg(0), 1024);
+        e.vop(Opcode::VAlu, 0, gen::vreg(2), gen::vreg(1), 1024);
+    });
+    auto r = analyzed(t, {"chip.modules.core0.vpu0.alu_latency=7"});
+    const Tick cycle = cycle_of(*r.run);
+    const Tick slot = cycle / 4;  // issue_width 4 in configs/xpu.yaml
+    const auto& s = r.data.streams[0];
+    ASSERT_TRUE(s.life[1].seen);
+    const Tick t0 = s.life[0].issue + slot;
+    const Tick expected = s.life[0].issue + cycle * (1 + 7) - t0;
+    bool found = false;
+    for (const auto& st : r.a.top_stalls)
+        if (st.index == 1) {
+            found = true;
+            EXPECT_EQ(at(st.by, Cause::DataDep), expected);
+            EXPECT_EQ(st.total, expected);
+            EXPECT_NE(st.why.find("data dependency on #0"), std::string::npos) << st.why;
+        }
+    EXPECT_TRUE(found);
+}
+
+// Known by construction: a DMA and a wait for its completion flag. The wait is split into the
+// engine's setup (unit busy: setup_latency cycles, set here) and the transfer from HBM; the
+// transfer can never beat the bytes at the engine's bandwidth (a roofline bound).
+TEST(AnalysisExact, SyncWaitOnADmaSplitsIntoSetupAndTransfer) {
+    const std::uint64_t bytes = 1 << 20;
+    const std::string t = write_trace("wait.bin", [&](gen::Emitter& e) {
+        e.dma(0, Space::Hbm, 0, Space::Vmem, 0, bytes, 1);
+        e.swait(1, Cond::Ge, 1);
+    });
+    auto r = analyzed(t, {"chip.modules.dma0.setup_latency=50"});
+    const Tick cycle = cycle_of(*r.run);
+    ASSERT_EQ(r.data.dmas.size(), 1u);
+    const auto& d = r.data.dmas[0];
+    const auto& s = r.data.streams[0];
+    const auto* st = [&]() -> const analysis::Stall* {
+        for (const auto& x : r.a.top_stalls)
+            if (x.index == 1) return &x;
+        return nullptr;
+    }();
+    ASSERT_NE(st, nullptr);
+    EXPECT_EQ(d.issue, s.life[0].issue);  // the engine took it at once
+    EXPECT_EQ(at(st->by, Cause::UnitBusy), 50 * cycle - cycle / 4);
+    EXPECT_EQ(at(st->by, Cause::Hbm), s.life[1].issue - d.start);
+    EXPECT_GE(at(st->by, Cause::Hbm), transfer_ticks(bytes, 1200));
+    EXPECT_EQ(st->total, s.life[1].issue - (s.life[0].issue + cycle / 4));
+    EXPECT_NE(st->why.find("raised by the DMA"), std::string::npos) << st->why;
+    // The DMA view charges the whole wait to this DMA.
+    ASSERT_FALSE(r.a.dmas.empty());
+    EXPECT_EQ(r.a.dmas[0].caused_stall, st->total);
+    EXPECT_EQ(r.a.dmas[0].bytes, bytes);
+    // The critical path ends with the wait, reached through the DMA's transfer.
+    ASSERT_GE(r.a.critical_path.size(), 2u);
+    bool transfer = false;
+    for (const auto& p : r.a.critical_path) transfer |= p.cause == Cause::Hbm;
+    EXPECT_TRUE(transfer);
+}
+
+// A run that deadlocks is analysed up to the moment nothing could move any more: its log ends
+// with the deadlock status, its time is still conserved, and the instruction that never issued
+// is not counted.
+TEST(AnalysisExact, DeadlockedRunIsAnalysedUpToTheDeadlock) {
+    const std::string t = write_trace("dead.bin", [](gen::Emitter& e) {
+        e.dma(0, Space::Hbm, 0, Space::Vmem, 0, 65536, 1);
+        e.swait(1, Cond::Ge, 1);
+        e.swait(3, Cond::Ge, 1);  // nothing raises flag 3
+    });
+    auto r = analyzed(t);
+    EXPECT_EQ(r.data.status, 1u);
+    expect_conserved(r.data, r.a);
+    EXPECT_FALSE(r.data.streams[0].life[2].seen);
+    EXPECT_EQ(r.a.instructions, 2u);
+}
+
+// The log is checked block by block: a flipped byte, a cut, a missing end are each reported
+// with the file and the place, never read as a shorter run.
+TEST(AnalysisLog, CorruptTruncatedAndUnfinishedLogsAreRejected) {
+    auto r = analyzed(source_path("traces/samples/gemm-1k.bin"));
+    const fs::path dir = r.data.dir;
+    const std::string log = (dir / "txlog.bin").string();
+    std::string bytes;
+    {
+        std::ifstream f(log, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(f), {});
+    }
+    auto expect_error = [&](const std::string& content, const std::string& what) {
+        {
+            std::ofstream f(log, std::ios::binary | std::ios::trunc);
+            f << content;
+        }
+        try {
+            analysis::load_run(dir.string());
+            ADD_FAILURE() << "accepted: " << what;
+        } catch (const analysis::LogError& e) {
+            EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("txlog.bin"), std::string::npos) << e.what();
+        }
+    };
+    std::string flipped = bytes;
+    flipped[flipped.size() / 2] ^= 0x40;
+    expect_error(flipped, "checksum mismatch");
+    expect_error(bytes.substr(0, bytes.size() - 7), "truncated");
+    expect_error(bytes.substr(0, 10), "magic");
+    // Drop the last block (which holds the End record): a log cut at a block boundary.
+    std::uint32_t meta = 0;
+    std::memcpy(&meta, bytes.data() + 12, 4);
+    std::size_t off = 16 + meta;
+    std::size_t last = off;
+    while (off < bytes.size()) {
+        std::uint32_t n = 0;
+        std::memcpy(&n, bytes.data() + off, 4);
+        last = off;
+        off += 12 + n;
+    }
+    expect_error(bytes.substr(0, last), "without its End record");
+}
+
+}  // namespace
+}  // namespace xpu::test
