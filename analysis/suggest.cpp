@@ -143,6 +143,34 @@ private:
     std::unordered_map<std::uint64_t, std::uint32_t> first_link_;
 };
 
+// Per DMA engine, the DMAs in issue order, and how many of those issued in a time window had a
+// core waiting for them (cost of moving another DMA ahead of them).
+class EngineQueue {
+public:
+    EngineQueue(const RunData& run, const std::vector<Tick>& caused) {
+        for (std::uint32_t i = 0; i < run.dmas.size(); ++i) by_engine_[run.dmas[i].engine].push_back({run.dmas[i].issue, caused[i] > 0});
+        for (auto& [e, v] : by_engine_) {
+            std::sort(v.begin(), v.end());
+            std::vector<std::uint32_t> prefix(v.size() + 1, 0);
+            for (std::size_t k = 0; k < v.size(); ++k) prefix[k + 1] = prefix[k] + (v[k].second ? 1 : 0);
+            prefix_[e] = std::move(prefix);
+        }
+    }
+    std::uint64_t stalling_between(std::uint32_t engine, Tick a, Tick b) const {
+        auto it = by_engine_.find(engine);
+        if (it == by_engine_.end() || b <= a) return 0;
+        const auto& v = it->second;
+        const auto lo = std::lower_bound(v.begin(), v.end(), std::make_pair(a, false)) - v.begin();
+        const auto hi = std::lower_bound(v.begin(), v.end(), std::make_pair(b, false)) - v.begin();
+        const auto& p = prefix_.at(engine);
+        return p[static_cast<std::size_t>(hi)] - p[static_cast<std::size_t>(lo)];
+    }
+
+private:
+    std::map<std::uint32_t, std::vector<std::pair<Tick, bool>>> by_engine_;
+    std::map<std::uint32_t, std::vector<std::uint32_t>> prefix_;
+};
+
 // Suggestions group by the step of an op (the last part of the annotation: wait_data,
 // wait_c, ...), so that one suggestion fixes a pattern wherever the compiler emitted it.
 std::string step_of(const std::string& ann) {
@@ -169,6 +197,24 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
     const HbmLoad hbm(run);
     const EngineLoad engines(a);
     const LinkLoad links(run);
+    const EngineQueue engine_queue(run, cx.dma_caused);
+    // The shortest a DMA can take: its bytes at its engine's bandwidth (or a link's, for a
+    // remote one) plus the fixed latency the run's fastest DMA showed beyond that.
+    double link_gbps = 0;
+    for (const Unit& u : run.units)
+        if (u.kind == "IciLink" && u.peak_gbps > 0) link_gbps = link_gbps > 0 ? std::min(link_gbps, u.peak_gbps) : u.peak_gbps;
+    auto wire = [&](const Dma& d, bool remote) {
+        double gbps = run.units[d.engine].peak_gbps;
+        if (remote && link_gbps > 0) gbps = gbps > 0 ? std::min(gbps, link_gbps) : link_gbps;
+        return gbps > 0 ? static_cast<Tick>(static_cast<double>(d.bytes) * 1000.0 / gbps) : Tick(0);
+    };
+    Tick fixed = ~Tick(0);
+    for (const Dma& d : run.dmas) {
+        const Stream& ds = run.streams[d.stream];
+        const Tick w = wire(d, cx.ix.dma_remote(ds.code[d.index], ds.chip));
+        fixed = std::min(fixed, d.complete - d.issue - std::min(d.complete - d.issue, w));
+    }
+    if (fixed == ~Tick(0)) fixed = 0;
     std::map<std::pair<std::string, std::string>, Group> groups;  // (kind, where)
     for (const WaitStall& w : cx.waits) {
         const Stream& st = run.streams[w.stream];
@@ -182,6 +228,7 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
             std::uint64_t from, to;
         };
         std::vector<Hoist> hoists;
+        Tick cost = 0;  // what the hoisted DMAs take from DMAs their engines would now serve later
         bool any_dma = false, remote = false;
         Tick new_issue = lw.ready;  // the earliest a hoisted local DMA would now issue
         for (const Raiser& r : plan.covered(w.stream, w.index)) {
@@ -196,11 +243,22 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
             const std::uint64_t p = plan.hoist_point(r.stream, r.index);
             Tick gain = p < r.index ? rs.life[r.index].issue - std::min(rs.life[r.index].issue, rs.life[p].issue) : 0;
             if (gain) gain = std::min(gain, engines.idle(d.engine, rs.life[p].issue, d.start));
+            // Issued late, or slowed by contention? A DMA issued at least its shortest duration
+            // before the wait began was not late: its wait is bandwidth, and moving it earlier
+            // only takes bandwidth from DMAs needed sooner. What a hoist can win is its
+            // lead-time deficit.
+            const bool is_remote = cx.ix.dma_remote(rs.code[r.index], rs.chip);
+            const Tick shortest = fixed + wire(d, is_remote);
+            const Tick lead = lw.ready > d.issue ? lw.ready - d.issue : 0;
+            if (gain) gain = std::min(gain, shortest > lead ? shortest - lead : 0);
             // A remote DMA's pieces cross links: it can start moving earlier only through link
             // time left idle before its old start.
             if (gain && cx.ix.dma_remote(rs.code[r.index], rs.chip)) gain = std::min(gain, links.idle(r.dma, rs.life[p].issue, d.start));
             latest_new = std::max(latest_new, d.complete - std::min(d.complete, gain));
             if (gain > 0) {
+                // Engines are FIFOs: a DMA moved ahead delays, by its own transfer, each DMA
+                // issued in between on its engine whose completion someone waited for.
+                cost += wire(d, is_remote) * engine_queue.stalling_between(d.engine, rs.life[p].issue, d.issue);
                 hoists.push_back({r.stream, r.index, p});
                 if (!cx.ix.dma_remote(rs.code[r.index], rs.chip)) new_issue = std::min(new_issue, rs.life[p].issue);
             }
@@ -209,6 +267,7 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
         // Roofline: a local DMA issued earlier arrives earlier only through HBM bandwidth left
         // idle between its new issue point and the moment the wait began.
         if (new_issue < lw.ready) hoist_saving = std::min(hoist_saving, hbm.idle(st.chip, new_issue, lw.ready));
+        hoist_saving -= std::min(hoist_saving, cost);
         // Option 2: sink the wait.
         const auto [stop, redundant] = plan.sink_point(w.stream, w.index);
         Tick sink_saving = 0;
@@ -280,6 +339,9 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
         g.s.action = action.str();
         out.push_back(std::move(g.s));
     }
+    // Below 0.01% of the run (or 10 ns) a saving is noise, not a suggestion.
+    const Tick noise = std::max<Tick>(10000, run.end / 10000);
+    out.erase(std::remove_if(out.begin(), out.end(), [&](const Suggestion& x) { return x.estimated_saving < noise; }), out.end());
     std::stable_sort(out.begin(), out.end(), [](const Suggestion& x, const Suggestion& y) { return x.estimated_saving > y.estimated_saving; });
     if (out.size() > max) out.resize(max);
     a.suggestions = std::move(out);
