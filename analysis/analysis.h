@@ -76,7 +76,7 @@ struct DmaView {
     std::uint64_t index = 0;
     std::string engine, annotation;
     std::uint64_t bytes = 0;
-    Tick earliest_issue = 0;  // when it could have issued in program order (its hoist point)
+    Tick earliest_issue = 0;  // when it could have issued: the issue time of its hoist point (dependencies.h)
     Tick issue = 0, start = 0, complete = 0;
     double achieved_gbps = 0;
     Tick overlap_compute = 0;  // time of its transfer during which a matrix unit of its chip was busy

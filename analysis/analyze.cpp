@@ -369,7 +369,7 @@ void dma_pass(Context& cx, Analysis& a) {
         v.engine = run.units[d.engine].path;
         v.annotation = run.annotation(run.streams[d.stream].code[d.index]);
         v.bytes = d.bytes;
-        v.earliest_issue = could_issue(cx.ix, d.stream, d.index);
+        v.earliest_issue = v.issue;  // make_suggestions sets it to its hoist point's time
         v.issue = d.issue;
         v.start = d.start;
         v.complete = d.complete;
@@ -494,19 +494,34 @@ void series_pass(Context& cx, Analysis& a, std::size_t buckets) {
 }
 
 }  // namespace
-
+}  // namespace xpu::analysis
+#include <chrono>
+#include <cstdio>
+namespace xpu::analysis {
+namespace {
+struct TT { std::chrono::steady_clock::time_point t = std::chrono::steady_clock::now(); void lap(const char* n) { auto x = std::chrono::steady_clock::now(); std::fprintf(stderr, "  TT %s %.3f\n", n, std::chrono::duration<double>(x - t).count()); t = x; } };
+}
 Analysis analyze(const RunData& run, const AnalyzeOptions& opt) {
+    std::fprintf(stderr, "sizes: unit_ops %zu dmas %zu flags %zu mems %zu hbm %zu instr %zu\n", run.unit_ops.size(), run.dmas.size(), run.flags.size(), run.mems.size(), run.hbm_pieces.size(), run.streams[0].code.size());
+    TT tt;
     Context cx(run);
+    tt.lap("index");
     Analysis a;
     a.end = run.end;
     a.status = run.status;
     a.records = run.records;
     core_pass(cx, a, opt);
+    tt.lap("core");
     unit_pass(cx, a);
+    tt.lap("unit");
     dma_pass(cx, a);
+    tt.lap("dma");
     series_pass(cx, a, opt.series_buckets);
+    tt.lap("series");
     find_critical_path(cx, a);
+    tt.lap("critical");
     make_suggestions(cx, a, opt.max_suggestions);
+    tt.lap("suggest");
     return a;
 }
 

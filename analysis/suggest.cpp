@@ -194,6 +194,11 @@ struct Group {
 void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
     const RunData& run = cx.run;
     Planner plan(cx);
+    // The DMA view's "earliest possible issue": when the instruction at its hoist point issued.
+    for (DmaView& v : a.dmas) {
+        const std::uint64_t p = plan.hoist_point(v.stream, v.index);
+        v.earliest_issue = std::min(v.issue, run.streams[v.stream].life[p].issue);
+    }
     const HbmLoad hbm(run);
     const EngineLoad engines(a);
     const LinkLoad links(run);
