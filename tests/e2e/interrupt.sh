@@ -55,16 +55,18 @@ EOF
 interrupt() {
     local sig=$1 want=$2 word=$3
     local out="$WORK/out-$sig"
+    # Each run its own stderr: the parent may poll before the child has truncated a shared one
+    # and see the previous run's progress line.
     mkdir -p "$out"
     echo '{"schema": "xpusim.stats/1", "completed": true}' >"$out/stats.json"  # stale, looks complete
     echo 'stale' >"$out/waves.vcd"
     "$SIM" --platform "$SOURCE_DIR/configs/xpu.yaml" --trace "$WORK/long.bin" --out "$out" \
         --vcd "$out/waves.vcd" --vcd-signals '*.scalar.*' \
-        --set chip.modules.dma0.chunk_bytes=1 >"$WORK/stdout" 2>"$WORK/stderr" &
+        --set chip.modules.dma0.chunk_bytes=1 >"$WORK/stdout-$sig" 2>"$WORK/stderr-$sig" &
     pid=$!
     local waited=0
-    until grep -q 'instructions retired' "$WORK/stderr"; do
-        kill -0 "$pid" 2>/dev/null || fail "$sig: sim_main ended before reporting progress: $(cat "$WORK/stderr")"
+    until grep -q 'instructions retired' "$WORK/stderr-$sig"; do
+        kill -0 "$pid" 2>/dev/null || fail "$sig: sim_main ended before reporting progress: $(cat "$WORK/stderr-$sig")"
         sleep 0.2
         waited=$((waited + 1))
         [[ $waited -lt 600 ]] || fail "$sig: no progress report within 120 s"
@@ -80,14 +82,14 @@ interrupt() {
     pid=
     t1=$(date +%s%N)
     local ms=$(((t1 - t0) / 1000000))
-    [[ $rc -eq $want ]] || { cat "$WORK/stderr" >&2; fail "$sig: exit $rc, expected $want"; }
+    [[ $rc -eq $want ]] || { cat "$WORK/stderr-$sig" >&2; fail "$sig: exit $rc, expected $want"; }
     [[ $ms -lt 5000 ]] || fail "$sig: took $ms ms to stop, expected < 5 s"
-    grep -Eq "^sim_main: $word \(SIG$sig\) at [0-9.]+ us simulated, [0-9]+ of 6 instructions retired; no outputs written$" "$WORK/stderr" ||
-        { cat "$WORK/stderr" >&2; fail "$sig: no '$word' message"; }
-    grep -q '^  xpu\.chip0\.core0\.scalar (chip 0, core 0): ' "$WORK/stderr" || fail "$sig: the message does not say where the core was"
+    grep -Eq "^sim_main: $word \(SIG$sig\) at [0-9.]+ us simulated, [0-9]+ of 6 instructions retired; no outputs written$" "$WORK/stderr-$sig" ||
+        { cat "$WORK/stderr-$sig" >&2; fail "$sig: no '$word' message"; }
+    grep -q '^  xpu\.chip0\.core0\.scalar (chip 0, core 0): ' "$WORK/stderr-$sig" || fail "$sig: the message does not say where the core was"
     [[ ! -e $out/stats.json ]] || fail "$sig: $out/stats.json exists after the interrupted run"
     [[ -z "$(ls -A "$out")" ]] || fail "$sig: files left in $out: $(ls -A "$out")"
-    [[ ! -s $WORK/stdout ]] || fail "$sig: a summary was printed for an interrupted run"
+    [[ ! -s $WORK/stdout-$sig ]] || fail "$sig: a summary was printed for an interrupted run"
     pass "SIG$sig after the first progress report: exit $want in $ms ms, '$word', output folder empty"
 }
 
