@@ -1,11 +1,21 @@
 // analyze(): the core pass (stall attribution per instruction, roll-ups), the unit pass (every
 // unit's time tiled by cause), DMA views and time series; then critical path and suggestions.
+// The passes that do not depend on each other run on two threads (see analyze() at the end).
 #include <algorithm>
+#include <atomic>
+#include <functional>
+#include <future>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <queue>
 #include <sstream>
+#include <stdexcept>
+#include <system_error>
 
 #include "analysis/context.h"
+#include "analysis/large_array.h"
+#include "traces/mostly_sorted.h"
 #include "traces/trace_text.h"
 #include "traces/vmem_liveness.h"
 
@@ -63,14 +73,28 @@ std::string describe(const RunData& run, std::uint32_t stream, std::uint64_t ind
 
 namespace {
 
+const std::string kNoString;
+
 void push_segment(std::vector<Segment>& v, Tick b, Tick e, Cause c) {
     if (e <= b) return;
     if (!v.empty() && v.back().cause == c && v.back().end == b) {
         v.back().end = e;
         return;
     }
-    v.push_back({b, e, c});
+    append_large(v, Segment{b, e, c});
 }
+
+// A timeline being built and its time per cause, summed as segments are added (rather than
+// again over its millions of segments afterwards).
+struct Tiling {
+    std::vector<Segment>& segments;
+    CauseTimes& time;
+    void add(Tick b, Tick e, Cause c) {
+        if (e <= b) return;
+        time[static_cast<std::size_t>(c)] += e - b;
+        push_segment(segments, b, e, c);
+    }
+};
 
 std::string layer_of(const std::string& ann) {
     if (ann.empty()) return "(no annotation)";
@@ -119,6 +143,7 @@ struct StallLess {
 void core_pass(Context& cx, Analysis& a, const AnalyzeOptions& opt) {
     const RunData& run = cx.run;
     cx.core_segments.resize(run.streams.size());
+    cx.core_time.assign(run.streams.size(), CauseTimes{});
     cx.dma_caused.assign(run.dmas.size(), 0);
     std::map<std::string, Rollup> by_ann, by_layer, by_chip;
     std::priority_queue<Stall, std::vector<Stall>, StallLess> top;
@@ -128,8 +153,13 @@ void core_pass(Context& cx, Analysis& a, const AnalyzeOptions& opt) {
         const Tick slot = cx.ix.issue_slot(s);
         Rollup& chip = by_chip["chip" + std::to_string(st.chip)];
         chip.key = "chip" + std::to_string(st.chip);
+        // About two segments per instruction (its stall, its issue slot).
+        reserve_large(seg, 2 * st.code.size() + 1);
+        Tiling core{seg, cx.core_time[s]};
         Tick t0 = 0;
-        std::string last_ann = "\x01";
+        // The annotation's id, compared per instruction (ids of equal strings find the same
+        // roll-ups: only cheaper than comparing the strings).
+        std::uint32_t last_ann = kNone;
         Rollup* ann_r = nullptr;
         Rollup* layer_r = nullptr;
         std::uint64_t i = 0;
@@ -137,9 +167,10 @@ void core_pass(Context& cx, Analysis& a, const AnalyzeOptions& opt) {
             const Life& l = st.life[i];
             const StallSplit sp = split_stall(cx.ix, s, i, t0);
             const Tick issue = std::max(l.issue, t0);
-            const std::string& ann = st.code[i].has(kAnn) && st.code[i].ann < run.strings.size() ? run.strings[st.code[i].ann] : std::string();
-            if (ann != last_ann || !ann_r) {
-                last_ann = ann;
+            const std::uint32_t ann_id = st.code[i].has(kAnn) && st.code[i].ann < run.strings.size() ? st.code[i].ann : kNone;
+            if (ann_id != last_ann || !ann_r) {
+                last_ann = ann_id;
+                const std::string& ann = ann_id == kNone ? kNoString : run.strings[ann_id];
                 const std::string key = ann.empty() ? "(no annotation)" : ann;
                 ann_r = &by_ann[key];
                 ann_r->key = key;
@@ -150,7 +181,7 @@ void core_pass(Context& cx, Analysis& a, const AnalyzeOptions& opt) {
             Tick total = 0;
             for (int k = 0; k < sp.n; ++k) {
                 const Piece& p = sp.pieces[k];
-                push_segment(seg, p.begin, p.end, p.cause);
+                core.add(p.begin, p.end, p.cause);
                 const Tick d = p.end - p.begin;
                 total += d;
                 const auto c = static_cast<std::size_t>(p.cause);
@@ -175,12 +206,6 @@ void core_pass(Context& cx, Analysis& a, const AnalyzeOptions& opt) {
                 w.raiser_dma = sp.raiser_dma;
                 if (w.stall) cx.waits.push_back(w);
             }
-            if (total > 0) {
-                Tick s2 = 0;
-                for (int k = 0; k < sp.n; ++k)
-                    if (sp.pieces[k].cause != Cause::Supply) s2 += sp.pieces[k].end - sp.pieces[k].begin;
-                if (s2) cx.stalled.push_back({s, i, s2});
-            }
             if (total > 0 && (top.size() < opt.top_stalls || total > top.top().total)) {
                 Stall x;
                 x.stream = s;
@@ -195,7 +220,7 @@ void core_pass(Context& cx, Analysis& a, const AnalyzeOptions& opt) {
             Tick busy_end = issue + slot;
             if (i + 1 < st.code.size() && st.life[i + 1].seen) busy_end = std::min(busy_end, std::max(st.life[i + 1].issue, issue));
             busy_end = std::min(busy_end, std::max(run.end, issue));
-            push_segment(seg, issue, busy_end, Cause::Busy);
+            core.add(issue, busy_end, Cause::Busy);
             const Tick b = busy_end - issue;
             ann_r->time[0] += b;
             layer_r->time[0] += b;
@@ -215,7 +240,7 @@ void core_pass(Context& cx, Analysis& a, const AnalyzeOptions& opt) {
             const Opcode op = st.code[i].op;
             tail = op == Opcode::SWait || op == Opcode::Barrier ? Cause::SyncWait : Cause::UnitBusy;
         }
-        push_segment(seg, t0, end, tail);
+        core.add(t0, end, tail);
         chip.time[static_cast<std::size_t>(tail)] += end - t0;
         a.core_total[static_cast<std::size_t>(tail)] += end - t0;
     }
@@ -232,23 +257,50 @@ void core_pass(Context& cx, Analysis& a, const AnalyzeOptions& opt) {
     std::reverse(a.top_stalls.begin(), a.top_stalls.end());
 }
 
-}  // namespace
+// The first segment of a tiling that ends after t. `hint`: a segment every one before which
+// ends at or before t (the previous answer, for callers whose t never decreases): the search
+// gallops forward from there, amortised constant time instead of a binary search over the
+// millions of segments of a core.
+std::size_t first_ending_after(const std::vector<Segment>& seg, Tick t, std::size_t hint) {
+    if (hint > seg.size() || (hint > 0 && seg[hint - 1].end > t)) hint = 0;  // t went back
+    std::size_t lo = hint, step = 1;
+    while (lo < seg.size() && seg[lo].end <= t) {
+        const std::size_t probe = std::min(seg.size(), lo + step);
+        if (seg[probe - 1].end > t)
+            return static_cast<std::size_t>(std::upper_bound(seg.begin() + static_cast<std::ptrdiff_t>(lo), seg.begin() + static_cast<std::ptrdiff_t>(probe), t,
+                                                             [](Tick x, const Segment& g) { return x < g.end; }) -
+                                            seg.begin());
+        lo = probe;
+        step *= 2;
+    }
+    return lo;
+}
 
-void core_labels(const Context& cx, std::uint32_t stream, Tick b, Tick e, std::vector<Segment>& out) {
+// core_labels, starting the search at `hint` (updated).
+void core_labels_from(const Context& cx, std::uint32_t stream, Tick b, Tick e, Tiling& out, std::size_t& hint) {
     if (e <= b) return;
     const auto& seg = cx.core_segments[stream];
-    auto it = std::upper_bound(seg.begin(), seg.end(), b, [](Tick t, const Segment& s) { return t < s.end; });
+    hint = first_ending_after(seg, b, hint);
     Tick at = b;
-    for (; it != seg.end() && at < e; ++it) {
+    for (auto it = seg.begin() + static_cast<std::ptrdiff_t>(hint); it != seg.end() && at < e; ++it) {
         const Tick sb = std::max(at, it->begin), se = std::min(e, it->end);
-        if (sb > at) push_segment(out, at, sb, Cause::Idle);  // (no core segment: cannot happen, tiles)
+        if (sb > at) out.add(at, sb, Cause::Idle);  // (no core segment: cannot happen, tiles)
         // A unit waits for what its core waits for; while the core issues other work, the
         // unit simply has none (idle).
         const Cause c = it->cause == Cause::Busy ? Cause::Idle : it->cause;
-        if (se > sb) push_segment(out, sb, se, c);
+        if (se > sb) out.add(sb, se, c);
         at = std::max(at, se);
     }
-    if (at < e) push_segment(out, at, e, Cause::Idle);
+    if (at < e) out.add(at, e, Cause::Idle);
+}
+
+}  // namespace
+
+void core_labels(const Context& cx, std::uint32_t stream, Tick b, Tick e, std::vector<Segment>& out) {
+    CauseTimes unused{};
+    Tiling t{out, unused};
+    std::size_t hint = 0;
+    core_labels_from(cx, stream, b, e, t, hint);
 }
 
 namespace {
@@ -261,67 +313,115 @@ struct Work {
     std::uint32_t stream = 0;
 };
 
-UnitAccount account(const Context& cx, std::uint32_t unit, std::vector<Work> work) {
+// A unit's operations in start order (a stable sort of the log's order). The log lists them
+// nearly in that order already (about 1% are not): those in order are kept as they come, the
+// others set aside and sorted, and the two are merged as they are visited (kept first on
+// ties: stable, see traces/mostly_sorted.h), which spares a pass over millions of them.
+struct WorkInOrder {
+    std::vector<Work> kept, aside;
+
+    void clear() {
+        kept.clear();
+        aside.clear();
+    }
+    void add(const Work& w) {
+        if (kept.empty() || w.start >= kept.back().start) kept.push_back(w);
+        else aside.push_back(w);
+    }
+    void sort() {
+        std::stable_sort(aside.begin(), aside.end(), [](const Work& x, const Work& y) { return x.start < y.start; });
+    }
+    template <class F>
+    void for_each(F&& f) const {
+        std::size_t i = 0, j = 0;
+        while (i < kept.size() || j < aside.size()) {
+            if (i == kept.size() || (j < aside.size() && aside[j].start < kept[i].start)) f(aside[j++]);
+            else f(kept[i++]);
+        }
+    }
+};
+
+// Walks a unit's operations in start order and tiles its time: gap(stream, from, issued,
+// gap_end) for the time before an operation ([from, issued]: its core had not issued it yet;
+// [issued, gap_end]: issued, waiting inside the unit), busy(from, to) for its execution.
+// Returns how far it tiled (the rest, to the end of the run, is idle).
+template <class Gap, class Busy>
+Tick walk_unit(const RunData& run, const WorkInOrder& work, Gap&& gap, Busy&& busy) {
+    const Tick end = run.end;
+    Tick at = 0;  // tiled up to here
+    work.for_each([&](const Work& w) {
+        if (w.end <= at) return;  // inside the busy run already
+        if (w.start > at) {
+            const Tick gap_end = std::min(w.start, end);
+            const Tick issued = std::clamp(w.issue, at, gap_end);
+            gap(w.stream, at, issued, gap_end);
+            at = gap_end;
+        }
+        const Tick be = std::min(w.end, end);
+        if (be > at) {
+            busy(at, be);
+            at = be;
+        }
+    });
+    return at;
+}
+
+// One operation of a unit, by its index in RunData: a unit op, or a DMA on an engine (kDmaRef
+// set): 4 bytes an operation in the lists per unit, where its Work takes 32 (a run has about
+// one per instruction). A unit's Works are gathered when it is accounted.
+using OpRef = std::uint32_t;
+constexpr OpRef kDmaRef = 0x80000000u;
+
+Work work_at(const RunData& run, OpRef r) {
+    if (r & kDmaRef) {
+        const Dma& d = run.dmas[r & ~kDmaRef];
+        return {d.issue, d.start, d.complete, d.stream};
+    }
+    const UnitOp& o = run.unit_ops[r];
+    return {o.accept, o.start, o.end, o.stream};
+}
+
+// One unit's account from its operations (`work`: buffers the caller reuses).
+UnitAccount account(const Context& cx, std::uint32_t unit, const std::vector<OpRef>& ops, WorkInOrder& work) {
     const RunData& run = cx.run;
     UnitAccount u;
     u.unit = unit;
     u.name = run.units[unit].path;
     u.kind = run.units[unit].kind;
     u.chip = run.units[unit].chip;
-    std::stable_sort(work.begin(), work.end(), [](const Work& x, const Work& y) { return x.start < y.start; });
-    const Tick end = run.end;
-    Tick at = 0;  // tiled up to here
-    for (const Work& w : work) {
-        if (w.end <= at) continue;  // inside the busy run already
-        if (w.start > at) {
-            const Tick gap_end = std::min(w.start, end);
-            const Tick issued = std::clamp(w.issue, at, gap_end);
-            core_labels(cx, w.stream, at, issued, u.timeline);
-            push_segment(u.timeline, issued, gap_end, Cause::DataDep);
-            at = gap_end;
-        }
-        const Tick be = std::min(w.end, end);
-        if (be > at) {
-            push_segment(u.timeline, at, be, Cause::Busy);
-            at = be;
-        }
-    }
-    if (at < end) push_segment(u.timeline, at, end, Cause::Idle);
-    for (const Segment& s : u.timeline) u.time[static_cast<std::size_t>(s.cause)] += s.end - s.begin;
+    work.clear();
+    for (const OpRef r : ops) work.add(work_at(run, r));
+    work.sort();
+    // First a bound on the timeline's length (the core segments each gap overlaps, plus a few
+    // per operation), so that it is allocated once: the DMA engines' timelines copy millions
+    // of their cores' segments, and growing them would copy them again.
+    std::vector<std::size_t> hint(run.streams.size(), 0);  // per stream: where the search left off
+    std::size_t bound = 1;
+    walk_unit(run, work,
+              [&](std::uint32_t stream, Tick from, Tick issued, Tick) {
+                  bound += 3;
+                  if (issued <= from) return;
+                  const auto& seg = cx.core_segments[stream];
+                  const std::size_t first = first_ending_after(seg, from, hint[stream]);
+                  hint[stream] = first;
+                  bound += first_ending_after(seg, issued - 1, first) - first + 1;
+              },
+              [&](Tick, Tick) { ++bound; });
+    reserve_large(u.timeline, bound);
+    hint.assign(run.streams.size(), 0);
+    Tiling t{u.timeline, u.time};
+    const Tick at = walk_unit(
+        run, work,
+        [&](std::uint32_t stream, Tick from, Tick issued, Tick gap_end) {
+            core_labels_from(cx, stream, from, issued, t, hint[stream]);
+            t.add(issued, gap_end, Cause::DataDep);
+        },
+        [&](Tick from, Tick to) { t.add(from, to, Cause::Busy); });
+    t.add(at, run.end, Cause::Idle);
     return u;
 }
 
-void unit_pass(Context& cx, Analysis& a) {
-    const RunData& run = cx.run;
-    // Cores first (their own partition), then units, then DMA engines.
-    for (std::uint32_t s = 0; s < run.streams.size(); ++s) {
-        UnitAccount u;
-        const Stream& st = run.streams[s];
-        u.name = st.label();
-        u.kind = "ScalarCore";
-        u.chip = st.chip;
-        for (const auto& u2 : run.units)
-            if (u2.kind == "ScalarCore" && u2.chip == st.chip && u2.path.find(".core" + std::to_string(st.core) + ".") != std::string::npos) u.name = u2.path;
-        u.timeline = cx.core_segments[s];
-        for (const Segment& g : u.timeline) u.time[static_cast<std::size_t>(g.cause)] += g.end - g.begin;
-        a.units.push_back(std::move(u));
-    }
-    std::vector<std::vector<Work>> work(run.units.size());
-    for (const UnitOp& o : run.unit_ops) work[o.unit].push_back({o.accept, o.start, o.end, o.stream});
-    for (const Dma& d : run.dmas) work[d.engine].push_back({d.issue, d.start, d.complete, d.stream});
-    for (std::uint32_t u = 0; u < run.units.size(); ++u) {
-        const std::string& k = run.units[u].kind;
-        if (k == "VectorUnit" || k == "MatrixUnit" || k == "DmaEngine") a.units.push_back(account(cx, u, std::move(work[u])));
-    }
-    std::map<std::string, Rollup> kinds;
-    for (const auto& u : a.units) {
-        Rollup& r = kinds[u.kind];
-        r.key = u.kind;
-        for (std::size_t c = 0; c < kCauses; ++c) r.time[c] += u.time[c];
-        ++r.instructions;  // here: units of the kind
-    }
-    for (auto& [k, r] : kinds) a.by_unit_kind.push_back(r);
-}
+bool accounted_kind(const std::string& kind) { return kind == "VectorUnit" || kind == "MatrixUnit" || kind == "DmaEngine"; }
 
 // Busy intervals of the matrix units, per chip (merged), for DMA/compute overlap.
 std::map<int, std::vector<std::pair<Tick, Tick>>> mxu_busy(const Analysis& a) {
@@ -393,17 +493,30 @@ void spread(std::vector<double>& v, Tick bucket, Tick b, Tick e, double bytes) {
     }
 }
 
-void series_pass(Context& cx, Analysis& a, std::size_t buckets) {
-    const RunData& run = cx.run;
-    if (run.end == 0 || buckets == 0) return;
+// The time axis of the series: `n` buckets of `bucket` ps (none for an empty run).
+struct Buckets {
+    Tick bucket = 0;
+    std::size_t n = 0;
+};
+
+Buckets buckets_of(const RunData& run, std::size_t buckets) {
+    if (run.end == 0 || buckets == 0) return {};
     const Tick bucket = std::max<Tick>(1, (run.end + buckets - 1) / buckets);
-    const std::size_t n = static_cast<std::size_t>((run.end + bucket - 1) / bucket);
-    // Bandwidth of each HBM controller and link, GB/s per bucket.
-    // Links: a transaction's record is its serialisation on the wire. HBM: each interleave
-    // piece's transfer on its channel. Bytes are spread evenly over those intervals.
-    std::map<std::uint32_t, std::vector<double>> bytes;
+    return {bucket, static_cast<std::size_t>((run.end + bucket - 1) / bucket)};
+}
+
+// Bandwidth of each HBM controller and link, GB/s per bucket.
+// Links: a transaction's record is its serialisation on the wire. HBM: each interleave
+// piece's transfer on its channel. Bytes are spread evenly over those intervals.
+void bandwidth_series(const RunData& run, Buckets bk, std::vector<Series>& out) {
+    const Tick bucket = bk.bucket;
+    const std::size_t n = bk.n;
+    // Per unit (in unit order, as the series are listed); empty: no traffic.
+    std::vector<std::vector<double>> bytes(run.units.size());
+    std::vector<char> is_link(run.units.size());
+    for (std::size_t u = 0; u < run.units.size(); ++u) is_link[u] = run.units[u].kind == "IciLink";
     for (const MemTxn& m : run.mems) {
-        if (run.units[m.target].kind != "IciLink") continue;
+        if (!is_link[m.target]) continue;
         auto& v = bytes[m.target];
         if (v.empty()) v.assign(n, 0.0);
         spread(v, bucket, m.arrival, m.done, static_cast<double>(m.bytes));
@@ -413,7 +526,9 @@ void series_pass(Context& cx, Analysis& a, std::size_t buckets) {
         if (v.empty()) v.assign(n, 0.0);
         spread(v, bucket, p.start, p.done, static_cast<double>(p.bytes));
     }
-    for (auto& [u, v] : bytes) {
+    for (std::uint32_t u = 0; u < run.units.size(); ++u) {
+        std::vector<double>& v = bytes[u];
+        if (v.empty()) continue;
         Series s;
         s.name = run.units[u].path + " bandwidth";
         s.unit = "GB/s";
@@ -422,14 +537,24 @@ void series_pass(Context& cx, Analysis& a, std::size_t buckets) {
         for (double& x : v) x = x / (static_cast<double>(bucket) / 1000.0);  // bytes per ns = GB/s
         s.values = std::move(v);
         for (double x : s.values) s.high_water = std::max(s.high_water, x);
-        a.series.push_back(std::move(s));
+        out.push_back(std::move(s));
     }
-    // VMEM occupancy per stream (allocation by liveness, traces/vmem_liveness.h): a range is
-    // allocated from its write's start to its last reader's completion. The series holds the
-    // largest occupancy within each bucket, so the high-water mark shows.
+}
+
+// VMEM occupancy per stream (allocation by liveness, traces/vmem_liveness.h): a range is
+// allocated from its write's start to its last reader's completion. The series holds the
+// largest occupancy within each bucket, so the high-water mark shows.
+void vmem_series(const Context& cx, Buckets bk, std::vector<Series>& out) {
+    const RunData& run = cx.run;
+    const Tick bucket = bk.bucket;
+    const std::size_t n = bk.n;
     for (std::uint32_t s = 0; s < run.streams.size(); ++s) {
         const Stream& st = run.streams[s];
-        std::vector<std::pair<Tick, std::int64_t>> steps;
+        // Allocations (+bytes) and frees (-bytes) in time order. Each kind comes nearly in
+        // order already (liveness lists ranges by writer): sorted apart, then merged. (Ordered
+        // on both members: steps that compare equal are equal, so this is the one order.)
+        using Step = std::pair<Tick, std::int64_t>;
+        std::vector<Step> allocs, frees;
         auto start_of = [&](std::uint64_t i) {
             const std::uint32_t d = cx.ix.dma_of(s, i);
             return d != kNone ? run.dmas[d].start : st.life[i].issue;
@@ -438,15 +563,22 @@ void series_pass(Context& cx, Analysis& a, std::size_t buckets) {
             const std::uint32_t d = cx.ix.dma_of(s, i);
             return d != kNone ? run.dmas[d].complete : st.life[i].complete;
         };
-        for (const trace::VmemLive& l : trace::vmem_liveness(st.code, st.chip)) {
+        std::vector<trace::VmemLive> computed;
+        if (run.vmem_live.size() != run.streams.size()) computed = trace::vmem_liveness(st.code, st.chip);
+        const auto& live = run.vmem_live.size() == run.streams.size() ? run.vmem_live[s] : computed;
+        for (const trace::VmemLive& l : live) {
             if (!st.life[l.writer].seen) continue;
             const Tick b = start_of(l.writer);
             const Tick e = std::max(end_of(l.writer), l.read && st.life[l.last_reader].seen ? end_of(l.last_reader) : run.end);
-            steps.push_back({b, static_cast<std::int64_t>(l.bytes)});
-            steps.push_back({e, -static_cast<std::int64_t>(l.bytes)});
+            allocs.push_back({b, static_cast<std::int64_t>(l.bytes)});
+            frees.push_back({e, -static_cast<std::int64_t>(l.bytes)});
         }
-        if (steps.empty()) continue;
-        std::stable_sort(steps.begin(), steps.end(), [](const auto& x, const auto& y) { return x.first < y.first || (x.first == y.first && x.second < y.second); });
+        if (allocs.empty()) continue;
+        sort_mostly_sorted(allocs, std::less<Step>());
+        sort_mostly_sorted(frees, std::less<Step>());
+        std::vector<Step> steps;
+        steps.reserve(allocs.size() + frees.size());
+        std::merge(allocs.begin(), allocs.end(), frees.begin(), frees.end(), std::back_inserter(steps));
         Series v;
         v.name = run.streams[s].label() + " VMEM allocated";
         v.unit = "bytes";
@@ -473,55 +605,162 @@ void series_pass(Context& cx, Analysis& a, std::size_t buckets) {
             }
             v.values[k] = level_max;
         }
-        a.series.push_back(std::move(v));
+        out.push_back(std::move(v));
     }
-    // Utilisation (busy share) of every accounted unit.
+}
+
+// Utilisation (busy share) of every accounted unit.
+void utilisation_series(const Analysis& a, Buckets bk, std::vector<Series>& out) {
+    const Tick bucket = bk.bucket;
     for (const UnitAccount& u : a.units) {
         Series s;
         s.name = u.name + " utilisation";
         s.unit = "%";
         s.bucket = bucket;
         s.ceiling = 100;
-        s.values.assign(n, 0.0);
+        s.values.assign(bk.n, 0.0);
         for (const Segment& g : u.timeline)
             if (g.cause == Cause::Busy) spread(s.values, bucket, g.begin, g.end, static_cast<double>(g.end - g.begin));
         for (double& x : s.values) {
             x = 100.0 * x / static_cast<double>(bucket);
             s.high_water = std::max(s.high_water, x);
         }
-        a.series.push_back(std::move(s));
+        out.push_back(std::move(s));
+    }
+}
+
+// The name of a stream's core account: its ScalarCore's path if the header lists one.
+std::string core_name(const RunData& run, std::uint32_t s) {
+    const Stream& st = run.streams[s];
+    std::string name = st.label();
+    for (const auto& u : run.units)
+        if (u.kind == "ScalarCore" && u.chip == st.chip && u.path.find(".core" + std::to_string(st.core) + ".") != std::string::npos) name = u.path;
+    return name;
+}
+
+// The accounts of the units (vector and matrix units, DMA engines): each read its core's
+// segments and is independent of the others, so any number of threads can take units from
+// here (account_some), each unit by one of them.
+class UnitAccounts {
+public:
+    explicit UnitAccounts(const RunData& run) : run_(run) {
+        if (run.unit_ops.size() >= kDmaRef || run.dmas.size() >= kDmaRef) throw std::length_error("analysis: more than 2^31 unit operations or DMAs");
+        ops_.resize(run.units.size());
+        done_.resize(run.units.size());
+        std::vector<char> accounted(run.units.size());
+        for (std::size_t u = 0; u < run.units.size(); ++u) accounted[u] = accounted_kind(run.units[u].kind);
+        for (std::size_t i = 0; i < run.unit_ops.size(); ++i) {  // in log order
+            const std::uint32_t u = run.unit_ops[i].unit;
+            if (u < run.units.size() && accounted[u]) append_large(ops_[u], static_cast<OpRef>(i));
+        }
+        for (std::size_t i = 0; i < run.dmas.size(); ++i) {
+            const std::uint32_t u = run.dmas[i].engine;
+            if (u < run.units.size() && accounted[u]) append_large(ops_[u], static_cast<OpRef>(i) | kDmaRef);
+        }
+        for (std::uint32_t u = 0; u < run.units.size(); ++u)
+            if (accounted[u]) order_.push_back(u);
+        // The busiest first: the threads then finish at about the same time.
+        std::stable_sort(order_.begin(), order_.end(), [&](std::uint32_t x, std::uint32_t y) { return ops_[x].size() > ops_[y].size(); });
+    }
+    // Accounts units no thread has taken yet, until none is left.
+    void account_some(const Context& cx) {
+        WorkInOrder work;
+        for (std::size_t k = next_++; k < order_.size(); k = next_++) {
+            const std::uint32_t u = order_[k];
+            done_[u] = account(cx, u, ops_[u], work);
+            std::vector<OpRef>().swap(ops_[u]);
+        }
+    }
+    // The accounts, in unit order, appended to `out` (after every account_some returned).
+    void take(std::vector<UnitAccount>& out) {
+        for (std::uint32_t u = 0; u < run_.units.size(); ++u)
+            if (accounted_kind(run_.units[u].kind)) out.push_back(std::move(done_[u]));
+    }
+
+private:
+    const RunData& run_;
+    std::vector<std::vector<OpRef>> ops_;  // per unit, in log order
+    std::vector<UnitAccount> done_;        // per unit
+    std::vector<std::uint32_t> order_;     // the units to account, in the order they are taken
+    std::atomic<std::size_t> next_{0};
+};
+
+// Every unit's account in a.units: the cores first (their segments move there, no copy),
+// then the other units in unit order; and the roll-up by kind.
+void unit_pass(Context& cx, Analysis& a, UnitAccounts& units) {
+    const RunData& run = cx.run;
+    for (std::uint32_t s = 0; s < run.streams.size(); ++s) {
+        UnitAccount u;
+        u.name = core_name(run, s);
+        u.kind = "ScalarCore";
+        u.chip = run.streams[s].chip;
+        u.timeline = std::move(cx.core_segments[s]);
+        u.time = cx.core_time[s];
+        a.units.push_back(std::move(u));
+    }
+    cx.core_segments.clear();
+    units.take(a.units);
+    std::map<std::string, Rollup> kinds;
+    for (const auto& u : a.units) {
+        Rollup& r = kinds[u.kind];
+        r.key = u.kind;
+        for (std::size_t c = 0; c < kCauses; ++c) r.time[c] += u.time[c];
+        ++r.instructions;  // here: units of the kind
+    }
+    for (auto& [k, r] : kinds) a.by_unit_kind.push_back(r);
+}
+
+// Runs fn on a thread of its own if one can be started, else when its result is asked for.
+template <class F>
+auto beside(F fn) {
+    try {
+        return std::async(std::launch::async, fn);
+    } catch (const std::system_error&) {
+        return std::async(std::launch::deferred, fn);
     }
 }
 
 }  // namespace
-}  // namespace xpu::analysis
-#include <chrono>
-#include <cstdio>
-namespace xpu::analysis {
-namespace {
-struct TT { std::chrono::steady_clock::time_point t = std::chrono::steady_clock::now(); void lap(const char* n) { auto x = std::chrono::steady_clock::now(); std::fprintf(stderr, "  TT %s %.3f\n", n, std::chrono::duration<double>(x - t).count()); t = x; } };
-}
+
 Analysis analyze(const RunData& run, const AnalyzeOptions& opt) {
-    std::fprintf(stderr, "sizes: unit_ops %zu dmas %zu flags %zu mems %zu hbm %zu instr %zu\n", run.unit_ops.size(), run.dmas.size(), run.flags.size(), run.mems.size(), run.hbm_pieces.size(), run.streams[0].code.size());
-    TT tt;
+    // Two threads (a 10 M-instruction run takes seconds). Beside the index and the core pass:
+    // what reads only the run (the lists of the units' operations, the bandwidth series) or
+    // the run and its index (the VMEM series). Then both threads account the units. Then the
+    // critical path (which reads the core pass's results) runs beside the rest: utilisation,
+    // DMA views, suggestions. Each pass writes only its own result or its own members of
+    // Analysis, so the result is the same whatever the timing.
+    const Buckets bk = buckets_of(run, opt.series_buckets);
+    auto unit_work = beside([&] { return std::make_unique<UnitAccounts>(run); });
+    auto bandwidth = beside([&] {
+        std::vector<Series> out;
+        if (bk.n) bandwidth_series(run, bk, out);
+        return out;
+    });
     Context cx(run);
-    tt.lap("index");
+    auto vmem = beside([&] {
+        std::vector<Series> out;
+        if (bk.n) vmem_series(cx, bk, out);
+        return out;
+    });
     Analysis a;
     a.end = run.end;
     a.status = run.status;
     a.records = run.records;
     core_pass(cx, a, opt);
-    tt.lap("core");
-    unit_pass(cx, a);
-    tt.lap("unit");
+    const std::unique_ptr<UnitAccounts> units = unit_work.get();
+    {
+        auto helper = beside([&] { units->account_some(cx); });
+        units->account_some(cx);
+        helper.get();
+    }
+    auto path = beside([&] { find_critical_path(cx, a); });
+    unit_pass(cx, a, *units);
+    a.series = bandwidth.get();
+    for (Series& s : vmem.get()) a.series.push_back(std::move(s));
+    if (bk.n) utilisation_series(a, bk, a.series);
     dma_pass(cx, a);
-    tt.lap("dma");
-    series_pass(cx, a, opt.series_buckets);
-    tt.lap("series");
-    find_critical_path(cx, a);
-    tt.lap("critical");
     make_suggestions(cx, a, opt.max_suggestions);
-    tt.lap("suggest");
+    path.get();
     return a;
 }
 

@@ -21,15 +21,12 @@ struct Context {
     explicit Context(const RunData& r) : run(r), ix(r) {}
     const RunData& run;
     RunIndex ix;
-    std::vector<std::vector<Segment>> core_segments;  // per stream, tiling [0, end]
+    // Per stream, tiling [0, end]; the unit pass then moves them into the cores' UnitAccounts
+    // (Analysis::units[stream].timeline), where later passes read them.
+    std::vector<std::vector<Segment>> core_segments;
+    std::vector<CauseTimes> core_time;                 // per stream: its segments' time per cause
     std::vector<Tick> dma_caused;                      // per DMA record: core time waiting on it
     std::vector<WaitStall> waits;                      // every swait that stalled, program order per stream
-    struct Stalled {
-        std::uint32_t stream = 0;
-        std::uint64_t index = 0;
-        Tick stall = 0;
-    };
-    std::vector<Stalled> stalled;  // every instruction that stalled (any cause but supply)
 };
 
 // Labels of the core of `stream` over [b, e), appended to out (clipped).

@@ -18,28 +18,53 @@ struct Walker {
     Analysis& a;
     std::vector<std::vector<std::uint32_t>> by_engine;  // DMA records per engine, by start
     Tick cur = 0;  // how far back the chain has been followed: steps tile [0, end], latest first
+    bool in_order_run_ = false;  // the last step is an "issued in order" one
+    bool merged_ = false;        // ... into which earlier instructions were merged, the first being:
+    std::pair<std::uint32_t, std::uint64_t> run_first_{0, 0};
 
-    void step(std::string node, std::string edge, Cause c, Tick b, Tick e) {
+    // Clips [b, e] to the time no later step covers; false if nothing is left.
+    bool clip(Tick& b, Tick& e) {
         // Steps tile the run: a step reaches up to where the later one began (a DMA queued
         // behind another finished before the later one started: that gap is still its wait),
         // and covers only time not covered by a later one (a producer may complete after its
         // consumer's stall began: the overlap belongs to the later step).
-        (void)e;
         e = cur;
         b = std::min(b, e);
         cur = b;
-        if (e == b) return;
-        if (!a.critical_path.empty()) {
-            PathStep& last = a.critical_path.back();
-            // Merge runs of in-order issue on one stream.
-            if (last.edge == edge && edge.rfind("issued in order", 0) == 0 && last.begin == e) {
-                last.begin = b;
-                const auto p = last.node.find(" .. ");
-                last.node = node.substr(0, node.find(' ', node.find('#'))) + " .. " + (p == std::string::npos ? last.node : last.node.substr(p + 4));
-                return;
-            }
-        }
+        return e > b;
+    }
+
+    void step(std::string node, std::string edge, Cause c, Tick b, Tick e) {
+        if (!clip(b, e)) return;
+        end_in_order_run();
         a.critical_path.push_back({std::move(node), std::move(edge), c, b, e});
+    }
+
+    // Instruction i of stream s issued in order after its predecessor: merged with the step
+    // before (later in time) if that is one too and begins where this one ends, into one step
+    // "chipC.coreK #FIRST .. NODE OF THE LAST". While the walk goes back only FIRST changes, so
+    // the merged node's text is written once, when the run of merges ends.
+    void in_order(std::uint32_t s, std::uint64_t i, Tick b, Tick e) {
+        if (!clip(b, e)) return;
+        if (in_order_run_ && a.critical_path.back().begin == e) {
+            a.critical_path.back().begin = b;
+            run_first_ = {s, i};
+            merged_ = true;
+            return;
+        }
+        end_in_order_run();
+        a.critical_path.push_back({short_node(s, i), "issued in order", Cause::Busy, b, e});
+        in_order_run_ = true;
+    }
+
+    void end_in_order_run() {
+        if (in_order_run_ && merged_) {
+            std::string& node = a.critical_path.back().node;
+            const auto p = node.find(" .. ");  // (in an annotation: the text after it is kept, as ever)
+            node = cx.run.streams[run_first_.first].label() + " #" + std::to_string(run_first_.second) + " .. " +
+                   (p == std::string::npos ? node : node.substr(p + 4));
+        }
+        in_order_run_ = merged_ = false;
     }
 
     std::string short_node(std::uint32_t s, std::uint64_t i) const {
@@ -126,7 +151,7 @@ struct Walker {
                     if (l.issue > 0) step(short_node(s, i), "first instruction", Cause::Supply, 0, l.issue);
                     break;
                 }
-                step(short_node(s, i), "issued in order", Cause::Busy, st.life[i - 1].issue, l.issue);
+                in_order(s, i, st.life[i - 1].issue, l.issue);
                 --i;
                 continue;
             }
@@ -157,10 +182,11 @@ struct Walker {
             }
             step(short_node(s, i), std::string(cause_name(p.cause)), p.cause, b, l.issue);
             if (i == 0) break;
-            step(short_node(s, i - 1), "issued in order", Cause::Busy, st.life[i - 1].issue, b);
+            in_order(s, i - 1, st.life[i - 1].issue, b);
             --i;
         }
         if (cur > 0) step("start of the run", "before the first event on the path", Cause::Supply, 0, cur);
+        end_in_order_run();
         for (const PathStep& ps : a.critical_path) a.critical_by_cause[static_cast<std::size_t>(ps.cause)] += ps.end - ps.begin;
     }
 };

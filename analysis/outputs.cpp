@@ -1,5 +1,6 @@
 #include "analysis/outputs.h"
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,9 +15,39 @@ namespace xpu::analysis {
 
 namespace fs = std::filesystem;
 
+double PhaseTimes::of(const std::string& phase) const {
+    for (const auto& [name, s] : seconds)
+        if (name == phase) return s;
+    return 0;
+}
+
+namespace {
+
+// Times the phases of analyze_folder into PhaseTimes (a no-op without one).
+class PhaseClock {
+public:
+    explicit PhaseClock(PhaseTimes* t) : t_(t), last_(std::chrono::steady_clock::now()) {}
+    void lap(const char* phase) {
+        if (!t_) return;
+        const auto now = std::chrono::steady_clock::now();
+        t_->seconds.emplace_back(phase, std::chrono::duration<double>(now - last_).count());
+        last_ = now;
+    }
+
+private:
+    PhaseTimes* t_;
+    std::chrono::steady_clock::time_point last_;
+};
+
+}  // namespace
+
 Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const OutputOptions& opt) {
+    PhaseClock clock(opt.timing);
     const RunData run = load_run(out_dir);
+    clock.lap("load");
+    if (opt.timing) opt.timing->records = run.records;
     const Analysis a = analyze(run);
+    clock.lap("analyze");
     const std::string files[] = {"report.txt", "analysis.json", "report.html", "timeline.json"};
     auto path = [&](const std::string& f) { return (fs::path(out_dir) / f).string(); };
     for (const auto& f : files) fs::remove(path(f));  // no stale result beside a new one
@@ -28,9 +59,17 @@ Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const Outp
             f << text.str();
             if (!f) throw std::runtime_error(path("report.txt") + ": cannot write");
         }
+        clock.lap("report.txt");
         write_analysis_json_file(path("analysis.json"), run, a);
-        if (opt.html) write_report_html(path("report.html"), run, a);
-        if (opt.timeline) write_timeline_json(path("timeline.json"), run, a);
+        clock.lap("analysis.json");
+        if (opt.html) {
+            write_report_html(path("report.html"), run, a);
+            clock.lap("report.html");
+        }
+        if (opt.timeline) {
+            write_timeline_json(path("timeline.json"), run, a);
+            clock.lap("timeline.json");
+        }
         if (opt.print) os << text.str();
     } catch (...) {
         for (const auto& f : files) fs::remove(path(f));

@@ -2,17 +2,29 @@
 // (at the end of a run) and xpu_analyze: report.txt, analysis.json, report.html, timeline.json.
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "analysis/analysis.h"
 
 namespace xpu::analysis {
 
+// Wall seconds of each phase of analyze_folder, in order: "load", "analyze", then one per file
+// written ("report.txt", ...). What xpu_analyze --timing prints and scripts/bench.sh measures.
+struct PhaseTimes {
+    std::uint64_t records = 0;  // log records read
+    std::vector<std::pair<std::string, double>> seconds;
+    double of(const std::string& phase) const;  // 0 if the phase did not run
+};
+
 struct OutputOptions {
     bool print = true;       // the terminal report on `os`
     std::size_t top = 10;    // rows per table in the terminal report
     bool html = true, timeline = true;
+    PhaseTimes* timing = nullptr;  // if set, filled with the phases' wall times
 };
 
 // Reads OUT's transaction log, analyses it, writes OUT/{report.txt, analysis.json, report.html,

@@ -1,12 +1,16 @@
 #include "analysis/run_data.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <memory>
 #include <sstream>
-#include <unordered_map>
+#include <thread>
 
+
+#include "analysis/large_array.h"
 #include "analysis/txlog_format.h"
 #include "traces/crc32.h"
 #include "traces/trace_format.h"
@@ -48,10 +52,43 @@ std::string format_meta(const std::map<std::string, std::string>& kv, const std:
 
 namespace {
 
-// Decodes the records of one block; every read is bounds-checked and names the place.
+// Bytes of zeros after a block's payload in the decode buffer. The fast decoder reads a whole
+// record, and 8 bytes at a time, without a bounds check per byte: a record, at most ~120 bytes
+// (a Name's text is checked explicitly), that starts inside the payload ends inside the padding.
+constexpr std::size_t kDecodePadding = 128;
+
+// The decoder's per-field functions, inlined whatever the compiler's heuristics say: a call per
+// field costs as much as the decoding itself (the cursor goes through memory).
+#if defined(__GNUC__)
+#define XPU_HOT inline __attribute__((always_inline))
+#else
+#define XPU_HOT inline
+#endif
+
+// One LEB128 varint at p: up to 10 bytes, non-canonical forms accepted (the value of
+// Cursor::var below); nullptr if it is longer. Needs 10 readable bytes at p (the padding).
+// A plain loop: each field of a record type has about the same length every time, so its
+// branches predict well (measured twice as fast on a real log as one 8-byte load with the
+// continuation bits squeezed out, with shifts and masks or with pext).
+XPU_HOT const std::uint8_t* read_varint(const std::uint8_t* p, std::uint64_t& v) {
+    std::uint64_t r = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        const std::uint64_t b = *p++;
+        r |= (b & 0x7F) << shift;
+        if (b < 0x80) {
+            v = r;
+            return p;
+        }
+    }
+    return nullptr;
+}
+
+// Decodes the records of one block; every read is bounds-checked and names the place. Used for
+// a record the fast cursor refused, to report exactly what is wrong with it.
 class Cursor {
 public:
     Cursor(const std::uint8_t* p, std::size_t n, const std::string& where) : p_(p), end_(p + n), begin_(p), where_(where) {}
+    void seek(std::size_t offset) { p_ = begin_ + offset; }
     bool done() const { return p_ >= end_; }
     std::uint64_t var() {
         std::uint64_t v = 0;
@@ -92,6 +129,46 @@ private:
     std::string where_;
 };
 
+// Thrown by FastCursor instead of an error: the record is then decoded again by Cursor.
+struct Refused {};
+
+// The same reads as Cursor, without a bounds check per byte (the buffer is padded, see
+// kDecodePadding; the caller checks after each record that it ended inside the payload), and
+// without building a message: any problem throws Refused.
+class FastCursor {
+public:
+    FastCursor(const std::uint8_t* p, std::size_t n) : p_(p), end_(p + n), begin_(p) {}
+    std::size_t offset() const { return static_cast<std::size_t>(p_ - begin_); }
+    bool done() const { return p_ >= end_; }
+    bool past_end() const { return p_ > end_; }
+    XPU_HOT std::uint64_t var() {
+        std::uint64_t v;
+        const std::uint8_t* q = read_varint(p_, v);
+        if (!q) throw Refused{};
+        p_ = q;
+        return v;
+    }
+    XPU_HOT std::int64_t zz() { return trace::codec::unzigzag(var()); }
+    XPU_HOT Tick after(Tick base) {
+        const std::int64_t d = zz();
+        if (d < 0) throw Refused{};
+        return base + static_cast<Tick>(d);
+    }
+    XPU_HOT std::uint8_t byte() { return *p_++; }
+    std::string bytes(std::size_t n) {
+        if (static_cast<std::size_t>(end_ - p_) < n) throw Refused{};
+        std::string s(reinterpret_cast<const char*>(p_), n);
+        p_ += n;
+        return s;
+    }
+    [[noreturn]] void fail(const std::string&) const { throw Refused{}; }
+
+private:
+    const std::uint8_t* p_;
+    const std::uint8_t* end_;
+    const std::uint8_t* begin_;
+};
+
 struct FileCloser {
     void operator()(std::FILE* f) const {
         if (f) std::fclose(f);
@@ -120,31 +197,378 @@ void parse_meta(RunData& run, const std::string& text, const std::string& path) 
     }
 }
 
-void load_trace(RunData& run, const std::string& path) {
-    if (!fs::exists(path))
-        throw LogError(path + ": missing: the analysis needs the copy of the trace that sim_main writes beside txlog.bin");
-    try {
-        trace::TraceFile tf = trace::TraceFile::open(path);
-        run.strings = tf.strings();
-        for (std::size_t s = 0; s < tf.streams().size(); ++s) {
+// The program of the run (OUT/txlog.trace.bin): its tables are read at once (the streams the
+// log's records name, their lengths, the annotations), its instructions on a second thread
+// while the caller decodes the log: the two are independent, and each is a large part of the
+// loading time. That thread then derives what depends on the program alone (VMEM liveness),
+// which it has time for before the log is decoded. Each stream's `code` and
+// RunData::vmem_live belong to that thread until finish().
+class TraceLoader {
+public:
+    TraceLoader(RunData& run, const std::string& path) : run_(run) {
+        if (!fs::exists(path))
+            throw LogError(path + ": missing: the analysis needs the copy of the trace that sim_main writes beside txlog.bin");
+        try {
+            file_ = trace::TraceFile::open(path);
+        } catch (const trace::TraceError& e) {
+            throw LogError(e.what());
+        }
+        run.strings = file_.strings();
+        for (const trace::StreamInfo& info : file_.streams()) {
             Stream st;
-            st.chip = tf.streams()[s].chip;
-            st.core = tf.streams()[s].core;
-            st.code.resize(tf.streams()[s].instructions);
-            trace::StreamReader r(tf, s);
-            std::size_t at = 0;
-            while (at < st.code.size()) {
-                const std::size_t got = r.read(st.code.data() + at, st.code.size() - at);
-                if (!got) break;
-                at += got;
-            }
-            st.code.resize(at);
-            st.life.resize(at);
+            st.chip = info.chip;
+            st.core = info.core;
             run.streams.push_back(std::move(st));
         }
-    } catch (const trace::TraceError& e) {
-        throw LogError(e.what());
+        thread_ = std::thread([this] { read_code(); });
+        // The lives, which the log's records fill in (a stream that reads without error holds
+        // as many instructions as its table entry says).
+        try {
+            for (std::size_t s = 0; s < run.streams.size(); ++s) {
+                reserve_large(run.streams[s].life, file_.streams()[s].instructions);
+                run.streams[s].life.resize(file_.streams()[s].instructions);
+            }
+        } catch (...) {
+            thread_.join();
+            throw;
+        }
     }
+    ~TraceLoader() {
+        if (thread_.joinable()) thread_.join();
+    }
+    // Waits for the instructions; throws the trace's error if reading them failed.
+    void finish() {
+        thread_.join();
+        if (error_) std::rethrow_exception(error_);
+    }
+
+private:
+    void read_code() {
+        try {
+            // Decoded a chunk at a time into a small buffer and appended: each Instruction of
+            // the (large) array is written once, instead of constructed and then overwritten.
+            std::vector<Instruction> chunk(4096);
+            for (std::size_t s = 0; s < run_.streams.size(); ++s) {
+                std::vector<Instruction>& code = run_.streams[s].code;
+                const std::size_t n = file_.streams()[s].instructions;
+                reserve_large(code, n);
+                trace::StreamReader r(file_, s);
+                while (code.size() < n) {
+                    const std::size_t got = r.read(chunk.data(), std::min(chunk.size(), n - code.size()));
+                    if (!got) break;
+                    code.insert(code.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(got));
+                }
+            }
+            for (const Stream& st : run_.streams) run_.vmem_live.push_back(trace::vmem_liveness(st.code, st.chip));
+        } catch (const trace::TraceError& e) {
+            error_ = std::make_exception_ptr(LogError(e.what()));
+        } catch (...) {
+            error_ = std::current_exception();
+        }
+    }
+
+    RunData& run_;
+    trace::TraceFile file_;
+    std::thread thread_;
+    std::exception_ptr error_;
+};
+
+// (chip, core) -> stream, for the records that name an instruction: a table, since every
+// record asks.
+class StreamTable {
+public:
+    explicit StreamTable(const RunData& run) : run_(run) {
+        std::size_t chips = 0, cores = 0;
+        for (const Stream& st : run.streams) {
+            chips = std::max<std::size_t>(chips, st.chip + 1u);
+            cores = std::max<std::size_t>(cores, st.core + 1u);
+        }
+        if (chips * cores > (1u << 20)) return;  // sparse ids: run.stream_of
+        cores_ = cores;
+        table_.assign(chips * cores, kNone);
+        for (std::size_t s = 0; s < run.streams.size(); ++s) {
+            const std::size_t k = run.streams[s].chip * cores + run.streams[s].core;
+            if (table_[k] == kNone) table_[k] = static_cast<std::uint32_t>(s);  // the first, as stream_of
+        }
+    }
+    std::uint32_t find(std::uint64_t chip, std::uint64_t core) const {
+        if (cores_ == 0) {
+            return chip <= 0xFFFF && core <= 0xFFFF ? run_.stream_of(static_cast<std::uint16_t>(chip), static_cast<std::uint16_t>(core)) : kNone;
+        }
+        if (core >= cores_ || chip >= table_.size() / cores_) return kNone;
+        return table_[chip * cores_ + core];
+    }
+
+private:
+    const RunData& run_;
+    std::size_t cores_ = 0;
+    std::vector<std::uint32_t> table_;
+};
+
+// Is a transaction on this unit one the analysis uses? HBM controllers (HBM traffic) and
+// inter-chip links (link time); transactions on VMEM are checked and counted, not kept.
+bool keeps_transactions(const Unit& u) { return u.kind == "HbmController" || u.kind == "IciLink"; }
+
+// Turns records into RunData. One decoder for both cursors: FastCursor on the normal path,
+// Cursor to name the error in a record FastCursor refused.
+class LogDecoder {
+public:
+    explicit LogDecoder(RunData& run) : run_(run), streams_(run) {
+        // Records per instruction are at most one unit op: reserving spares the copies of
+        // growing the largest array. (Lives, not code: the code is being read meanwhile.)
+        std::size_t instructions = 0;
+        for (const Stream& st : run.streams) instructions += st.life.size();
+        reserve_large(run.unit_ops, instructions);
+    }
+
+    bool ended() const { return ended_; }
+    // Reserves the arrays whose length the log does not tell (HBM pieces, transactions kept)
+    // for the whole log, extrapolated from what the share of it decoded so far held, so that
+    // they are not copied as they grow. A guess: if it falls short, they grow as vectors do.
+    void extrapolate(double share_decoded) {
+        if (share_decoded <= 0 || share_decoded >= 1) return;
+        const double scale = 1.25 / share_decoded;
+        reserve_large(run_.hbm_pieces, static_cast<std::size_t>(static_cast<double>(run_.hbm_pieces.size()) * scale));
+        reserve_large(run_.mems, static_cast<std::size_t>(static_cast<double>(run_.mems.size()) * scale));
+    }
+    // The message for the first transaction (in log order, kept or not) for an instruction past
+    // its stream's end; empty if none.
+    const std::string& bad_mem() const { return bad_mem_; }
+
+    template <class C>
+    void record(C& c) {
+        const std::uint8_t type = c.byte();
+        switch (static_cast<txlog::Rec>(type)) {
+            case txlog::Rec::Name: name(c); break;
+            case txlog::Rec::Instr: instr(c); break;
+            case txlog::Rec::UnitOp: unit_op(c); break;
+            case txlog::Rec::Dma: dma(c); break;
+            case txlog::Rec::Flag: flag(c); break;
+            case txlog::Rec::Mem: mem(c); break;
+            case txlog::Rec::HbmPiece: hbm_piece(c); break;
+            case txlog::Rec::End:
+                run_.end = c.var();
+                run_.status = static_cast<unsigned>(c.var());
+                ended_ = true;
+                if (!c.done()) c.fail("records after the End record");
+                break;
+            default:
+                c.fail("unknown record type " + std::to_string(type));
+        }
+    }
+
+private:
+    // Log names -> unit indices (names of units not in the header are added as kind "?").
+    template <class C>
+    std::uint32_t unit_id(std::uint64_t name, C& c) const {
+        if (name == 0) return kNone;
+        if (name >= unit_of_name_.size()) c.fail("a name id used before its Name record");
+        return unit_of_name_[name];
+    }
+    template <class C>
+    std::uint32_t stream_id(std::uint64_t chip, std::uint64_t core, C& c) const {
+        const std::uint32_t s = streams_.find(chip, core);
+        if (s == kNone) c.fail("a record for chip " + std::to_string(chip) + " core " + std::to_string(core) + ", which the trace has no stream for");
+        return s;
+    }
+
+    template <class C>
+    void name(C& c) {
+        const std::uint64_t id = c.var(), len = c.var();
+        if (id != unit_of_name_.size()) c.fail("Name records must number their ids 1, 2, 3...");
+        if (len > 4096) c.fail("a name longer than 4096 bytes");
+        const std::string name = c.bytes(static_cast<std::size_t>(len));
+        std::uint32_t u = run_.unit_named(name);
+        if (u == kNone) {
+            run_.units.push_back({name, "?", -1, 0, 0});
+            u = static_cast<std::uint32_t>(run_.units.size() - 1);
+        }
+        unit_of_name_.push_back(u);
+    }
+
+    template <class C>
+    void instr(C& c) {
+        const std::uint64_t chip = c.var(), core = c.var();
+        const std::uint32_t s = stream_id(chip, core, c);
+        const std::uint64_t index = c.var();
+        Stream& st = run_.streams[s];
+        if (index >= st.life.size()) c.fail("instruction " + std::to_string(index) + " of " + st.label() + ", which has " + std::to_string(st.life.size()));
+        Life& l = st.life[index];
+        l.arrival = c.var();
+        l.ready = c.after(l.arrival);
+        l.issue = c.after(l.ready);
+        l.complete = c.after(l.issue);
+        l.seen = true;
+    }
+
+    template <class C>
+    void unit_op(C& c) {
+        UnitOp o;
+        o.unit = unit_id(c.var(), c);
+        const std::uint64_t chip = c.var(), core = c.var();
+        o.stream = stream_id(chip, core, c);
+        o.index = c.var();
+        const std::uint64_t op = c.var();
+        if (op > 0xFF || !trace::codec::is_known_opcode(static_cast<std::uint8_t>(op))) c.fail("unknown opcode " + std::to_string(op));
+        o.op = static_cast<Opcode>(op);
+        o.accept = c.var();
+        o.start = c.after(o.accept);
+        o.end = c.after(o.start);
+        o.complete = c.after(o.end);
+        append_large(run_.unit_ops, o);
+    }
+
+    template <class C>
+    void dma(C& c) {
+        Dma d;
+        d.engine = unit_id(c.var(), c);
+        const std::uint64_t chip = c.var(), core = c.var();
+        d.stream = stream_id(chip, core, c);
+        d.index = c.var();
+        d.issue = c.var();
+        d.start = c.after(d.issue);
+        d.complete = c.after(d.start);
+        d.bytes = c.var();
+        append_large(run_.dmas, d);
+    }
+
+    template <class C>
+    void flag(C& c) {
+        FlagChange fc;
+        fc.owner = unit_id(c.var(), c);
+        const std::uint64_t flag = c.var();
+        if (flag > 0xFFFF) c.fail("flag id " + std::to_string(flag) + " out of range");
+        fc.flag = static_cast<std::uint16_t>(flag);
+        fc.old_value = c.zz();
+        fc.new_value = c.zz();
+        fc.time = c.var();
+        if (c.var()) {
+            const std::uint64_t chip = c.var(), core = c.var();
+            fc.by_stream = stream_id(chip, core, c);
+            fc.by_index = c.var();
+        }
+        append_large(run_.flags, fc);
+    }
+
+    template <class C>
+    void mem(C& c) {
+        MemTxn m;
+        m.target = unit_id(c.var(), c);
+        m.initiator = unit_id(c.var(), c);
+        m.write = c.var() != 0;
+        m.addr = c.var();
+        m.bytes = c.var();
+        m.arrival = c.var();
+        m.done = c.after(m.arrival);
+        if (c.var()) {
+            const std::uint64_t chip = c.var(), core = c.var();
+            m.stream = stream_id(chip, core, c);
+            m.index = c.var();
+        }
+        if (m.stream != kNone && m.index >= run_.streams[m.stream].life.size() && bad_mem_.empty())
+            bad_mem_ = "a transaction for instruction " + std::to_string(m.index) + " past the end of " + run_.streams[m.stream].label();
+        if (m.target != kNone && keeps(m.target)) append_large(run_.mems, m);
+        else ++run_.mems_not_kept;
+    }
+    bool keeps(std::uint32_t unit) {
+        if (unit >= keep_.size()) {  // units are added by Name records: extend the cache
+            const std::size_t from = keep_.size();
+            keep_.resize(run_.units.size());
+            for (std::size_t u = from; u < keep_.size(); ++u) keep_[u] = keeps_transactions(run_.units[u]);
+        }
+        return keep_[unit];
+    }
+
+    template <class C>
+    void hbm_piece(C& c) {
+        HbmPiece hp;
+        hp.controller = unit_id(c.var(), c);
+        if (hp.controller == kNone) c.fail("an HBM piece without its controller");
+        const std::uint64_t ch = c.var();
+        if (ch > 0xFFFF) c.fail("channel " + std::to_string(ch) + " out of range");
+        hp.channel = static_cast<std::uint16_t>(ch);
+        hp.bytes = c.var();
+        hp.start = c.var();
+        hp.done = c.after(hp.start);
+        append_large(run_.hbm_pieces, hp);
+    }
+
+    RunData& run_;
+    StreamTable streams_;
+    std::vector<std::uint32_t> unit_of_name_ = std::vector<std::uint32_t>(1, kNone);
+    std::vector<char> keep_;  // per unit: keeps_transactions
+    bool ended_ = false;
+    std::string bad_mem_;
+};
+
+// Decodes one block's payload (buf holds n bytes and kDecodePadding zeros after them); returns
+// the records it held.
+std::uint32_t decode_block(LogDecoder& dec, const std::vector<std::uint8_t>& buf, std::size_t n, const std::string& where) {
+    FastCursor fast(buf.data(), n);
+    std::uint32_t seen = 0;
+    std::size_t at = 0;  // where the current record began
+    try {
+        while (!fast.done()) {
+            at = fast.offset();
+            ++seen;
+            dec.record(fast);
+            if (fast.past_end()) throw Refused{};
+        }
+    } catch (const Refused&) {
+        // Decode the refused record again, checked: the error then names the place exactly.
+        Cursor c(buf.data(), n, where);
+        c.seek(at);
+        dec.record(c);
+        c.fail("a record the fast decoder refused reads back without error (a bug of the reader)");
+    }
+    return seen;
+}
+
+// Decodes the log's blocks, from `offset` (after the header) to the end of the file.
+void read_blocks(std::FILE* f, const std::string& path, std::uint64_t offset, RunData& run, LogDecoder& dec) {
+    std::error_code ec;
+    const std::uintmax_t file_bytes = fs::file_size(path, ec);
+    constexpr std::uint64_t kSample = 4u << 20;  // extrapolate array sizes from the first 4 MiB
+    bool extrapolated = ec || file_bytes < 4 * kSample;
+    const std::uint64_t first = offset;
+    std::vector<std::uint8_t> block;
+    for (;;) {
+        if (!extrapolated && offset - first >= kSample) {
+            dec.extrapolate(static_cast<double>(offset - first) / static_cast<double>(file_bytes - first));
+            extrapolated = true;
+        }
+        std::uint8_t bh[txlog::kBlockHeaderBytes];
+        const std::size_t got = std::fread(bh, 1, sizeof bh, f);
+        if (got == 0) break;
+        const std::string where = path + ": block at byte " + std::to_string(offset);
+        if (got != sizeof bh) throw LogError(where + ": truncated block header");
+        if (dec.ended()) throw LogError(where + ": data after the End record");
+        const std::uint32_t n = trace::codec::get_u32(bh), records = trace::codec::get_u32(bh + 4), crc = trace::codec::get_u32(bh + 8);
+        if (n > txlog::kMaxBlockPayload) throw LogError(where + ": a block of " + std::to_string(n) + " bytes is implausible");
+        block.resize(n + kDecodePadding);
+        if (std::fread(block.data(), 1, n, f) != n) throw LogError(where + ": truncated: the block needs " + std::to_string(n) + " bytes");
+        std::memset(block.data() + n, 0, kDecodePadding);
+        if (trace::crc32(block.data(), n) != crc) throw LogError(where + ": checksum mismatch (the log is corrupt)");
+        const std::uint32_t seen = decode_block(dec, block, n, where);
+        if (seen != records) throw LogError(where + ": the header says " + std::to_string(records) + " records, the block holds " + std::to_string(seen));
+        run.records += records;
+        offset += sizeof bh + n;
+    }
+    if (!dec.ended())
+        throw LogError(path + ": byte " + std::to_string(offset) +
+                       ": the log ends without its End record (the run that wrote it did not finish writing)");
+    run.log_bytes = offset;
+}
+
+// Every record's stream and index must exist (an index past the end would be a corrupt log).
+void check_indices(const RunData& run, const std::string& path, const LogDecoder& dec) {
+    for (const auto& o : run.unit_ops)
+        if (o.index >= run.streams[o.stream].code.size()) throw LogError(path + ": a unit operation for instruction " + std::to_string(o.index) + " past the end of " + run.streams[o.stream].label());
+    for (const auto& d : run.dmas)
+        if (d.index >= run.streams[d.stream].code.size()) throw LogError(path + ": a DMA for instruction " + std::to_string(d.index) + " past the end of " + run.streams[d.stream].label());
+    for (const auto& fc : run.flags)
+        if (fc.by_stream != kNone && fc.by_index >= run.streams[fc.by_stream].code.size()) throw LogError(path + ": a flag raised by instruction " + std::to_string(fc.by_index) + " past the end of " + run.streams[fc.by_stream].label());
+    if (!dec.bad_mem().empty()) throw LogError(path + ": " + dec.bad_mem());
 }
 
 }  // namespace
@@ -166,172 +590,18 @@ RunData load_run(const std::string& out_dir) {
     std::string meta(meta_bytes, '\0');
     if (std::fread(meta.data(), 1, meta_bytes, f.get()) != meta_bytes) throw LogError(path + ": the header is truncated");
     parse_meta(run, meta, path);
-    load_trace(run, (fs::path(out_dir) / "txlog.trace.bin").string());
 
-    // Log names -> unit indices (names of units not in the header are added as kind "?").
-    std::vector<std::uint32_t> unit_of_name(1, kNone);
-    auto unit_id = [&](std::uint64_t name, Cursor& c) -> std::uint32_t {
-        if (name == 0) return kNone;
-        if (name >= unit_of_name.size()) c.fail("a name id used before its Name record");
-        return unit_of_name[name];
-    };
-    auto stream_id = [&](std::uint64_t chip, std::uint64_t core, Cursor& c) {
-        const std::uint32_t s = chip <= 0xFFFF && core <= 0xFFFF ? run.stream_of(static_cast<std::uint16_t>(chip), static_cast<std::uint16_t>(core)) : kNone;
-        if (s == kNone) c.fail("a record for chip " + std::to_string(chip) + " core " + std::to_string(core) + ", which the trace has no stream for");
-        return s;
-    };
-
-    std::uint64_t offset = 16 + meta_bytes;
-    std::vector<std::uint8_t> block;
-    bool ended = false;
-    for (;;) {
-        std::uint8_t bh[txlog::kBlockHeaderBytes];
-        const std::size_t got = std::fread(bh, 1, sizeof bh, f.get());
-        if (got == 0) break;
-        const std::string where = path + ": block at byte " + std::to_string(offset);
-        if (got != sizeof bh) throw LogError(where + ": truncated block header");
-        if (ended) throw LogError(where + ": data after the End record");
-        const std::uint32_t n = trace::codec::get_u32(bh), records = trace::codec::get_u32(bh + 4), crc = trace::codec::get_u32(bh + 8);
-        if (n > txlog::kMaxBlockPayload) throw LogError(where + ": a block of " + std::to_string(n) + " bytes is implausible");
-        block.resize(n);
-        if (std::fread(block.data(), 1, n, f.get()) != n) throw LogError(where + ": truncated: the block needs " + std::to_string(n) + " bytes");
-        if (trace::crc32(block.data(), n) != crc) throw LogError(where + ": checksum mismatch (the log is corrupt)");
-        Cursor c(block.data(), n, where);
-        std::uint32_t seen = 0;
-        while (!c.done()) {
-            const std::uint8_t type = c.byte();
-            ++seen;
-            switch (static_cast<txlog::Rec>(type)) {
-                case txlog::Rec::Name: {
-                    const std::uint64_t id = c.var(), len = c.var();
-                    if (id != unit_of_name.size()) c.fail("Name records must number their ids 1, 2, 3...");
-                    if (len > 4096) c.fail("a name longer than 4096 bytes");
-                    const std::string name = c.bytes(static_cast<std::size_t>(len));
-                    std::uint32_t u = run.unit_named(name);
-                    if (u == kNone) {
-                        run.units.push_back({name, "?", -1, 0, 0});
-                        u = static_cast<std::uint32_t>(run.units.size() - 1);
-                    }
-                    unit_of_name.push_back(u);
-                    break;
-                }
-                case txlog::Rec::Instr: {
-                    const std::uint64_t chip = c.var(), core = c.var();
-                    const std::uint32_t s = stream_id(chip, core, c);
-                    const std::uint64_t index = c.var();
-                    Stream& st = run.streams[s];
-                    if (index >= st.life.size()) c.fail("instruction " + std::to_string(index) + " of " + st.label() + ", which has " + std::to_string(st.life.size()));
-                    Life& l = st.life[index];
-                    l.arrival = c.var();
-                    l.ready = c.after(l.arrival);
-                    l.issue = c.after(l.ready);
-                    l.complete = c.after(l.issue);
-                    l.seen = true;
-                    break;
-                }
-                case txlog::Rec::UnitOp: {
-                    UnitOp o;
-                    o.unit = unit_id(c.var(), c);
-                    const std::uint64_t chip = c.var(), core = c.var();
-                    o.stream = stream_id(chip, core, c);
-                    o.index = c.var();
-                    const std::uint64_t op = c.var();
-                    if (op > 0xFF || !is_valid_opcode(static_cast<std::uint8_t>(op))) c.fail("unknown opcode " + std::to_string(op));
-                    o.op = static_cast<Opcode>(op);
-                    o.accept = c.var();
-                    o.start = c.after(o.accept);
-                    o.end = c.after(o.start);
-                    o.complete = c.after(o.end);
-                    run.unit_ops.push_back(o);
-                    break;
-                }
-                case txlog::Rec::Dma: {
-                    Dma d;
-                    d.engine = unit_id(c.var(), c);
-                    const std::uint64_t chip = c.var(), core = c.var();
-                    d.stream = stream_id(chip, core, c);
-                    d.index = c.var();
-                    d.issue = c.var();
-                    d.start = c.after(d.issue);
-                    d.complete = c.after(d.start);
-                    d.bytes = c.var();
-                    run.dmas.push_back(d);
-                    break;
-                }
-                case txlog::Rec::Flag: {
-                    FlagChange fc;
-                    fc.owner = unit_id(c.var(), c);
-                    const std::uint64_t flag = c.var();
-                    if (flag > 0xFFFF) c.fail("flag id " + std::to_string(flag) + " out of range");
-                    fc.flag = static_cast<std::uint16_t>(flag);
-                    fc.old_value = c.zz();
-                    fc.new_value = c.zz();
-                    fc.time = c.var();
-                    if (c.var()) {
-                        const std::uint64_t chip = c.var(), core = c.var();
-                        fc.by_stream = stream_id(chip, core, c);
-                        fc.by_index = c.var();
-                    }
-                    run.flags.push_back(fc);
-                    break;
-                }
-                case txlog::Rec::Mem: {
-                    MemTxn m;
-                    m.target = unit_id(c.var(), c);
-                    m.initiator = unit_id(c.var(), c);
-                    m.write = c.var() != 0;
-                    m.addr = c.var();
-                    m.bytes = c.var();
-                    m.arrival = c.var();
-                    m.done = c.after(m.arrival);
-                    if (c.var()) {
-                        const std::uint64_t chip = c.var(), core = c.var();
-                        m.stream = stream_id(chip, core, c);
-                        m.index = c.var();
-                    }
-                    run.mems.push_back(m);
-                    break;
-                }
-                case txlog::Rec::HbmPiece: {
-                    HbmPiece hp;
-                    hp.controller = unit_id(c.var(), c);
-                    if (hp.controller == kNone) c.fail("an HBM piece without its controller");
-                    const std::uint64_t ch = c.var();
-                    if (ch > 0xFFFF) c.fail("channel " + std::to_string(ch) + " out of range");
-                    hp.channel = static_cast<std::uint16_t>(ch);
-                    hp.bytes = c.var();
-                    hp.start = c.var();
-                    hp.done = c.after(hp.start);
-                    run.hbm_pieces.push_back(hp);
-                    break;
-                }
-                case txlog::Rec::End:
-                    run.end = c.var();
-                    run.status = static_cast<unsigned>(c.var());
-                    ended = true;
-                    if (!c.done()) c.fail("records after the End record");
-                    break;
-                default:
-                    c.fail("unknown record type " + std::to_string(type));
-            }
-        }
-        if (seen != records) throw LogError(where + ": the header says " + std::to_string(records) + " records, the block holds " + std::to_string(seen));
-        run.records += records;
-        offset += sizeof bh + n;
+    TraceLoader trace(run, (fs::path(out_dir) / "txlog.trace.bin").string());
+    LogDecoder dec(run);
+    std::exception_ptr log_error;
+    try {
+        read_blocks(f.get(), path, 16 + meta_bytes, run, dec);
+    } catch (const LogError&) {
+        log_error = std::current_exception();
     }
-    if (!ended)
-        throw LogError(path + ": byte " + std::to_string(offset) +
-                       ": the log ends without its End record (the run that wrote it did not finish writing)");
-    run.log_bytes = offset;
-    // Every record's stream and index must exist (an index past the end would be a corrupt log).
-    for (const auto& o : run.unit_ops)
-        if (o.index >= run.streams[o.stream].code.size()) throw LogError(path + ": a unit operation for instruction " + std::to_string(o.index) + " past the end of " + run.streams[o.stream].label());
-    for (const auto& d : run.dmas)
-        if (d.index >= run.streams[d.stream].code.size()) throw LogError(path + ": a DMA for instruction " + std::to_string(d.index) + " past the end of " + run.streams[d.stream].label());
-    for (const auto& fc : run.flags)
-        if (fc.by_stream != kNone && fc.by_index >= run.streams[fc.by_stream].code.size()) throw LogError(path + ": a flag raised by instruction " + std::to_string(fc.by_index) + " past the end of " + run.streams[fc.by_stream].label());
-    for (const auto& m : run.mems)
-        if (m.stream != kNone && m.index >= run.streams[m.stream].code.size()) throw LogError(path + ": a transaction for instruction " + std::to_string(m.index) + " past the end of " + run.streams[m.stream].label());
+    trace.finish();  // a trace error first: the trace is the log's context (and was read first)
+    if (log_error) std::rethrow_exception(log_error);
+    check_indices(run, path, dec);
     return run;
 }
 

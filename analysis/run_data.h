@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/instruction.h"
+#include "traces/vmem_liveness.h"
 
 namespace xpu::analysis {
 
@@ -94,8 +95,17 @@ struct RunData {
     std::vector<UnitOp> unit_ops;      // in log order
     std::vector<Dma> dmas;
     std::vector<FlagChange> flags;
+    // Transactions on HBM controllers and inter-chip links, in log order: what the analysis
+    // uses (HBM traffic, link time). Those on other targets (VMEM: as many again) are checked
+    // and counted in mems_not_kept, not held.
     std::vector<MemTxn> mems;
+    std::uint64_t mems_not_kept = 0;
     std::vector<HbmPiece> hbm_pieces;
+    // Per stream, VMEM allocation by liveness (trace::vmem_liveness of its code and chip):
+    // derived from the program alone, so load_run computes it on the thread that reads the
+    // program, while the log is decoded. Empty if not computed (a RunData built otherwise):
+    // the analysis then computes it itself.
+    std::vector<std::vector<trace::VmemLive>> vmem_live;
     Tick end = 0;
     unsigned status = 0;  // 0 completed, 1 deadlock, 2 time limit, 3 interrupted
     std::uint64_t records = 0;

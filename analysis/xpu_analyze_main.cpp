@@ -4,8 +4,12 @@
 //   xpu_analyze OUT --apply N -o patched.bin the trace with suggestion N applied (re-simulate it
 //                                            to measure the gain against the estimate)
 //   xpu_analyze --compare OUT_A OUT_B        two runs side by side
+//   xpu_analyze OUT --timing                 also the seconds of each phase on stderr (scripts/bench.sh)
 // Exit codes: 0 done, 2 usage, 4 unreadable log or trace, 6 an output could not be written.
+#include <cstdio>
 #include <iostream>
+
+#include <sys/resource.h>
 
 #include <boost/program_options.hpp>
 
@@ -22,6 +26,19 @@ int fail(int code, const std::string& msg) {
     std::cerr << "xpu_analyze: " << msg << "\n";
     return code;
 }
+
+// One line per phase, "xpu_analyze timing: PHASE SECONDS s", then the records and the speed of
+// load + analyze (the part that turns the log into the Analysis; the writers are separate),
+// and the process's peak RSS so far. scripts/bench.sh reads these lines.
+void print_timing(const PhaseTimes& t) {
+    for (const auto& [phase, s] : t.seconds) std::fprintf(stderr, "xpu_analyze timing: %s %.6f s\n", phase.c_str(), s);
+    const double la = t.of("load") + t.of("analyze");
+    std::fprintf(stderr, "xpu_analyze timing: records %llu (%.2f M records/s over load + analyze)\n",
+                 static_cast<unsigned long long>(t.records), la > 0 ? static_cast<double>(t.records) / la / 1e6 : 0.0);
+    rusage ru{};
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        std::fprintf(stderr, "xpu_analyze timing: peak_rss %llu bytes\n", static_cast<unsigned long long>(ru.ru_maxrss) * 1024);  // KiB on Linux
+}
 }  // namespace
 
 int main(int argc, char* argv[]) {
@@ -36,6 +53,7 @@ int main(int argc, char* argv[]) {
         ("compare", "compare two output folders: xpu_analyze --compare OUT_A OUT_B")
         ("top", po::value(&top), "rows per table in the terminal report (default 10)")
         ("quiet,q", "print nothing but errors")
+        ("timing", "print the seconds of each phase (load, analyze, each file written) to stderr")
         ("version", "print the version and exit")
         ("help,h", "this help");
     po::options_description hidden;
@@ -92,8 +110,11 @@ int main(int argc, char* argv[]) {
         OutputOptions o;
         o.print = !quiet;
         o.top = top;
+        PhaseTimes timing;
+        if (vm.count("timing")) o.timing = &timing;
         try {
             analyze_folder(dirs[0], std::cout, o);
+            if (o.timing) print_timing(timing);
         } catch (const LogError&) {
             throw;
         } catch (const std::runtime_error& e) {

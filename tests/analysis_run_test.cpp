@@ -9,14 +9,18 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "analysis/analysis.h"
+#include "analysis/report.h"
 #include "analysis/txlog_writer.h"
 #include "models/sim_time.h"
 #include "platform/txlog_meta.h"
 #include "tests/sim_fixture.h"
+#include "traces/crc32.h"
+#include "traces/vmem_liveness.h"
 
 namespace xpu::test {
 namespace {
@@ -130,7 +134,16 @@ TEST(AnalysisLog, HoldsEveryEventAndTheBytesAddUp) {
     EXPECT_EQ(seen, r.run->rec.instructions.size());
     EXPECT_EQ(r.data.dmas.size(), r.run->rec.dmas.size());
     EXPECT_EQ(r.data.flags.size(), r.run->rec.flags.size());
-    EXPECT_EQ(r.data.mems.size(), r.run->rec.mems.size());
+    // Transactions on HBM controllers and links are kept (what the analysis uses), the others
+    // (VMEM) checked and counted.
+    std::size_t kept = 0;
+    for (const auto& m : r.run->rec.mems) {
+        const std::uint32_t u = r.data.unit_named(m.target);
+        if (u != analysis::kNone && (r.data.units[u].kind == "HbmController" || r.data.units[u].kind == "IciLink")) ++kept;
+    }
+    EXPECT_GT(kept, 0u);
+    EXPECT_EQ(r.data.mems.size(), kept);
+    EXPECT_EQ(r.data.mems.size() + r.data.mems_not_kept, r.run->rec.mems.size());
     for (const auto& s : r.a.series) {
         if (s.unit != "GB/s") continue;
         double bytes = 0;
@@ -273,6 +286,79 @@ TEST(AnalysisLog, CorruptTruncatedAndUnfinishedLogsAreRejected) {
         off += 12 + n;
     }
     expect_error(bytes.substr(0, last), "without its End record");
+}
+
+// A record that is cut, malformed or out of range is reported with its block and its byte in
+// the block, exactly (the fast decoder hands such a record to the checked one, which names it).
+TEST(AnalysisLog, BadRecordsAreNamedByBlockAndByte) {
+    auto r = analyzed(source_path("traces/samples/gemm-1k.bin"));
+    const fs::path dir = r.data.dir;
+    const std::string log = (dir / "txlog.bin").string();
+    std::string bytes;
+    {
+        std::ifstream f(log, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(f), {});
+    }
+    std::uint32_t meta = 0;
+    std::memcpy(&meta, bytes.data() + 12, 4);
+    const std::string header = bytes.substr(0, 16 + meta);
+    const std::string where = log + ": block at byte " + std::to_string(16 + meta) + ", byte ";
+    const std::size_t instructions = r.data.streams[0].code.size();
+    auto expect_error = [&](const std::vector<std::uint8_t>& payload, const std::string& what) {
+        std::string block(12, '\0');
+        const std::uint32_t n = static_cast<std::uint32_t>(payload.size()), records = 1,
+                            crc = trace::crc32(payload.data(), payload.size());
+        std::memcpy(&block[0], &n, 4);
+        std::memcpy(&block[4], &records, 4);
+        std::memcpy(&block[8], &crc, 4);
+        block.append(payload.begin(), payload.end());
+        {
+            std::ofstream f(log, std::ios::binary | std::ios::trunc);
+            f << header << block;
+        }
+        try {
+            analysis::load_run(dir.string());
+            ADD_FAILURE() << "accepted: " << what;
+        } catch (const analysis::LogError& e) {
+            EXPECT_EQ(std::string(e.what()), where + what);
+        }
+    };
+    // An instruction record (type 2: chip, core, index, arrival, then three time deltas).
+    expect_error({2, 0, 0, 0, 0x80, 0x80}, "6 of the block: a record runs past the end of its block");
+    expect_error({2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 1}, "11 of the block: a varint longer than 10 bytes");
+    expect_error({2, 0, 0, 0, 5, 3, 0, 0}, "6 of the block: a time earlier than the one it follows (the record is corrupt)");
+    std::vector<std::uint8_t> past = {2, 0, 0};
+    for (std::uint64_t v = instructions; v >= 0x80; v >>= 7) past.push_back(static_cast<std::uint8_t>(v | 0x80));
+    past.push_back(static_cast<std::uint8_t>(instructions >> (7 * (past.size() - 3))));
+    past.insert(past.end(), {0, 0, 0, 0});
+    expect_error(past, std::to_string(past.size() - 4) + " of the block: instruction " + std::to_string(instructions) +
+                           " of chip0.core0, which has " + std::to_string(instructions));
+    expect_error({2, 7, 0, 0, 0, 0, 0, 0}, "3 of the block: a record for chip 7 core 0, which the trace has no stream for");
+    expect_error({99}, "1 of the block: unknown record type 99");
+}
+
+// VMEM liveness depends on the program alone: load_run computes it while it decodes the log
+// (on its second thread); an analysis of a RunData without it computes it and finds the same.
+// And the analysis, whose passes run on two threads, gives the same result every time.
+TEST(AnalysisLog, LivenessFromLoadingAndThreadedPassesChangeNothing) {
+    auto r = analyzed(source_path("traces/samples/decode-layer.bin"));
+    ASSERT_EQ(r.data.vmem_live.size(), r.data.streams.size());
+    for (std::size_t s = 0; s < r.data.streams.size(); ++s)
+        EXPECT_EQ(r.data.vmem_live[s], trace::vmem_liveness(r.data.streams[s].code, r.data.streams[s].chip));
+    auto json = [&](const analysis::RunData& run, const analysis::Analysis& a) {
+        std::ostringstream os;
+        analysis::write_analysis_json(os, run, a);
+        return os.str();
+    };
+    const std::string once = json(r.data, r.a);
+    EXPECT_EQ(json(r.data, analysis::analyze(r.data)), once);
+    analysis::RunData without = r.data;
+    without.vmem_live.clear();
+    const analysis::Analysis b = analysis::analyze(without);
+    EXPECT_EQ(json(without, b), once);
+    bool vmem_series = false;
+    for (const auto& x : b.series) vmem_series |= x.unit == "bytes" && x.high_water > 0;
+    EXPECT_TRUE(vmem_series) << "the decode layer allocates VMEM";
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "traces/mostly_sorted.h"
+
 namespace xpu::trace {
 
 namespace {
@@ -36,8 +38,14 @@ VmemAccess vmem_access(const Instruction& in, std::uint16_t chip) {
     return a;
 }
 
-VmemLiveness::Map::iterator VmemLiveness::split(std::uint64_t at) {
-    auto it = map_.lower_bound(at);
+VmemLiveness::Map::iterator VmemLiveness::split(std::uint64_t at) { return split_at(map_.lower_bound(at), at); }
+
+VmemLiveness::Map::iterator VmemLiveness::split_from(Map::iterator from, std::uint64_t at) {
+    while (from != map_.end() && from->first < at) ++from;
+    return split_at(from, at);
+}
+
+VmemLiveness::Map::iterator VmemLiveness::split_at(Map::iterator it, std::uint64_t at) {
     if (it != map_.end() && it->first == at) return it;
     if (it == map_.begin()) return it;
     auto prev = std::prev(it);
@@ -53,37 +61,40 @@ void VmemLiveness::close(Map::iterator it) {
     live_ -= s.end - it->first;
 }
 
-void VmemLiveness::coalesce(std::uint64_t at) {
-    auto it = map_.find(at);
+void VmemLiveness::coalesce(std::uint64_t at) { coalesce(map_.find(at)); }
+
+void VmemLiveness::coalesce(Map::iterator it) {
     if (it == map_.end() || it == map_.begin()) return;
     auto prev = std::prev(it);
     const Seg &p = prev->second, &s = it->second;
-    if (p.end == at && p.writer == s.writer && p.last_reader == s.last_reader && p.read == s.read) {
+    if (p.end == it->first && p.writer == s.writer && p.last_reader == s.last_reader && p.read == s.read) {
         prev->second.end = s.end;
         map_.erase(it);
     }
 }
 
+// (read and write keep the iterators split returns: map iterators survive insertions, and
+// each coalesce erases only the node it is given, so no search is repeated; b is found by
+// walking from a, over the segments the loop visits anyway.)
 void VmemLiveness::read(std::uint64_t a, std::uint64_t b, std::uint64_t index) {
-    split(a);
-    split(b);
-    std::vector<std::uint64_t> starts;
-    for (auto it = map_.lower_bound(a); it != map_.end() && it->first < b; ++it) {
+    const auto first = split(a);
+    const auto last = split_from(first, b);
+    starts_.clear();
+    for (auto it = first; it != last; ++it) {
         it->second.last_reader = index;
         it->second.read = true;
-        starts.push_back(it->first);
+        starts_.push_back(it);
     }
     // Pieces of one write read by this instruction are alike again: merge them (and the
     // neighbours outside [a, b) if they match).
-    coalesce(b);
-    for (auto s = starts.rbegin(); s != starts.rend(); ++s) coalesce(*s);
+    if (last != map_.end() && last->first == b) coalesce(last);
+    for (auto s = starts_.rbegin(); s != starts_.rend(); ++s) coalesce(*s);
 }
 
 void VmemLiveness::write(std::uint64_t a, std::uint64_t b, std::uint64_t index) {
-    split(a);
-    split(b);
-    auto it = map_.lower_bound(a);
-    while (it != map_.end() && it->first < b) {
+    auto it = split(a);
+    const auto last = split_from(it, b);
+    while (it != last) {
         close(it);
         it = map_.erase(it);
     }
@@ -92,11 +103,11 @@ void VmemLiveness::write(std::uint64_t a, std::uint64_t b, std::uint64_t index) 
 }
 
 void VmemLiveness::reduce(std::uint64_t a, std::uint64_t b, std::uint64_t index) {
-    split(a);
-    split(b);
-    std::vector<std::uint64_t> starts;
+    auto it = split(a);
+    split_from(it, b);
+    std::vector<Map::iterator>& starts = starts_;
+    starts.clear();
     std::uint64_t at = a;
-    auto it = map_.lower_bound(a);
     while (at < b) {
         if (it == map_.end() || it->first >= b || it->first > at) {  // a gap: bytes nobody wrote
             const std::uint64_t gap_end = (it == map_.end() || it->first >= b) ? b : it->first;
@@ -106,7 +117,7 @@ void VmemLiveness::reduce(std::uint64_t a, std::uint64_t b, std::uint64_t index)
             it->second.last_reader = index;
             it->second.read = true;
         }
-        starts.push_back(it->first);
+        starts.push_back(it);
         at = it->second.end;
         ++it;
     }
@@ -128,7 +139,8 @@ std::vector<VmemLive> VmemLiveness::finish() {
     for (auto it = map_.begin(); it != map_.end(); ++it) close(it);
     map_.clear();
     live_ = 0;
-    std::sort(out_.begin(), out_.end(), [](const VmemLive& x, const VmemLive& y) {
+    // (Closed ranges come nearly in writer order.)
+    sort_mostly_sorted(out_, [](const VmemLive& x, const VmemLive& y) {
         return x.writer != y.writer ? x.writer < y.writer : x.addr < y.addr;
     });
     std::size_t n = 0;  // merge in place

@@ -94,14 +94,18 @@ private:
     };
     using Map = std::map<std::uint64_t, Seg>;  // start -> segment; segments never overlap
     Map::iterator split(std::uint64_t at);     // a segment boundary at `at`; the segment starting there (or end)
+    Map::iterator split_from(Map::iterator from, std::uint64_t at);  // the same; no segment before `from` starts at or after `at`
+    Map::iterator split_at(Map::iterator it, std::uint64_t at);      // the same; it = lower_bound(at)
     void read(std::uint64_t a, std::uint64_t b, std::uint64_t index);
     void write(std::uint64_t a, std::uint64_t b, std::uint64_t index);
     void reduce(std::uint64_t a, std::uint64_t b, std::uint64_t index);
     void close(Map::iterator it);
     void coalesce(std::uint64_t at);  // merge the segments meeting at `at` if they are alike
+    void coalesce(Map::iterator it);  // merge `it` into the segment before it if they meet and are alike
     std::uint16_t chip_;
     Map map_;
     std::vector<VmemLive> out_;
+    std::vector<Map::iterator> starts_;  // read/reduce's scratch (kept: one allocation, not one per call)
     std::uint64_t live_ = 0;
 };
 

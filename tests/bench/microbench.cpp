@@ -1,13 +1,17 @@
 // Google Benchmark micro-benchmarks of the hot paths that set simulation and generation speed:
 // trace encoding and decoding, the bandwidth calendar that every memory and link request goes
-// through, and workload generation. Run by scripts/bench.sh; targets are in the README of the
-// benchmark output (items_per_second), never asserted in unit tests.
+// through, and workload generation; and the reading of a transaction log by the analysis.
+// Run by scripts/bench.sh; targets are in the README of the benchmark output
+// (items_per_second), never asserted in unit tests.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <unistd.h>
 
+#include "analysis/run_data.h"
+#include "analysis/txlog_writer.h"
 #include "models/bandwidth_calendar.h"
 #include "traces/gen/gemm.h"
 #include "traces/trace_reader.h"
@@ -60,6 +64,69 @@ void BM_TraceDecode(benchmark::State& st) {
     std::remove(path.c_str());
 }
 BENCHMARK(BM_TraceDecode)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
+
+// A run folder for the analysis: a GEMM trace (its copy, txlog.trace.bin) and a transaction
+// log with about the records a run of it writes (a life and a unit operation per instruction,
+// and every 4th an HBM piece and a VMEM transaction), at made-up but plausible times.
+std::string make_run(std::int64_t instructions, std::uint64_t* records) {
+    std::uint64_t n = 0;
+    const std::string trace = make_trace(instructions, &n);
+    const std::string dir = scratch("run");
+    std::filesystem::create_directories(dir);
+    std::filesystem::rename(trace, dir + "/txlog.trace.bin");
+    const char* mxu = "xpu.chip0.core0.mxu0";
+    const char* hbm = "xpu.chip0.hbm";
+    const char* vmem = "xpu.chip0.core0.vmem";
+    const char* dma = "xpu.chip0.dma0";
+    std::vector<analysis::Unit> units = {{mxu, "MatrixUnit", 0, 0, 0}, {hbm, "HbmController", 0, 1200, 0},
+                                         {vmem, "Vmem", 0, 0, 32u << 20}, {dma, "DmaEngine", 0, 300, 0}};
+    txlog::Writer w(dir + "/txlog.bin", analysis::format_meta({{"issue_slot_ps.0.0", "476"}}, units));
+    Tick t = 0;
+    for (std::uint64_t i = 0; i < n; ++i, t += 800) {
+        InstrEvent in;
+        in.index = i;
+        in.arrival = t;
+        in.ready = t + 100;
+        in.issue = t + 476;
+        in.complete = t + 3000;
+        w.on_instruction(in);
+        UnitOpEvent op;
+        op.unit = mxu;
+        op.index = i;
+        op.op = Opcode::MatMul;
+        op.accept = t + 476;
+        op.start = t + 500;
+        op.end = t + 2500;
+        op.complete = t + 3000;
+        w.on_unit_op(op);
+        if (i % 4) continue;
+        w.on_hbm_channel({hbm, static_cast<std::uint16_t>(i % 16), 512, t, t + 200, t + 900});
+        MemEvent m;
+        m.target = vmem;
+        m.initiator = dma;
+        m.addr = i * 512 % (32u << 20);
+        m.bytes = 512;
+        m.arrival = t;
+        m.done = t + 700;
+        w.on_mem(m);
+    }
+    w.finish(t + 3000, 0);
+    *records = w.records();
+    return dir;
+}
+
+// The analysis' reader: the log decoded and the trace read into RunData (load_run).
+void BM_LoadRun(benchmark::State& st) {
+    std::uint64_t records = 0;
+    const std::string dir = make_run(st.range(0), &records);
+    for (auto _ : st) {
+        const analysis::RunData run = analysis::load_run(dir);
+        benchmark::DoNotOptimize(run.records);
+    }
+    st.SetItemsProcessed(static_cast<std::int64_t>(records) * st.iterations());
+    std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_LoadRun)->Arg(1 << 20)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Streaming requests, as a DMA engine sends them to an HBM channel: 1 KiB pieces back to back.
 void BM_CalendarStreaming(benchmark::State& st) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end test of the analysis' command line on real runs: sim_main writes the transaction
 # log and the analysis outputs (and --no-analysis / --no-txlog do not), xpu_analyze on a
-# finished folder gives the same bytes as sim_main did (determinism), --compare, --apply's
+# finished folder gives the same bytes as sim_main did (determinism), --timing, --compare, --apply's
 # errors, and bad logs (missing, truncated, corrupt, no trace copy): one message naming the
 # file, exit 4, nothing half-written left behind.
 # usage: bash analyze.sh BUILD_DIR SOURCE_DIR
@@ -40,6 +40,14 @@ for f in $outputs; do cp "$WORK/a/$f" "$WORK/b/"; done
 "$ANA" "$WORK/a" -q
 for f in $outputs; do cmp -s "$WORK/a/$f" "$WORK/b/$f" || fail "xpu_analyze's $f differs from sim_main's"; done
 pass "xpu_analyze on the folder reproduces sim_main's outputs byte for byte"
+
+run_rc rc "$ANA" "$WORK/a" -q --timing
+[[ $rc == 0 && ! -s "$WORK/out.txt" ]] || fail "--timing -q: exit $rc, stdout: $(cat "$WORK/out.txt")"
+for key in load analyze report.txt analysis.json report.html timeline.json records peak_rss; do
+    grep -Eq "^xpu_analyze timing: $key [0-9.]+ " "$WORK/err.txt" || fail "--timing printed no '$key' line: $(cat "$WORK/err.txt")"
+done
+for f in $outputs; do cmp -s "$WORK/a/$f" "$WORK/b/$f" || fail "--timing changed $f"; done
+pass "--timing: seconds per phase, records and peak RSS on stderr; the same outputs"
 
 "$SIM" --platform "$PLATFORM" --trace "$TRACE" --out "$WORK/c" -q --no-analysis
 [[ -s "$WORK/c/txlog.bin" ]] || fail "--no-analysis must still write the log"
