@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "analysis/context.h"
+#include "analysis/intervals.h"
 #include "analysis/large_array.h"
 #include "traces/mostly_sorted.h"
 #include "traces/trace_text.h"
@@ -95,6 +96,16 @@ struct Tiling {
         push_segment(segments, b, e, c);
     }
 };
+
+// The module of kind `kind` beside a stream's core (its ScalarCore, its Vmem), found by the
+// hierarchy name (xpu.chipC.coreK...); nullptr if the header lists none.
+const Unit* unit_of_core(const RunData& run, const Stream& st, const char* kind) {
+    const std::string core = ".core" + std::to_string(st.core) + ".";
+    const Unit* found = nullptr;
+    for (const auto& u : run.units)
+        if (u.kind == kind && u.chip == st.chip && u.path.find(core) != std::string::npos) found = &u;
+    return found;
+}
 
 std::string layer_of(const std::string& ann) {
     if (ann.empty()) return "(no annotation)";
@@ -424,34 +435,15 @@ UnitAccount account(const Context& cx, std::uint32_t unit, const std::vector<OpR
 bool accounted_kind(const std::string& kind) { return kind == "VectorUnit" || kind == "MatrixUnit" || kind == "DmaEngine"; }
 
 // Busy intervals of the matrix units, per chip (merged), for DMA/compute overlap.
-std::map<int, std::vector<std::pair<Tick, Tick>>> mxu_busy(const Analysis& a) {
-    std::map<int, std::vector<std::pair<Tick, Tick>>> by_chip;
+std::map<int, std::vector<Interval>> mxu_busy(const Analysis& a) {
+    std::map<int, std::vector<Interval>> by_chip;
     for (const auto& u : a.units) {
         if (u.kind != "MatrixUnit") continue;
         for (const auto& s : u.timeline)
             if (s.cause == Cause::Busy) by_chip[u.chip].push_back({s.begin, s.end});
     }
-    for (auto& [c, v] : by_chip) {
-        std::sort(v.begin(), v.end());
-        std::vector<std::pair<Tick, Tick>> m;
-        for (const auto& p : v) {
-            if (!m.empty() && p.first <= m.back().second) m.back().second = std::max(m.back().second, p.second);
-            else m.push_back(p);
-        }
-        v.swap(m);
-    }
+    for (auto& [c, v] : by_chip) merge_intervals(v);
     return by_chip;
-}
-
-Tick overlap(const std::vector<std::pair<Tick, Tick>>& v, Tick b, Tick e) {
-    Tick t = 0;
-    auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(b, Tick(0)));
-    if (it != v.begin()) --it;
-    for (; it != v.end() && it->first < e; ++it) {
-        const Tick x = std::max(b, it->first), y = std::min(e, it->second);
-        if (y > x) t += y - x;
-    }
-    return t;
 }
 
 void dma_pass(Context& cx, Analysis& a) {
@@ -476,7 +468,7 @@ void dma_pass(Context& cx, Analysis& a) {
         v.achieved_gbps = d.complete > d.start ? static_cast<double>(d.bytes) / (static_cast<double>(d.complete - d.start) / 1000.0) : 0;
         const int chip = run.streams[d.stream].chip;
         auto it = busy.find(chip);
-        if (it != busy.end()) v.overlap_compute = overlap(it->second, d.start, d.complete);
+        if (it != busy.end()) v.overlap_compute = covered(it->second, d.start, d.complete);
         v.caused_stall = cx.dma_caused[i];
         a.dmas.push_back(v);
     }
@@ -584,8 +576,7 @@ void vmem_series(const Context& cx, Buckets bk, std::vector<Series>& out) {
         v.unit = "bytes";
         v.bucket = bucket;
         v.values.assign(n, 0.0);
-        for (const auto& u : run.units)
-            if (u.kind == "Vmem" && u.chip == st.chip && u.path.find(".core" + std::to_string(st.core) + ".") != std::string::npos) v.ceiling = static_cast<double>(u.capacity);
+        if (const Unit* vm = unit_of_core(run, st, "Vmem")) v.ceiling = static_cast<double>(vm->capacity);
         std::int64_t cur = 0;
         for (const auto& [t, d] : steps) {
             cur += d;
@@ -631,11 +622,8 @@ void utilisation_series(const Analysis& a, Buckets bk, std::vector<Series>& out)
 
 // The name of a stream's core account: its ScalarCore's path if the header lists one.
 std::string core_name(const RunData& run, std::uint32_t s) {
-    const Stream& st = run.streams[s];
-    std::string name = st.label();
-    for (const auto& u : run.units)
-        if (u.kind == "ScalarCore" && u.chip == st.chip && u.path.find(".core" + std::to_string(st.core) + ".") != std::string::npos) name = u.path;
-    return name;
+    const Unit* core = unit_of_core(run, run.streams[s], "ScalarCore");
+    return core ? core->path : run.streams[s].label();
 }
 
 // The accounts of the units (vector and matrix units, DMA engines): each read its core's

@@ -22,19 +22,20 @@ struct Walker {
     bool merged_ = false;        // ... into which earlier instructions were merged, the first being:
     std::pair<std::uint32_t, std::uint64_t> run_first_{0, 0};
 
-    // Clips [b, e] to the time no later step covers; false if nothing is left.
+    // A step begins at `b` and ends where the later step began (`cur`): steps tile the run. It
+    // reaches up to the later step (a DMA queued behind another finished before the later one
+    // started: that gap is still its wait), and covers only time no later step covers (a
+    // producer may complete after its consumer's stall began: the overlap is the later step's).
+    // Sets [b, e]; false if nothing is left.
     bool clip(Tick& b, Tick& e) {
-        // Steps tile the run: a step reaches up to where the later one began (a DMA queued
-        // behind another finished before the later one started: that gap is still its wait),
-        // and covers only time not covered by a later one (a producer may complete after its
-        // consumer's stall began: the overlap belongs to the later step).
         e = cur;
         b = std::min(b, e);
         cur = b;
         return e > b;
     }
 
-    void step(std::string node, std::string edge, Cause c, Tick b, Tick e) {
+    void step(std::string node, std::string edge, Cause c, Tick b) {
+        Tick e = 0;
         if (!clip(b, e)) return;
         end_in_order_run();
         a.critical_path.push_back({std::move(node), std::move(edge), c, b, e});
@@ -44,7 +45,8 @@ struct Walker {
     // before (later in time) if that is one too and begins where this one ends, into one step
     // "chipC.coreK #FIRST .. NODE OF THE LAST". While the walk goes back only FIRST changes, so
     // the merged node's text is written once, when the run of merges ends.
-    void in_order(std::uint32_t s, std::uint64_t i, Tick b, Tick e) {
+    void in_order(std::uint32_t s, std::uint64_t i, Tick b) {
+        Tick e = 0;
         if (!clip(b, e)) return;
         if (in_order_run_ && a.critical_path.back().begin == e) {
             a.critical_path.back().begin = b;
@@ -103,14 +105,14 @@ struct Walker {
             }
         if (s == kNone && dma == kNone) return;
         cur = run.end;
-        if (last < run.end) step("end of the run", "the last event of the run", Cause::Idle, last, run.end);
+        if (last < run.end) step("end of the run", "the last event of the run", Cause::Idle, last);
 
         std::size_t budget = 4 * (a.instructions + run.dmas.size()) + 16;
         while (budget--) {
             if (at == At::DmaDone) {
                 const Dma& d = run.dmas[dma];
                 const std::string node = "DMA of " + short_node(d.stream, d.index) + " on " + run.units[d.engine].path;
-                step(node, "transfer of " + std::to_string(d.bytes) + " bytes", transfer_cause(cx.ix, d), d.start, d.complete);
+                step(node, "transfer of " + std::to_string(d.bytes) + " bytes", transfer_cause(cx.ix, d), d.start);
                 // Queued behind another DMA on its engine, or waiting only for its own issue?
                 const auto& v = by_engine[d.engine];
                 auto it = std::lower_bound(v.begin(), v.end(), dma, [&](std::uint32_t x, std::uint32_t y) {
@@ -119,11 +121,11 @@ struct Walker {
                 std::uint32_t prev = kNone;
                 if (it != v.end() && it != v.begin()) prev = *(it - 1);
                 if (prev != kNone && run.dmas[prev].complete > d.issue && d.start > d.issue && run.dmas[prev].start < d.start) {
-                    step(node, "queued behind the DMA of " + short_node(run.dmas[prev].stream, run.dmas[prev].index), Cause::UnitBusy, d.issue, d.start);
+                    step(node, "queued behind the DMA of " + short_node(run.dmas[prev].stream, run.dmas[prev].index), Cause::UnitBusy, d.issue);
                     dma = prev;
                     continue;
                 }
-                if (d.start > d.issue) step(node, "engine setup", Cause::UnitBusy, d.issue, d.start);
+                if (d.start > d.issue) step(node, "engine setup", Cause::UnitBusy, d.issue);
                 s = d.stream;
                 i = d.index;
                 at = At::Issue;
@@ -135,10 +137,10 @@ struct Walker {
                 const std::uint32_t op = cx.ix.op_of(s, i);
                 if (op != kNone) {
                     const UnitOp& o = run.unit_ops[op];
-                    step(short_node(s, i), "executes on " + run.units[o.unit].path, Cause::Busy, o.start, l.complete);
-                    if (o.start > l.issue) step(short_node(s, i), "waits inside " + run.units[o.unit].path + " for its operands or pipeline", Cause::DataDep, l.issue, o.start);
+                    step(short_node(s, i), "executes on " + run.units[o.unit].path, Cause::Busy, o.start);
+                    if (o.start > l.issue) step(short_node(s, i), "waits inside " + run.units[o.unit].path + " for its operands or pipeline", Cause::DataDep, l.issue);
                 } else if (l.complete > l.issue) {
-                    step(short_node(s, i), "executes", Cause::Busy, l.issue, l.complete);
+                    step(short_node(s, i), "executes", Cause::Busy, l.issue);
                 }
                 at = At::Issue;
                 continue;
@@ -148,10 +150,10 @@ struct Walker {
             const StallSplit sp = split_stall(cx.ix, s, i, t0);
             if (sp.n == 0) {
                 if (i == 0) {
-                    if (l.issue > 0) step(short_node(s, i), "first instruction", Cause::Supply, 0, l.issue);
+                    if (l.issue > 0) step(short_node(s, i), "first instruction", Cause::Supply, 0);
                     break;
                 }
-                in_order(s, i, st.life[i - 1].issue, l.issue);
+                in_order(s, i, st.life[i - 1].issue);
                 --i;
                 continue;
             }
@@ -160,32 +162,32 @@ struct Walker {
             if (p.cause == Cause::DataDep) {
                 const std::uint64_t prod = producer_of(run, s, i);
                 if (prod != kNoInstr) {
-                    step(short_node(s, i), "data dependency on #" + std::to_string(prod), Cause::DataDep, b, l.issue);
+                    step(short_node(s, i), "data dependency on #" + std::to_string(prod), Cause::DataDep, b);
                     i = prod;
                     at = At::Complete;
                     continue;
                 }
             }
             if (sp.raiser_dma != kNone) {
-                step(short_node(s, i), "waits for flag " + std::to_string(st.code[i].flag) + ", raised by the DMA", p.cause, b, l.issue);
+                step(short_node(s, i), "waits for flag " + std::to_string(st.code[i].flag) + ", raised by the DMA", p.cause, b);
                 dma = sp.raiser_dma;
                 at = At::DmaDone;
                 continue;
             }
             if (sp.raise != kNone && run.flags[sp.raise].by_stream != kNone && (run.flags[sp.raise].by_stream != s || run.flags[sp.raise].by_index < i)) {
                 const FlagChange& fc = run.flags[sp.raise];
-                step(short_node(s, i), "waits for flag " + std::to_string(st.code[i].flag) + ", set by " + short_node(fc.by_stream, fc.by_index), Cause::SyncWait, b, l.issue);
+                step(short_node(s, i), "waits for flag " + std::to_string(st.code[i].flag) + ", set by " + short_node(fc.by_stream, fc.by_index), Cause::SyncWait, b);
                 s = fc.by_stream;
                 i = fc.by_index;
                 at = At::Issue;
                 continue;
             }
-            step(short_node(s, i), std::string(cause_name(p.cause)), p.cause, b, l.issue);
+            step(short_node(s, i), std::string(cause_name(p.cause)), p.cause, b);
             if (i == 0) break;
-            in_order(s, i - 1, st.life[i - 1].issue, b);
+            in_order(s, i - 1, st.life[i - 1].issue);
             --i;
         }
-        if (cur > 0) step("start of the run", "before the first event on the path", Cause::Supply, 0, cur);
+        if (cur > 0) step("start of the run", "before the first event on the path", Cause::Supply, 0);
         end_in_order_run();
         for (const PathStep& ps : a.critical_path) a.critical_by_cause[static_cast<std::size_t>(ps.cause)] += ps.end - ps.begin;
     }

@@ -12,6 +12,7 @@
 
 #include "analysis/context.h"
 #include "analysis/dependencies.h"
+#include "analysis/intervals.h"
 
 namespace xpu::analysis {
 
@@ -81,20 +82,11 @@ public:
     Tick idle(std::uint32_t engine, Tick a, Tick b) const {
         if (b <= a) return 0;
         auto it = busy_.find(engine);
-        if (it == busy_.end()) return b - a;
-        const auto& v = it->second;
-        Tick busy = 0;
-        auto k = std::upper_bound(v.begin(), v.end(), std::make_pair(a, Tick(0)));
-        if (k != v.begin()) --k;
-        for (; k != v.end() && k->first < b; ++k) {
-            const Tick x = std::max(a, k->first), y = std::min(b, k->second);
-            if (y > x) busy += y - x;
-        }
-        return b - a - std::min(busy, b - a);
+        return b - a - (it == busy_.end() ? 0 : covered(it->second, a, b));
     }
 
 private:
-    std::map<std::uint32_t, std::vector<std::pair<Tick, Tick>>> busy_;
+    std::map<std::uint32_t, std::vector<Interval>> busy_;  // the timeline's busy segments: sorted, disjoint
 };
 
 // Traffic of the inter-chip links over time, and which link each DMA's first hop took.
@@ -110,15 +102,7 @@ public:
                 if (!first_link_.count(key)) first_link_[key] = m.target;
             }
         }
-        for (auto& [u, v] : busy_) {  // merged busy intervals
-            std::sort(v.begin(), v.end());
-            std::vector<std::pair<Tick, Tick>> out;
-            for (const auto& x : v) {
-                if (!out.empty() && x.first <= out.back().second) out.back().second = std::max(out.back().second, x.second);
-                else out.push_back(x);
-            }
-            v.swap(out);
-        }
+        for (auto& [u, v] : busy_) merge_intervals(v);
     }
     // Idle time in [a, b] of the first link the DMA record `dma` used; b - a if none.
     Tick idle(std::uint32_t dma, Tick a, Tick b) const {
@@ -126,20 +110,12 @@ public:
         const Dma& d = run_.dmas[dma];
         auto f = first_link_.find((std::uint64_t(d.stream) << 40) | d.index);
         if (f == first_link_.end()) return b - a;
-        const auto& v = busy_.at(f->second);
-        Tick busy = 0;
-        auto k = std::upper_bound(v.begin(), v.end(), std::make_pair(a, Tick(0)));
-        if (k != v.begin()) --k;
-        for (; k != v.end() && k->first < b; ++k) {
-            const Tick x = std::max(a, k->first), y = std::min(b, k->second);
-            if (y > x) busy += y - x;
-        }
-        return b - a - std::min(busy, b - a);
+        return b - a - covered(busy_.at(f->second), a, b);
     }
 
 private:
     const RunData& run_;
-    std::map<std::uint32_t, std::vector<std::pair<Tick, Tick>>> busy_;
+    std::map<std::uint32_t, std::vector<Interval>> busy_;
     std::unordered_map<std::uint64_t, std::uint32_t> first_link_;
 };
 

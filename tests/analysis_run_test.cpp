@@ -16,6 +16,7 @@
 #include "analysis/analysis.h"
 #include "analysis/report.h"
 #include "analysis/txlog_writer.h"
+#include "models/hbm_controller.h"
 #include "models/sim_time.h"
 #include "platform/txlog_meta.h"
 #include "tests/sim_fixture.h"
@@ -154,10 +155,18 @@ TEST(AnalysisLog, HoldsEveryEventAndTheBytesAddUp) {
         EXPECT_NEAR(bytes, static_cast<double>(moved), 1e-6 * static_cast<double>(moved) + 1) << s.name;
         EXPECT_EQ(moved, r.run->result.hbm_bytes_read + r.run->result.hbm_bytes_written) << "every HBM byte, once";
         // Never above the peak: the controller's calendar carries at most rate x bucket bytes in
-        // each of its buckets (64 ns, rounded down to a power of two); a piece is drawn over the
-        // transfer time before its end, which may lie one calendar bucket off its reservation at
-        // either end of a window. So over a window of W the bound is peak x (W + 2 buckets).
-        const double calendar_bucket = 65536;  // ps: 64 ns rounded down to a power of two
+        // each of its buckets (the configured resolution, rounded down to a power of two); a
+        // piece is drawn over the transfer time before its end, which may lie one calendar
+        // bucket off its reservation at either end of a window. So over a window of W the bound
+        // is peak x (W + 2 buckets).
+        double calendar_bucket = 0;
+        for (XpuModule* m : r.run->sim->platform().modules())
+            if (auto* h = dynamic_cast<HbmController*>(m)) {
+                Tick b = 1;
+                while (b * 2 <= h->config().bucket) b *= 2;
+                calendar_bucket = static_cast<double>(b);
+            }
+        ASSERT_GT(calendar_bucket, 0);
         const double bound = s.ceiling * (1.0 + 2.0 * calendar_bucket / static_cast<double>(s.bucket));
         double highest = 0;
         for (double v : s.values) highest = std::max(highest, v);

@@ -1,0 +1,39 @@
+// Busy intervals: merging them, and how much of a window they cover. Shared by the DMA view
+// (overlap with compute) and the suggestions' bounds (engine and link idle time).
+#pragma once
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "models/instruction.h"
+
+namespace xpu::analysis {
+
+using Interval = std::pair<Tick, Tick>;  // [begin, end)
+
+// Sorts and merges overlapping or touching intervals in place.
+inline void merge_intervals(std::vector<Interval>& v) {
+    std::sort(v.begin(), v.end());
+    std::size_t n = 0;
+    for (const Interval& x : v) {
+        if (n && x.first <= v[n - 1].second) v[n - 1].second = std::max(v[n - 1].second, x.second);
+        else v[n++] = x;
+    }
+    v.resize(n);
+}
+
+// Time of [a, b) covered by merged (sorted, disjoint) intervals.
+inline Tick covered(const std::vector<Interval>& merged, Tick a, Tick b) {
+    if (b <= a) return 0;
+    Tick t = 0;
+    auto k = std::upper_bound(merged.begin(), merged.end(), Interval(a, 0));
+    if (k != merged.begin()) --k;
+    for (; k != merged.end() && k->first < b; ++k) {
+        const Tick x = std::max(a, k->first), y = std::min(b, k->second);
+        if (y > x) t += y - x;
+    }
+    return t;
+}
+
+}  // namespace xpu::analysis
