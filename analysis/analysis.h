@@ -97,6 +97,9 @@ struct Series {
 struct Move {
     std::uint32_t stream = 0;
     std::uint64_t from = 0, before = 0;
+    // Instructions moved in front of the same one go in rank order, then program order (a
+    // list-scheduled window is a permutation: its instructions carry their new positions).
+    std::uint64_t rank = 0;
     static constexpr std::uint64_t kDelete = ~std::uint64_t{0};
 };
 

@@ -11,7 +11,7 @@ namespace xpu::analysis {
 std::size_t write_patched_trace(const RunData& run, const Suggestion& s, const std::string& path) {
     // Per stream: which instructions leave their place, and what goes in front of each index.
     std::vector<std::vector<bool>> gone(run.streams.size());
-    std::vector<std::map<std::uint64_t, std::vector<std::uint64_t>>> before(run.streams.size());
+    std::vector<std::map<std::uint64_t, std::vector<std::pair<std::uint64_t, std::uint64_t>>>> before(run.streams.size());  // (rank, from)
     std::size_t changed = 0;
     for (const Move& m : s.moves) {
         if (m.stream >= run.streams.size() || m.from >= run.streams[m.stream].code.size())
@@ -21,7 +21,7 @@ std::size_t write_patched_trace(const RunData& run, const Suggestion& s, const s
         if (g[m.from]) continue;
         g[m.from] = true;
         ++changed;
-        if (m.before != Move::kDelete) before[m.stream][m.before].push_back(m.from);
+        if (m.before != Move::kDelete) before[m.stream][m.before].push_back({m.rank, m.from});
     }
     try {
         trace::TraceWriter w(path);
@@ -40,7 +40,7 @@ std::size_t write_patched_trace(const RunData& run, const Suggestion& s, const s
             for (std::uint64_t i = 0; i <= st.code.size(); ++i) {
                 auto it = ins.find(i);
                 if (it != ins.end())
-                    for (std::uint64_t m : it->second) emit(m);
+                    for (const auto& [rank, m] : it->second) emit(m);
                 if (i < st.code.size() && (gone[si].empty() || !gone[si][i])) emit(i);
             }
         }

@@ -13,6 +13,7 @@
 #include "analysis/context.h"
 #include "analysis/dependencies.h"
 #include "analysis/intervals.h"
+#include "analysis/schedule.h"
 
 namespace xpu::analysis {
 
@@ -163,7 +164,18 @@ struct Group {
     std::uint64_t waits = 0, dmas = 0, passed = 0;
     bool remote = false;
     std::set<std::string> dma_anns;
+    struct Held {  // a wait holding back independent work, and the first instruction needing it
+        std::uint32_t stream;
+        std::uint64_t wait, first_use;
+    };
+    std::vector<Held> held;  // reorder: where to list-schedule
+    bool scheduled = false;  // reorder: list-scheduled windows rather than sunk waits
 };
+
+// The window list-scheduled for a wait that holds back independent work: from the wait to
+// past its first use by as much again (so that the held-back work can spread over the work
+// that follows), bounded to keep the quadratic graph cheap.
+constexpr std::uint64_t kMaxWindow = 8192;
 
 }  // namespace
 
@@ -288,8 +300,41 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
             if (g.moved.insert({w.stream, w.index}).second) {
                 g.s.moves.push_back({w.stream, w.index, redundant ? Move::kDelete : stop});
                 if (!redundant) g.passed += stop - w.index - 1;
+                if (kind == "reorder") g.held.push_back({w.stream, w.index, stop});
             }
         }
+    }
+    // Reorder: list-schedule a window at each wait against the machine model of the run; where
+    // the model finds the new order faster, it replaces the plain sinking of the wait, and the
+    // model's gain is the estimate.
+    WindowScheduler scheduler(cx, plan);
+    for (auto& [key, g] : groups) {
+        if (g.s.kind != "reorder" || g.held.empty()) continue;
+        std::sort(g.held.begin(), g.held.end(), [](const Group::Held& x, const Group::Held& y) {
+            return x.stream != y.stream ? x.stream < y.stream : x.wait < y.wait;
+        });
+        std::vector<Move> moves;
+        std::map<std::uint32_t, Tick> saving_on;
+        std::uint64_t passed = 0;
+        std::map<std::uint32_t, std::uint64_t> scheduled_to;  // per stream, the end of the last window
+        for (const Group::Held& h : g.held) {
+            if (h.wait < scheduled_to[h.stream]) continue;
+            const std::uint64_t end = h.wait + std::min(kMaxWindow, 2 * (h.first_use - h.wait) + 1);
+            const WindowSchedule ws = scheduler.schedule(h.stream, h.wait, end);
+            if (ws.order.empty() || ws.modelled_after >= ws.modelled_before) continue;
+            saving_on[h.stream] += ws.modelled_before - ws.modelled_after;
+            const std::uint64_t stop = h.wait + ws.order.size();
+            for (std::size_t p = 0; p < ws.order.size(); ++p) {
+                moves.push_back({h.stream, ws.order[p], stop, p + 1});
+                if (ws.order[p] != h.wait + p) ++passed;
+            }
+            scheduled_to[h.stream] = stop;
+        }
+        if (moves.empty()) continue;
+        g.s.moves = std::move(moves);
+        g.saving_on = std::move(saving_on);
+        g.passed = passed;
+        g.scheduled = true;
     }
     std::vector<Suggestion> out;
     for (auto& [key, g] : groups) {
@@ -311,6 +356,10 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
         } else if (g.s.kind == "drop_wait") {
             cause << g.waits << " waits at " << at << " for write-backs that no later instruction reads before the next wait on the same flag";
             action << "drop the " << g.s.moves.size() << " unnecessary waits (the later wait on the flag still guards the buffer)";
+        } else if (g.scheduled) {
+            cause << g.waits << " waits at " << at << " hold back independent work that does not need the data waited for";
+            action << "reorder: list-schedule the instructions from each wait on (" << g.passed
+                   << " instructions change place; dependencies and sync semantics kept), interleaving the held-back work with the work after it";
         } else {
             cause << g.waits << " waits at " << at << " hold back independent work that does not need the data waited for";
             action << "reorder: move each wait down to the first instruction that needs its data (" << g.passed

@@ -19,6 +19,7 @@
 #include "models/hbm_controller.h"
 #include "models/sim_time.h"
 #include "platform/txlog_meta.h"
+#include "tests/analysis_fixture.h"
 #include "tests/sim_fixture.h"
 #include "traces/crc32.h"
 #include "traces/vmem_liveness.h"
@@ -28,36 +29,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using analysis::Cause;
-
-struct Analyzed {
-    std::unique_ptr<Run> run;
-    analysis::RunData data;
-    analysis::Analysis a;
-};
-
-// Simulates `trace` with a transaction log in a fresh output folder, then analyses it.
-Analyzed analyzed(const std::string& trace, const std::vector<std::string>& sets = {},
-                  const std::string& platform = "configs/xpu.yaml") {
-    Analyzed r;
-    r.run = std::make_unique<Run>();
-    r.run->cfg = platform::load_platform(source_path(platform), sets);
-    r.run->sim = std::make_unique<platform::Simulation>(r.run->cfg, trace);
-    const fs::path dir = temp_path("out");
-    fs::create_directories(dir);
-    fs::copy_file(trace, dir / "txlog.trace.bin", fs::copy_options::overwrite_existing);
-    txlog::Writer log((dir / "txlog.bin").string(), txlog_meta(r.run->sim->platform(), trace, platform));
-    RecorderFanOut both;
-    both.add(&log);
-    both.add(&r.run->rec);
-    r.run->sim->platform().set_recorder(&both);
-    r.run->result = r.run->sim->run();
-    const unsigned status = r.run->result.stop == platform::StopReason::Deadlock ? 1 : 0;
-    log.finish(ns_to_ticks(r.run->result.simulated_ns), status);
-    r.run->sim->platform().set_recorder(nullptr);
-    r.data = analysis::load_run(dir.string());
-    r.a = analysis::analyze(r.data);
-    return r;
-}
 
 Tick sum(const analysis::CauseTimes& t) {
     Tick s = 0;

@@ -1,0 +1,383 @@
+#include "analysis/schedule.h"
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <queue>
+#include <set>
+#include <unordered_map>
+
+namespace xpu::analysis {
+
+namespace {
+
+enum class Kind : std::uint8_t { Scalar, Unit, Dma, Wait };
+
+// What the run measured of one instruction, independent of where it issues.
+struct Cost {
+    Kind kind = Kind::Scalar;
+    std::uint32_t unit = kNone;
+    std::uint8_t pipe = 0;
+    bool matrix = false;
+    Tick occupancy = 0;  // unit instructions: start to end (the pipeline is taken)
+    Tick latency = 0;    // unit instructions: end to complete; others: issue to complete
+};
+
+// When an instruction issues (leaves the core), starts on its unit, has its operands read, and
+// completes.
+struct Outcome {
+    Tick issue = 0, start = 0, end = 0, complete = 0, operands_read = 0;
+};
+
+// The units' in-order pipelines (models/matrix_unit.cpp, models/vector_unit.cpp).
+std::uint8_t pipe_of(Opcode op) {
+    switch (op) {
+        case Opcode::MPush: return 0;
+        case Opcode::MatMul: return 1;
+        case Opcode::MPop: return 2;
+        case Opcode::VAlu: return 0;
+        case Opcode::VTrans: return 1;
+        case Opcode::VReduce:
+        case Opcode::VPermute: return 2;
+        default: return 3;  // vld, vst
+    }
+}
+
+template <typename F>
+void for_each_reg_read(const Instruction& in, F f) {
+    if (in.has(kSrc0)) f(in.src[0]);
+    if (in.has(kSrc1)) f(in.src[1]);
+    if (in.has(kSrc2)) f(in.src[2]);
+}
+
+// A DMA that raises a flag of this chip (a remote DMA raises it on its destination chip).
+bool raises_local_flag(const Instruction& in, std::uint16_t chip) {
+    return in.op == Opcode::Dma && in.has(kFlag) && (in.mem_dst.chip == kLocalChip || in.mem_dst.chip == chip);
+}
+
+}  // namespace
+
+// The machine state the schedule is timed against (see schedule.h).
+struct WindowScheduler::Model {
+    struct UnitState {
+        std::vector<Tick> ring;  // starts of the last `depth` accepted instructions
+        std::size_t pos = 0;
+        std::array<Tick, 4> pipe_free{};
+        Tick weights_ready = 0, shadow_free = 0;
+        bool weights_used = true;
+    };
+    Tick slot = 1;
+    Tick cur = 0;  // the earliest the next instruction can issue
+    std::array<Tick, kNumRegs> reg_ready{}, read_until{};
+    std::unordered_map<std::uint32_t, UnitState> units;
+    Tick finish = 0;  // latest issue or completion so far
+
+    Outcome evaluate(const Instruction& in, const Cost& c, Tick flag_ready) const {
+        Tick ready = cur;
+        for_each_reg_read(in, [&](std::uint8_t r) { ready = std::max(ready, reg_ready[r]); });
+        if (in.has(kDst)) ready = std::max(ready, read_until[in.dst]);
+        Outcome o;
+        o.issue = ready;
+        switch (c.kind) {
+            case Kind::Wait: o.issue = std::max(ready, flag_ready); break;
+            case Kind::Unit: {
+                const UnitState& u = units.at(c.unit);
+                const Tick accept = std::max(ready, u.ring[u.pos]);
+                Tick start = std::max(accept, u.pipe_free[c.pipe]);
+                if (c.matrix && in.op == Opcode::MatMul) start = std::max(start, u.weights_ready);
+                if (c.matrix && in.op == Opcode::MPush) start = std::max(start, u.shadow_free);
+                o.issue = accept;
+                o.start = start;
+                o.end = start + c.occupancy;
+                o.complete = o.end + c.latency;
+                o.operands_read = o.end;
+                return o;
+            }
+            default: break;
+        }
+        o.start = o.end = o.operands_read = o.issue;
+        o.complete = o.issue + c.latency;
+        return o;
+    }
+
+    void apply(const Instruction& in, const Cost& c, const Outcome& o) {
+        cur = std::max(cur, o.issue + slot);
+        if (in.has(kDst)) reg_ready[in.dst] = std::max(reg_ready[in.dst], o.complete);
+        for_each_reg_read(in, [&](std::uint8_t r) { read_until[r] = std::max(read_until[r], o.operands_read); });
+        if (c.kind == Kind::Unit) {
+            UnitState& u = units.at(c.unit);
+            u.ring[u.pos] = o.start;
+            u.pos = (u.pos + 1) % u.ring.size();
+            u.pipe_free[c.pipe] = std::max(u.pipe_free[c.pipe], o.end);
+            if (c.matrix && in.op == Opcode::MPush) {
+                u.weights_ready = u.shadow_free = o.end;
+                u.weights_used = false;
+            } else if (c.matrix && in.op == Opcode::MatMul && !u.weights_used) {
+                u.shadow_free = std::max(u.shadow_free, o.start);
+                u.weights_used = true;
+            }
+        }
+        finish = std::max(finish, std::max(o.issue, o.complete));
+    }
+};
+
+WindowScheduler::WindowScheduler(const Context& cx, const Planner& plan) : cx_(cx), plan_(plan) {}
+WindowScheduler::~WindowScheduler() = default;
+
+// A unit takes instruction k only once instruction k - depth has started (models/unit_command.h
+// QueueSlots), so at any instruction's acceptance at most depth - 1 earlier ones are still
+// waiting to start: the most the run shows, plus one, is the depth (exact whenever the queue
+// ever filled, and a queue that never filled never held anything back).
+void WindowScheduler::measure_queue_depths() {
+    const RunData& run = cx_.run;
+    queue_depth_.assign(run.units.size(), 1);
+    std::vector<std::priority_queue<Tick, std::vector<Tick>, std::greater<Tick>>> waiting(run.units.size());
+    for (const UnitOp& u : run.unit_ops) {
+        auto& h = waiting[u.unit];
+        while (!h.empty() && h.top() <= u.accept) h.pop();
+        queue_depth_[u.unit] = std::max<unsigned>(queue_depth_[u.unit], static_cast<unsigned>(h.size() + 1));
+        h.push(u.start);
+    }
+    depths_known_ = true;
+}
+
+WindowSchedule WindowScheduler::schedule(std::uint32_t s, std::uint64_t begin, std::uint64_t end) {
+    if (!depths_known_) measure_queue_depths();
+    const RunData& run = cx_.run;
+    const Stream& st = run.streams[s];
+    WindowSchedule out;
+    end = std::min<std::uint64_t>(end, st.code.size());
+    if (begin >= end) return out;
+    const std::uint64_t warm = begin > 2048 ? begin - 2048 : 0;  // history that sets the machine state
+    for (std::uint64_t i = warm; i < end; ++i)
+        if (!st.life[i].seen) return out;
+
+    auto cost_of = [&](std::uint64_t i, Cost& c) {
+        const Instruction& in = st.code[i];
+        const Life& l = st.life[i];
+        c = Cost{};
+        switch (unit_kind(in.op)) {
+            case UnitKind::Vector:
+            case UnitKind::Matrix: {
+                const std::uint32_t op = cx_.ix.op_of(s, i);
+                if (op == kNone) return false;
+                const UnitOp& u = run.unit_ops[op];
+                c.kind = Kind::Unit;
+                c.unit = u.unit;
+                c.pipe = pipe_of(in.op);
+                c.matrix = unit_kind(in.op) == UnitKind::Matrix;
+                c.occupancy = u.end - u.start;
+                c.latency = u.complete - u.end;
+                return true;
+            }
+            case UnitKind::Dma: {
+                const std::uint32_t d = cx_.ix.dma_of(s, i);
+                c.kind = Kind::Dma;
+                c.latency = d == kNone ? l.complete - l.issue : run.dmas[d].complete - std::min(run.dmas[d].complete, l.issue);
+                return true;
+            }
+            case UnitKind::Sync: c.kind = in.op == Opcode::SWait || in.op == Opcode::Barrier ? Kind::Wait : Kind::Scalar; break;
+            default: break;
+        }
+        c.latency = l.complete - std::min(l.complete, l.issue);
+        return true;
+    };
+    auto measured = [&](std::uint64_t i, const Cost& c) {
+        const Life& l = st.life[i];
+        Outcome o;
+        o.issue = l.issue;
+        o.complete = l.complete;
+        o.start = o.end = o.operands_read = l.issue;
+        if (c.kind == Kind::Unit) {
+            const UnitOp& u = run.unit_ops[cx_.ix.op_of(s, i)];
+            o.start = u.start;
+            o.end = o.operands_read = u.end;
+            o.complete = u.complete;
+        } else if (c.kind == Kind::Dma) {
+            o.complete = l.issue + c.latency;
+        }
+        return o;
+    };
+
+    auto measured_complete = [&](std::uint64_t i) {
+        Cost c;
+        cost_of(i, c);
+        return measured(i, c).complete;
+    };
+    Model base;
+    base.slot = std::max<Tick>(1, cx_.ix.issue_slot(s));
+    auto ensure_unit = [&](std::uint32_t u) {
+        auto& x = base.units[u];
+        if (x.ring.empty()) x.ring.assign(std::max(1u, queue_depth_[u]), 0);
+    };
+    for (std::uint64_t i = warm; i < begin; ++i) {
+        Cost c;
+        if (!cost_of(i, c)) continue;
+        if (c.kind == Kind::Unit) ensure_unit(c.unit);
+        base.apply(st.code[i], c, measured(i, c));
+    }
+    const std::size_t n = static_cast<std::size_t>(end - begin);
+    std::vector<Cost> cost(n);
+    for (std::size_t k = 0; k < n; ++k) {
+        if (!cost_of(begin + k, cost[k])) return out;
+        if (cost[k].kind == Kind::Unit) ensure_unit(cost[k].unit);
+    }
+
+    // The dependency graph (schedule.h).
+    std::vector<std::vector<std::uint32_t>> succ(n);
+    std::vector<std::uint32_t> indeg(n, 0);
+    auto edge = [&](std::size_t a, std::size_t b) {
+        succ[a].push_back(static_cast<std::uint32_t>(b));
+        ++indeg[b];
+    };
+    std::array<std::int64_t, kNumRegs> writer;
+    writer.fill(-1);
+    std::array<std::vector<std::uint32_t>, kNumRegs> readers;
+    struct Touch {
+        Access a;
+        std::uint32_t k;
+    };
+    std::vector<Touch> writes, reads;
+    std::vector<std::uint32_t> waits;
+    std::unordered_map<std::uint16_t, std::vector<std::uint32_t>> raisers;  // local flag -> DMAs
+    std::int64_t fence = -1;                                               // last sset/sadd/barrier/halt
+    std::vector<std::uint32_t> shared_raisers;
+    bool shared_chip = false;
+    for (std::uint32_t o = 0; o < run.streams.size(); ++o)
+        if (o != s && run.streams[o].chip == st.chip) shared_chip = true;
+    for (std::size_t k = 0; k < n; ++k) {
+        const Instruction& in = st.code[begin + k];
+        if (is_barrier_like(in.op)) {
+            for (std::size_t j = static_cast<std::size_t>(fence + 1); j < k; ++j) edge(j, k);
+            if (fence >= 0) edge(static_cast<std::size_t>(fence), k);
+            fence = static_cast<std::int64_t>(k);
+            continue;
+        }
+        if (fence >= 0) edge(static_cast<std::size_t>(fence), k);
+        for_each_reg_read(in, [&](std::uint8_t r) {
+            if (writer[r] >= 0) edge(static_cast<std::size_t>(writer[r]), k);
+        });
+        if (in.has(kDst)) {
+            const std::uint8_t r = in.dst;
+            if (writer[r] >= 0) edge(static_cast<std::size_t>(writer[r]), k);
+            for (std::uint32_t j : readers[r])
+                if (j != k) edge(j, k);
+            readers[r].clear();
+            writer[r] = static_cast<std::int64_t>(k);
+        }
+        for_each_reg_read(in, [&](std::uint8_t r) { readers[r].push_back(static_cast<std::uint32_t>(k)); });
+        Access acc[2];
+        const int na = accesses(in, st.chip, acc);
+        for (int x = 0; x < na; ++x) {
+            for (const Touch& t : writes)
+                if (conflict(&t.a, 1, &acc[x], 1)) edge(t.k, k);
+            if (acc[x].write)
+                for (const Touch& t : reads)
+                    if (conflict(&t.a, 1, &acc[x], 1)) edge(t.k, k);
+        }
+        for (int x = 0; x < na; ++x) (acc[x].write ? writes : reads).push_back({acc[x], static_cast<std::uint32_t>(k)});
+        if (in.op == Opcode::SWait) {
+            const std::uint16_t f = in.has(kFlag) ? in.flag : 0;
+            for (std::uint32_t w : waits)
+                if ((st.code[begin + w].has(kFlag) ? st.code[begin + w].flag : 0) == f) edge(w, k);
+            auto it = raisers.find(f);
+            if (it != raisers.end())
+                for (std::uint32_t d : it->second) edge(d, k);
+            waits.push_back(static_cast<std::uint32_t>(k));
+            // A DMA whose flag another stream may wait for (a remote one, or any when the chip
+            // has several cores) stays above every later swait: sunk below a wait that needs
+            // that stream's progress, it would deadlock the two.
+            for (std::uint32_t d : shared_raisers) edge(d, k);
+        } else {
+            for (std::uint32_t w : waits) {
+                const Instruction& wi = st.code[begin + w];
+                if ((raises_local_flag(in, st.chip) && in.flag == (wi.has(kFlag) ? wi.flag : 0)) ||
+                    (na > 0 && plan_.wait_blocks(s, begin + w, acc, na)))
+                    edge(w, k);
+            }
+            if (raises_local_flag(in, st.chip)) raisers[in.flag].push_back(static_cast<std::uint32_t>(k));
+            if (in.op == Opcode::Dma && (!raises_local_flag(in, st.chip) || shared_chip))
+                shared_raisers.push_back(static_cast<std::uint32_t>(k));
+        }
+    }
+
+    // Priority: the longest path to the end of the window, through dependencies and through the
+    // pipeline time queued behind an instruction on its unit.
+    std::vector<Tick> height(n, 0);
+    {
+        std::unordered_map<std::uint64_t, std::uint32_t> next_on_pipe;
+        for (std::size_t k = n; k-- > 0;) {
+            const Cost& c = cost[k];
+            Tick after = 0;
+            for (std::uint32_t j : succ[k]) after = std::max(after, height[j]);
+            height[k] = c.occupancy + c.latency + after;
+            if (c.kind == Kind::Unit) {
+                const std::uint64_t key = (std::uint64_t(c.unit) << 8) | c.pipe;
+                auto it = next_on_pipe.find(key);
+                if (it != next_on_pipe.end()) height[k] = std::max(height[k], c.occupancy + height[it->second]);
+                next_on_pipe[key] = static_cast<std::uint32_t>(k);
+            }
+        }
+    }
+
+    // When a swait's flag condition holds: its raisers' completions, modelled for those in the
+    // window (placed before it by the graph), measured for the others.
+    std::vector<Tick> done(n, 0);
+    auto flag_ready = [&](std::size_t k) {
+        if (cost[k].kind != Kind::Wait) return Tick(0);
+        if (st.code[begin + k].op == Opcode::Barrier) return st.life[begin + k].issue;
+        Tick t = 0;
+        for (const Raiser& r : plan_.covered(s, begin + k)) {
+            if (r.stream == s && r.index >= begin && r.index < end) t = std::max(t, done[r.index - begin]);
+            else if (r.dma != kNone) t = std::max(t, run.dmas[r.dma].complete);
+            else t = std::max(t, run.streams[r.stream].life[r.index].complete);
+        }
+        return t;
+    };
+
+    {
+        Model m = base;
+        for (std::size_t k = 0; k < n; ++k) {
+            const Outcome o = m.evaluate(st.code[begin + k], cost[k], flag_ready(k));
+            done[k] = o.complete;
+            m.apply(st.code[begin + k], cost[k], o);
+        }
+        out.modelled_before = m.finish;
+        out.start = st.life[begin].issue;
+        for (std::uint64_t i = begin; i < end; ++i) out.measured = std::max({out.measured, st.life[i].issue, measured_complete(i)});
+    }
+
+    // Greedy list scheduling (schedule.h).
+    auto before = [&](std::uint32_t a, std::uint32_t b) { return height[a] != height[b] ? height[a] > height[b] : a < b; };
+    std::set<std::uint32_t, decltype(before)> ready(before);
+    for (std::size_t k = 0; k < n; ++k)
+        if (indeg[k] == 0) ready.insert(static_cast<std::uint32_t>(k));
+    Model m = base;
+    std::fill(done.begin(), done.end(), 0);
+    out.order.reserve(n);
+    while (!ready.empty()) {
+        std::uint32_t best = 0;
+        Outcome best_o;
+        bool found = false;
+        for (std::uint32_t k : ready) {
+            const Outcome o = m.evaluate(st.code[begin + k], cost[k], flag_ready(k));
+            if (!found || o.issue < best_o.issue) {
+                best = k;
+                best_o = o;
+                found = true;
+            }
+            if (o.issue <= m.cur) break;  // nothing issues earlier than the next slot
+        }
+        ready.erase(best);
+        done[best] = best_o.complete;
+        m.apply(st.code[begin + best], cost[best], best_o);
+        out.order.push_back(begin + best);
+        for (std::uint32_t j : succ[best])
+            if (--indeg[j] == 0) ready.insert(j);
+    }
+    out.modelled_after = m.finish;
+    if (out.order.size() != n) out.order.clear();  // a cycle cannot happen: edges go forward
+    return out;
+}
+
+}  // namespace xpu::analysis

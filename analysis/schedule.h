@@ -1,0 +1,58 @@
+// List scheduling of a window of one stream, for the `reorder` suggestion.
+//
+// The dependency graph of the window follows the rules of dependencies.h: registers (read after
+// write, write after read, write after write), memory (overlapping accesses, one a write), and
+// sync semantics (nothing crosses sset/sadd/barrier/halt; an instruction moves above a swait
+// only if it touches nothing the wait's raisers wrote or read and does not raise its flag; a
+// DMA stays above the waits on its flag).
+//
+// The order is chosen against a machine model of the core and its units built from the run
+// itself: the core issues in order, one instruction per issue slot, once its source registers
+// are complete and the registers it writes have been read (the core's scoreboard); a unit
+// accepts an instruction when its queue has room (the depth the run showed) and runs each
+// pipeline in order (matrix unit: weight push, LHS stream, result pop; vector unit: ALU,
+// transcendental, cross-lane, load/store) for the occupancy and latency each instruction showed
+// in the run; a matmul starts once the push before it has loaded, a push once the previous
+// tile's first matmul has started (double buffering); a DMA completes as long after its issue
+// as it did in the run; a swait passes when its raisers have completed (as measured, or as
+// modelled if they are in the window). Greedy list scheduling: the next instruction is, among
+// those whose predecessors are placed, one that can issue earliest, and among those the one
+// with the longest path to the end of the window (dependencies plus the pipeline time queued
+// behind it), so that the bottleneck unit is fed first and other work fills the slots it leaves.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "analysis/context.h"
+#include "analysis/dependencies.h"
+
+namespace xpu::analysis {
+
+struct WindowSchedule {
+    std::vector<std::uint64_t> order;  // the window's instruction indices in their new order
+    // Finish: the latest issue or completion of the window's instructions.
+    Tick modelled_before = 0;          // the model's finish of the window in program order
+    Tick modelled_after = 0;           // ... and in the new order
+    Tick start = 0, measured = 0;      // the run's issue of the window's first instruction, and its finish
+};
+
+class WindowScheduler {
+public:
+    WindowScheduler(const Context& cx, const Planner& plan);
+    ~WindowScheduler();
+    // List-schedules [begin, end) of stream s. An empty order if the window cannot be modelled
+    // (an instruction of it never issued in the run).
+    WindowSchedule schedule(std::uint32_t s, std::uint64_t begin, std::uint64_t end);
+
+private:
+    struct Model;
+    const Context& cx_;
+    const Planner& plan_;
+    std::vector<unsigned> queue_depth_;  // per unit, as the run showed it (0: not measured yet)
+    bool depths_known_ = false;
+    void measure_queue_depths();
+};
+
+}  // namespace xpu::analysis

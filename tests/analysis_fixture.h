@@ -1,0 +1,24 @@
+// Tests of the analysis on simulated runs: simulate a trace with the transaction log recorded
+// (as sim_main does), read the log back (analysis/run_data.h) and analyse it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "tests/sim_fixture.h"
+
+namespace xpu::test {
+
+struct Analyzed {
+    std::unique_ptr<Run> run;
+    analysis::RunData data;
+    analysis::Analysis a;
+};
+
+// Simulates `trace` with a transaction log in a fresh output folder, then analyses it.
+Analyzed analyzed(const std::string& trace, const std::vector<std::string>& sets = {},
+                  const std::string& platform = "configs/xpu.yaml");
+
+}  // namespace xpu::test
