@@ -237,7 +237,13 @@ WindowSchedule WindowScheduler::schedule(std::uint32_t s, std::uint64_t begin, s
         Access a;
         std::uint32_t k;
     };
-    std::vector<Touch> writes, reads;
+    // Accesses by 4 KiB page, so that an access is compared only with those that share a page.
+    std::unordered_map<std::uint64_t, std::vector<Touch>> touches;
+    auto for_each_page = [](const Access& a, auto f) {
+        const std::uint64_t tag = (std::uint64_t(a.space) << 62) | (std::uint64_t(a.chip) << 44);
+        const std::uint64_t last = a.hi > a.lo ? (a.hi - 1) >> 12 : a.lo >> 12;
+        for (std::uint64_t p = a.lo >> 12; p <= last; ++p) f(tag | p);
+    };
     std::vector<std::uint32_t> waits;
     std::unordered_map<std::uint16_t, std::vector<std::uint32_t>> raisers;  // local flag -> DMAs
     std::int64_t fence = -1;                                               // last sset/sadd/barrier/halt
@@ -268,14 +274,14 @@ WindowSchedule WindowScheduler::schedule(std::uint32_t s, std::uint64_t begin, s
         for_each_reg_read(in, [&](std::uint8_t r) { readers[r].push_back(static_cast<std::uint32_t>(k)); });
         Access acc[2];
         const int na = accesses(in, st.chip, acc);
-        for (int x = 0; x < na; ++x) {
-            for (const Touch& t : writes)
-                if (conflict(&t.a, 1, &acc[x], 1)) edge(t.k, k);
-            if (acc[x].write)
-                for (const Touch& t : reads)
-                    if (conflict(&t.a, 1, &acc[x], 1)) edge(t.k, k);
-        }
-        for (int x = 0; x < na; ++x) (acc[x].write ? writes : reads).push_back({acc[x], static_cast<std::uint32_t>(k)});
+        for (int x = 0; x < na; ++x)
+            for_each_page(acc[x], [&](std::uint64_t page) {
+                auto& v = touches[page];
+                for (const Touch& t : v)
+                    if (t.k != k && (t.a.write || acc[x].write) && conflict(&t.a, 1, &acc[x], 1)) edge(t.k, k);
+            });
+        for (int x = 0; x < na; ++x)
+            for_each_page(acc[x], [&](std::uint64_t page) { touches[page].push_back({acc[x], static_cast<std::uint32_t>(k)}); });
         if (in.op == Opcode::SWait) {
             const std::uint16_t f = in.has(kFlag) ? in.flag : 0;
             for (std::uint32_t w : waits)
