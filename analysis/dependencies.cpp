@@ -46,19 +46,24 @@ const std::vector<Raiser>& Planner::covered(std::uint32_t s, std::uint64_t i) co
     return it == covered_at_[s].end() ? none_ : covered_[it->second];
 }
 
-bool Planner::raiser_accesses(const Raiser& r, Access out[2], int& n) const {
+bool Planner::raiser_accesses(const Raiser& r, Access out[2], int& n, const Edited* edited, std::uint32_t edited_stream) const {
     const Stream& st = run_.streams[r.stream];
-    const Instruction& in = st.code[r.index];
+    const Instruction* e = nullptr;
+    if (edited && edited_stream == r.stream) {
+        auto it = edited->find(r.index);
+        if (it != edited->end()) e = &it->second;
+    }
+    const Instruction& in = e ? *e : st.code[r.index];
     if (in.op != Opcode::Dma) return false;
     n = accesses(in, st.chip, out);
     return true;
 }
 
-bool Planner::wait_blocks(std::uint32_t s, std::uint64_t w, const Access* acc, int na) const {
+bool Planner::wait_blocks(std::uint32_t s, std::uint64_t w, const Access* acc, int na, const Edited* edited) const {
     for (const Raiser& r : covered(s, w)) {
         Access ra[2];
         int n = 0;
-        if (!raiser_accesses(r, ra, n)) return na > 0;
+        if (!raiser_accesses(r, ra, n, edited, s)) return na > 0;
         if (conflict(ra, n, acc, na)) return true;
     }
     return false;
@@ -68,19 +73,34 @@ std::uint64_t Planner::hoist_point(std::uint32_t s, std::uint64_t k) {
     const std::uint64_t key = (std::uint64_t(s) << 40) | k;
     auto it = hoist_cache_.find(key);
     if (it != hoist_cache_.end()) return it->second;
+    const std::uint64_t p = scan_up(s, k, nullptr);
+    hoist_cache_[key] = p;
+    return p;
+}
+
+std::uint64_t Planner::hoist_point(std::uint32_t s, std::uint64_t k, const Edited& edited) const { return scan_up(s, k, &edited); }
+
+std::uint64_t Planner::scan_up(std::uint32_t s, std::uint64_t k, const Edited* edited) const {
     const Stream& st = run_.streams[s];
-    const Instruction& d = st.code[k];
+    auto code = [&](std::uint64_t j) -> const Instruction& {
+        if (edited) {
+            auto e = edited->find(j);
+            if (e != edited->end()) return e->second;
+        }
+        return st.code[j];
+    };
+    const Instruction& d = code(k);
     Access acc[2];
     const int na = accesses(d, st.chip, acc);
     const bool local_flag = d.has(kFlag) && (d.mem_dst.chip == kLocalChip || d.mem_dst.chip == st.chip);
     std::uint64_t p = k;
     const std::uint64_t limit = k > kScan ? k - kScan : 0;
     for (std::uint64_t j = k; j-- > limit;) {
-        const Instruction& y = st.code[j];
+        const Instruction& y = code(j);
         if (is_barrier_like(y.op)) break;
         if (y.op == Opcode::SWait) {
             if (local_flag && y.flag == d.flag) break;
-            if (wait_blocks(s, j, acc, na)) break;
+            if (wait_blocks(s, j, acc, na, edited)) break;
         } else {
             Access ya[2];
             const int ny = accesses(y, st.chip, ya);
@@ -88,7 +108,6 @@ std::uint64_t Planner::hoist_point(std::uint32_t s, std::uint64_t k) {
         }
         p = j;
     }
-    hoist_cache_[key] = p;
     return p;
 }
 

@@ -54,17 +54,23 @@ public:
     const std::vector<Raiser>& covered(std::uint32_t s, std::uint64_t i) const;
     // Accesses of a raiser, in its own chip's terms; false if it is not a DMA (then a wait on
     // it orders everything: we do not know what the raiser's stream wrote before raising).
-    bool raiser_accesses(const Raiser& r, Access out[2], int& n) const;
-    // Does swait `w` (stream s) order something with these accesses?
-    bool wait_blocks(std::uint32_t s, std::uint64_t w, const Access* acc, int na) const;
+    // Instructions of one stream rewritten by a transformation (index -> new instruction).
+    using Edited = std::unordered_map<std::uint64_t, Instruction>;
+    bool raiser_accesses(const Raiser& r, Access out[2], int& n, const Edited* edited = nullptr, std::uint32_t edited_stream = 0) const;
+    // Does swait `w` (stream s) order something with these accesses? (With `edited`: in stream
+    // s's program with those instructions rewritten.)
+    bool wait_blocks(std::uint32_t s, std::uint64_t w, const Access* acc, int na, const Edited* edited = nullptr) const;
     // The earliest position the DMA at `k` can move up to (k itself: it cannot move).
     std::uint64_t hoist_point(std::uint32_t s, std::uint64_t k);
+    // The same in stream s's program with `edited` instructions rewritten (not cached).
+    std::uint64_t hoist_point(std::uint32_t s, std::uint64_t k, const Edited& edited) const;
     // Sinking swait `k`: the instruction it must stay before, and whether it reached a later
     // wait that makes it redundant.
     std::pair<std::uint64_t, bool> sink_point(std::uint32_t s, std::uint64_t k) const;
 
 private:
     void index_waits(std::uint32_t s);
+    std::uint64_t scan_up(std::uint32_t s, std::uint64_t k, const Edited* edited) const;
 
     const Context& cx_;
     const RunData& run_;

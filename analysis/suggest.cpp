@@ -12,6 +12,7 @@
 
 #include "analysis/context.h"
 #include "analysis/dependencies.h"
+#include "analysis/double_buffer.h"
 #include "analysis/intervals.h"
 #include "analysis/schedule.h"
 
@@ -191,6 +192,7 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
     const EngineLoad engines(a);
     const LinkLoad links(run);
     const EngineQueue engine_queue(run, cx.dma_caused);
+    const BufferRenamer renamer(run, plan);
     // The shortest a DMA can take: its bytes at its engine's bandwidth (or a link's, for a
     // remote one) plus the fixed latency the run's fastest DMA showed beyond that.
     double link_gbps = 0;
@@ -214,53 +216,79 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
         const Life& lw = st.life[w.index];
         const std::string ann = run.annotation(st.code[w.index]);
         const std::string where = step_of(ann);
-        // Option 1: hoist the DMAs this wait waits for.
-        Tick latest_new = lw.ready;
+        // Option 1: hoist the DMAs this wait waits for. Option 3 (double_buffer): the same
+        // where a DMA's hoist stops at its own buffer's previous readers, with the DMA moved
+        // as far as a second buffer would let it (double_buffer.h).
         struct Hoist {
             std::uint32_t stream;
             std::uint64_t from, to;
         };
-        std::vector<Hoist> hoists;
-        Tick cost = 0;  // what the hoisted DMAs take from DMAs their engines would now serve later
-        bool any_dma = false, remote = false;
-        Tick new_issue = lw.ready;  // the earliest a hoisted local DMA would now issue
-        for (const Raiser& r : plan.covered(w.stream, w.index)) {
-            if (r.dma == kNone) {
-                latest_new = std::max(latest_new, lw.issue);  // a raiser we cannot move: no gain
-                continue;
+        struct Option {
+            Tick saving = 0;
+            std::vector<Hoist> hoists;
+            bool remote = false, renamed = false;
+        };
+        auto hoist_option = [&](bool rename) {
+            Option o;
+            Tick latest_new = lw.ready;
+            Tick cost = 0;  // what the hoisted DMAs take from DMAs their engines would now serve later
+            bool any_dma = false;
+            Tick new_issue = lw.ready;  // the earliest a hoisted local DMA would now issue
+            for (const Raiser& r : plan.covered(w.stream, w.index)) {
+                if (r.dma == kNone) {
+                    latest_new = std::max(latest_new, lw.issue);  // a raiser we cannot move: no gain
+                    continue;
+                }
+                any_dma = true;
+                const Dma& d = run.dmas[r.dma];
+                const Stream& rs = run.streams[r.stream];
+                if (cx.ix.dma_remote(rs.code[r.index], rs.chip)) o.remote = true;
+                std::uint64_t p = plan.hoist_point(r.stream, r.index);
+                if (rename && renamer.blocked_by_buffer(r.stream, r.index, p) && renamer.can_rename(r.stream, r.index)) {
+                    const std::uint64_t q = renamer.renamed_point(r.stream, r.index);
+                    if (q < p) {
+                        p = q;
+                        o.renamed = true;
+                    }
+                }
+                Tick gain = p < r.index ? rs.life[r.index].issue - std::min(rs.life[r.index].issue, rs.life[p].issue) : 0;
+                if (gain) gain = std::min(gain, engines.idle(d.engine, rs.life[p].issue, d.start));
+                // Issued late, or slowed by contention? A DMA issued at least its shortest duration
+                // before the wait began was not late: its wait is bandwidth, and moving it earlier
+                // only takes bandwidth from DMAs needed sooner. What a hoist can win is its
+                // lead-time deficit.
+                const bool is_remote = cx.ix.dma_remote(rs.code[r.index], rs.chip);
+                const Tick shortest = fixed + wire(d, is_remote);
+                const Tick lead = lw.ready > d.issue ? lw.ready - d.issue : 0;
+                if (gain) gain = std::min(gain, shortest > lead ? shortest - lead : 0);
+                // A remote DMA's pieces cross links: it can start moving earlier only through link
+                // time left idle before its old start.
+                if (gain && is_remote) gain = std::min(gain, links.idle(r.dma, rs.life[p].issue, d.start));
+                latest_new = std::max(latest_new, d.complete - std::min(d.complete, gain));
+                if (gain > 0) {
+                    // Engines are FIFOs: a DMA moved ahead delays, by its own transfer, each DMA
+                    // issued in between on its engine whose completion someone waited for.
+                    cost += wire(d, is_remote) * engine_queue.stalling_between(d.engine, rs.life[p].issue, d.issue);
+                    o.hoists.push_back({r.stream, r.index, p});
+                    if (!is_remote) new_issue = std::min(new_issue, rs.life[p].issue);
+                }
             }
-            any_dma = true;
-            const Dma& d = run.dmas[r.dma];
-            const Stream& rs = run.streams[r.stream];
-            if (cx.ix.dma_remote(rs.code[r.index], rs.chip)) remote = true;
-            const std::uint64_t p = plan.hoist_point(r.stream, r.index);
-            Tick gain = p < r.index ? rs.life[r.index].issue - std::min(rs.life[r.index].issue, rs.life[p].issue) : 0;
-            if (gain) gain = std::min(gain, engines.idle(d.engine, rs.life[p].issue, d.start));
-            // Issued late, or slowed by contention? A DMA issued at least its shortest duration
-            // before the wait began was not late: its wait is bandwidth, and moving it earlier
-            // only takes bandwidth from DMAs needed sooner. What a hoist can win is its
-            // lead-time deficit.
-            const bool is_remote = cx.ix.dma_remote(rs.code[r.index], rs.chip);
-            const Tick shortest = fixed + wire(d, is_remote);
-            const Tick lead = lw.ready > d.issue ? lw.ready - d.issue : 0;
-            if (gain) gain = std::min(gain, shortest > lead ? shortest - lead : 0);
-            // A remote DMA's pieces cross links: it can start moving earlier only through link
-            // time left idle before its old start.
-            if (gain && cx.ix.dma_remote(rs.code[r.index], rs.chip)) gain = std::min(gain, links.idle(r.dma, rs.life[p].issue, d.start));
-            latest_new = std::max(latest_new, d.complete - std::min(d.complete, gain));
-            if (gain > 0) {
-                // Engines are FIFOs: a DMA moved ahead delays, by its own transfer, each DMA
-                // issued in between on its engine whose completion someone waited for.
-                cost += wire(d, is_remote) * engine_queue.stalling_between(d.engine, rs.life[p].issue, d.issue);
-                hoists.push_back({r.stream, r.index, p});
-                if (!cx.ix.dma_remote(rs.code[r.index], rs.chip)) new_issue = std::min(new_issue, rs.life[p].issue);
-            }
+            o.saving = any_dma && !o.hoists.empty() ? lw.issue - std::min(lw.issue, std::max(latest_new, lw.ready)) : 0;
+            // Roofline: a local DMA issued earlier arrives earlier only through HBM bandwidth left
+            // idle between its new issue point and the moment the wait began.
+            if (new_issue < lw.ready) o.saving = std::min(o.saving, hbm.idle(st.chip, new_issue, lw.ready));
+            o.saving -= std::min(o.saving, cost);
+            return o;
+        };
+        Option hoist = hoist_option(false);
+        {
+            // A second buffer only when it gains more than the plain prefetch does.
+            Option db = hoist_option(true);
+            if (db.renamed && db.saving > hoist.saving) hoist = std::move(db);
         }
-        Tick hoist_saving = any_dma && !hoists.empty() ? lw.issue - std::min(lw.issue, std::max(latest_new, lw.ready)) : 0;
-        // Roofline: a local DMA issued earlier arrives earlier only through HBM bandwidth left
-        // idle between its new issue point and the moment the wait began.
-        if (new_issue < lw.ready) hoist_saving = std::min(hoist_saving, hbm.idle(st.chip, new_issue, lw.ready));
-        hoist_saving -= std::min(hoist_saving, cost);
+        const Tick hoist_saving = hoist.saving;
+        const bool remote = hoist.remote;
+        const std::vector<Hoist>& hoists = hoist.hoists;
         // Option 2: sink the wait.
         const auto [stop, redundant] = plan.sink_point(w.stream, w.index);
         Tick sink_saving = 0;
@@ -271,7 +299,7 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
         }
         if (hoist_saving == 0 && sink_saving == 0) continue;
         if (hoist_saving >= sink_saving) {
-            const std::string kind = remote ? "pipeline_collective" : "hoist_dma";
+            const std::string kind = remote ? "pipeline_collective" : hoist.renamed ? "double_buffer" : "hoist_dma";
             Group& g = groups[{kind, where}];
             g.s.kind = kind;
             g.s.where = where;
@@ -303,6 +331,46 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
                 if (kind == "reorder") g.held.push_back({w.stream, w.index, stop});
             }
         }
+    }
+    // Double buffer: rename every other fill of each buffer into a shadow buffer, then hoist the
+    // DMAs as far as the renamed program allows (the rules of dependencies.h, on that program).
+    for (auto it = groups.begin(); it != groups.end();) {
+        Group& g = it->second;
+        if (g.s.kind != "double_buffer") {
+            ++it;
+            continue;
+        }
+        std::map<std::uint32_t, std::vector<std::uint64_t>> dmas;
+        for (const Move& m : g.s.moves) dmas[m.stream].push_back(m.from);
+        bool ok = true;
+        std::vector<Move> moves;
+        g.passed = 0;
+        for (const auto& [stream, list] : dmas) {
+            Planner::Edited edited;
+            std::string why;
+            if (!renamer.rename(stream, list, edited, why)) {
+                ok = false;
+                break;
+            }
+            for (std::uint64_t k : list) {
+                const std::uint64_t p = plan.hoist_point(stream, k, edited);
+                if (p < k) {
+                    moves.push_back({stream, k, p});
+                    g.passed += k - p;
+                }
+            }
+            std::vector<std::uint64_t> at;
+            for (const auto& [index, in] : edited) at.push_back(index);
+            std::sort(at.begin(), at.end());  // the edits in program order (deterministic output)
+            for (std::uint64_t index : at) g.s.edits.push_back({stream, index, edited.at(index)});
+        }
+        if (!ok || moves.empty()) {  // cannot rename: no suggestion (the plain hoist was smaller)
+            it = groups.erase(it);
+            continue;
+        }
+        g.s.moves = std::move(moves);
+        g.dmas = g.s.moves.size();
+        ++it;
     }
     // Reorder: list-schedule a window at each wait against the machine model of the run; where
     // the model finds the new order faster, it replaces the plain sinking of the wait, and the
@@ -350,6 +418,10 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
             cause << g.waits << " sync-flag waits at " << at << " on DMAs issued late (" << anns << ")";
             action << "prefetch: hoist " << g.dmas << " DMAs earlier, each to just after the last instruction it depends on (its buffer is free and its data ready there), "
                    << g.passed << " instruction slots in all";
+        } else if (g.s.kind == "double_buffer") {
+            cause << g.waits << " sync-flag waits at " << at << " on DMAs that cannot be prefetched: their buffer is still being read (" << anns << ")";
+            action << "double-buffer: put every other fill of each buffer in a second buffer in free VMEM (" << g.s.edits.size()
+                   << " instructions renamed), then prefetch " << g.dmas << " DMAs into the free buffer, " << g.passed << " instruction slots earlier in all";
         } else if (g.s.kind == "pipeline_collective") {
             cause << g.waits << " waits at " << at << " for pieces sent late by the previous chip (" << anns << "): collective steps serialised";
             action << "pipeline the collective: send each of " << g.dmas << " pieces as soon as its data has arrived";

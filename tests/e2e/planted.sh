@@ -40,7 +40,8 @@ case "$CASE" in
 esac
 # The finding each planted cause must produce (docs/tracegen.md).
 case "$CASE" in
-    *late-dma|*no-double-buffer) want_kind=hoist_dma want_where=wait_data ;;
+    *late-dma) want_kind=hoist_dma want_where=wait_data ;;
+    *no-double-buffer) want_kind=double_buffer want_where=wait_data ;;
     *false-dep) want_kind=drop_wait want_where=wait_c ;;
     *bad-order) want_kind=reorder want_where=wait_data ;;
     collective-serial) want_kind=pipeline_collective want_where=wait ;;

@@ -191,8 +191,11 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
         vm_b[i] = kBuffers * a_buf + i * b_buf;
     }
     const std::uint64_t vm_c = kBuffers * (a_buf + b_buf);
-    auto lane_a = [&](std::uint64_t g, unsigned j) { return vm_a[g % kBuffers] + (grouped ? j * a_tile : 0); };
-    auto lane_b = [&](std::uint64_t g, unsigned j, std::uint64_t depth) { return vm_b[g % kBuffers] + j * p.dim * depth * eb; };
+    // Without prefetch there is nothing to overlap: every step loads into the same buffers,
+    // under the same flag (single buffering).
+    const unsigned nbuf = p.prefetch ? kBuffers : 1;
+    auto lane_a = [&](std::uint64_t g, unsigned j) { return vm_a[g % nbuf] + (grouped ? j * a_tile : 0); };
+    auto lane_b = [&](std::uint64_t g, unsigned j, std::uint64_t depth) { return vm_b[g % nbuf] + j * p.dim * depth * eb; };
 
     // Accumulators: the 64 m registers split evenly over the MXUs, two sets per MXU (a block
     // drains one while the next fills the other); result chunks share a register modulo the set.
@@ -216,7 +219,7 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
         for (unsigned j = 0; j < (bl.shared_a ? 1u : bl.lanes.size()); ++j) {
             const Matmul& m = batch[bl.lanes[j].i];
             dma_in(m.hbm_a + (bl.mb * p.tile_m * m.k + s.ks * p.dim * bl.rows) * eb, lane_a(g, j), bl.rows * depth * eb,
-                   kFlagBuf0 + g % kBuffers);
+                   kFlagBuf0 + g % nbuf);
         }
     };
     auto load_b = [&](std::uint64_t g) {
@@ -229,11 +232,11 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
             std::uint64_t cols = 0;
             for (const auto& l : bl.lanes) cols += l.cols;
             dma_in(m.hbm_b + (s.ks * p.dim * m.n + bl.lanes[0].col0 * depth) * eb, lane_b(g, 0, depth), depth * cols * eb,
-                   kFlagBuf0 + g % kBuffers);
+                   kFlagBuf0 + g % nbuf);
         } else {
             for (unsigned j = 0; j < bl.lanes.size(); ++j) {
                 const Matmul& m = batch[bl.lanes[j].i];
-                dma_in(m.hbm_b + s.ks * p.dim * m.n * eb, lane_b(g, j, depth), depth * m.n * eb, kFlagBuf0 + g % kBuffers);
+                dma_in(m.hbm_b + s.ks * p.dim * m.n * eb, lane_b(g, j, depth), depth * m.n * eb, kFlagBuf0 + g % nbuf);
             }
         }
     };
@@ -337,7 +340,7 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
         const std::uint64_t depth = depth_of(s);
         if (p.late_dma) load_b(g);  // planted: the weight tile is fetched only now
         e.annotate(ann_wait);
-        wait_all(kFlagBuf0 + g % kBuffers);
+        wait_all(kFlagBuf0 + g % nbuf);
         e.annotate(ann_weights);
         for (unsigned j = 0; j < bl.lanes.size(); ++j)
             e.vld(0, vreg(kWeightReg + j), lane_b(g, j, depth), depth * bl.lanes[j].cols * eb);
@@ -354,7 +357,7 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
             // Planted: the finished block's whole epilogue is emitted here, behind a wait for
             // the data just requested, although it needs none of it.
             e.annotate(ann_wait);
-            wait_all(kFlagBuf0 + (g + ahead) % kBuffers);
+            wait_all(kFlagBuf0 + (g + ahead) % nbuf);
             start_epilogue(*finished);
             finish_epilogue();
             finished.reset();

@@ -28,7 +28,7 @@ struct TileConfig {
     unsigned mxus = 8;        // configs/xpu.yaml's megacore has 8
     unsigned dim = 128;       // systolic array size
     unsigned dma_engines = 4;
-    bool prefetch = true;     // DMA tiles two steps ahead (three VMEM buffers)
+    bool prefetch = true;     // DMA tiles two steps ahead (three VMEM buffers); off: one buffer, loaded just before use
     // Planted inefficiencies (each documented in docs/tracegen.md with the finding it should
     // produce): all but `prefetch` are off in a clean trace.
     bool late_dma = false;    // the weight (B) tiles of every step are loaded just before use

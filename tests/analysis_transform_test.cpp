@@ -1,16 +1,20 @@
-// The `reorder` suggestion (analysis/schedule.h): list scheduling of a window against a machine
-// model built from the run.
-//  - Legality, checked independently of the scheduler's own dependency graph: the patched
-//    trace is a permutation of the original in which every pair of instructions whose order
-//    matters (registers, overlapping memory, sync semantics) keeps its order (brute force over
-//    every pair of every window that changed).
-//  - The model: replaying the original order, it must land where the simulator did (the
-//    simulator is the reference: the model restates the core's and the units' timing rules).
-// Whether the new order is faster is measured by re-simulation in tests/e2e/planted.sh.
+// The trace transformations of the suggestions, checked independently of the code that plans
+// them (whether they make the run faster is measured by re-simulation in tests/e2e/planted.sh).
+//  - `reorder` (analysis/schedule.h, list scheduling of a window against a machine model built
+//    from the run): the patched trace is a permutation of the original in which every pair of
+//    instructions whose order matters (registers, overlapping memory, sync semantics) keeps its
+//    order (brute force over every pair of every window that changed); and the model, replaying
+//    the original order, lands where the simulator did (the simulator is the reference: the
+//    model restates the core's and the units' timing rules).
+//  - `double_buffer` (analysis/double_buffer.h, buffer renaming + prefetch): the data flow is
+//    unchanged (every instruction reads, register by register and byte by byte, what the same
+//    producers wrote, in program-order semantics), and every read of a DMA's data still comes
+//    after a wait that covers that DMA.
 #include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <map>
+#include <unordered_map>
 
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
@@ -22,6 +26,7 @@
 #include "tests/analysis_fixture.h"
 #include "traces/trace_reader.h"
 #include "traces/trace_text.h"
+#include "traces/trace_writer.h"
 
 namespace xpu::test {
 namespace {
@@ -145,6 +150,92 @@ std::size_t expect_legal_reorder(const std::vector<Instruction>& orig, const std
     return moved;
 }
 
+// A copy of the trace at `path` whose every instruction carries its index in its stream as
+// its timestamp, so that instructions can be followed through a patch that rewrites them.
+std::string stamped(const std::string& path) {
+    const trace::TraceFile f = trace::TraceFile::open(path);
+    const std::string out = temp_path("stamped.bin");
+    trace::TraceWriter w(out);
+    for (const std::string& str : f.strings()) w.add_string(str);
+    for (std::size_t si = 0; si < f.streams().size(); ++si) {
+        const std::size_t o = w.add_stream(f.streams()[si].chip, f.streams()[si].core);
+        std::uint64_t i = 0;
+        for (Instruction in : read_stream(path, si)) {
+            in.timestamp = i++;
+            in.set(kTimestamp);
+            w.append(o, in);
+        }
+    }
+    w.close();
+    return out;
+}
+
+// Program-order data flow: for each instruction (by timestamp), who produced what it reads:
+// the last writer of each source register, and the last writer of each 256-byte granule of the
+// memory it reads (vld, a DMA's source).
+std::map<std::uint64_t, std::vector<std::uint64_t>> data_flow(const std::vector<Instruction>& code, std::uint16_t chip) {
+    constexpr std::uint64_t kReg = 1ull << 63;
+    std::map<std::uint64_t, std::vector<std::uint64_t>> flow;
+    std::vector<std::int64_t> reg_writer(kNumRegs, -1);
+    std::unordered_map<std::uint64_t, std::uint64_t> writer;  // granule -> producer
+    for (const Instruction& in : code) {
+        const Effects e = effects(in, chip);
+        std::vector<std::uint64_t> from;
+        for (unsigned r : e.reg_reads)
+            if (reg_writer[r] >= 0) from.push_back(kReg | static_cast<std::uint64_t>(reg_writer[r]));
+        auto granules = [](const Effects::Range& m, auto f) {
+            const std::uint64_t tag = (std::uint64_t(m.space) << 60) | (std::uint64_t(m.chip) << 44);
+            for (std::uint64_t g = m.lo >> 8; g <= (m.hi - 1) >> 8; ++g) f(tag | g);
+        };
+        for (const auto& m : e.mem)
+            if (!m.write)
+                granules(m, [&](std::uint64_t g) {
+                    auto it = writer.find(g);
+                    if (it != writer.end()) from.push_back(it->second);
+                });
+        std::sort(from.begin(), from.end());
+        from.erase(std::unique(from.begin(), from.end()), from.end());
+        if (!from.empty()) flow[in.timestamp] = std::move(from);
+        for (unsigned r : e.reg_writes) reg_writer[r] = static_cast<std::int64_t>(in.timestamp);
+        for (const auto& m : e.mem)
+            if (m.write) granules(m, [&](std::uint64_t g) { writer[g] = in.timestamp; });
+    }
+    return flow;
+}
+
+// Every read of a DMA's data comes after a swait on the DMA's flag for at least the DMA's
+// ordinal among that flag's DMAs (flags count completions): checked on `code` as it stands.
+void expect_reads_after_their_wait(const std::vector<Instruction>& code, std::uint16_t chip) {
+    std::map<std::uint64_t, std::pair<std::uint16_t, std::int64_t>> dma;  // timestamp -> (flag, ordinal)
+    std::map<std::uint16_t, std::int64_t> issued, waited;                 // per flag
+    std::unordered_map<std::uint64_t, std::uint64_t> writer;
+    std::size_t checked = 0;
+    for (const Instruction& in : code) {
+        const Effects e = effects(in, chip);
+        if (in.op == Opcode::SWait) waited[in.flag] = std::max(waited[in.flag], in.value);
+        for (const auto& m : e.mem) {
+            if (m.write) continue;
+            for (std::uint64_t g = m.lo >> 8; g <= (m.hi - 1) >> 8; ++g) {
+                auto w = writer.find((std::uint64_t(m.space) << 60) | (std::uint64_t(m.chip) << 44) | g);
+                if (w == writer.end()) continue;
+                auto d = dma.find(w->second);
+                if (d == dma.end()) continue;
+                ++checked;
+                if (waited[d->second.first] < d->second.second) {
+                    ADD_FAILURE() << trace::format_instruction(in) << " reads DMA #" << w->second << "'s data before a wait covers it";
+                    return;
+                }
+            }
+        }
+        if (in.op == Opcode::Dma && in.has(kFlag)) dma[in.timestamp] = {in.flag, ++issued[in.flag]};
+        for (const auto& m : e.mem)
+            if (m.write)
+                for (std::uint64_t g = m.lo >> 8; g <= (m.hi - 1) >> 8; ++g)
+                    writer[(std::uint64_t(m.space) << 60) | (std::uint64_t(m.chip) << 44) | g] = in.timestamp;
+    }
+    EXPECT_GT(checked, 0u);
+}
+
 // Applies the run's reorder suggestion at `where`, checks the patched trace's legality, and
 // the model against the simulator on each list-scheduled window.
 void check_reorder(const Analyzed& r, const std::string& where_leaf) {
@@ -190,6 +281,76 @@ TEST(Reorder, GemmEpilogueBurstIsListScheduledLegally) {
     p.bad_order = true;
     const Analyzed r = analyzed(gemm_trace("bad.bin", p).path);
     check_reorder(r, "wait_data");
+}
+
+// The planted --no-double-buffer: every step's tiles DMA'd into the same buffers just before
+// use. The suggestion renames every other fill into a second buffer and prefetches.
+TEST(DoubleBuffer, RenamedBuffersKeepTheDataFlowAndTheWaits) {
+    gen::GemmParams p;
+    p.m = 2048;
+    p.n = 1024;
+    p.k = 1024;
+    p.double_buffer = false;
+    const Analyzed r = analyzed(stamped(gemm_trace("single.bin", p).path));
+    ASSERT_FALSE(r.a.suggestions.empty());
+    const analysis::Suggestion& s = r.a.suggestions[0];
+    ASSERT_EQ(s.kind, "double_buffer") << s.cause;
+    EXPECT_GT(s.estimated_saving, 0u);
+    EXPECT_FALSE(s.edits.empty());
+    EXPECT_FALSE(s.moves.empty());
+    const std::string out = temp_path("patched.bin");
+    analysis::write_patched_trace(r.data, s, out);
+    const std::vector<Instruction>& orig = r.data.streams[0].code;
+    const std::vector<Instruction> patched = read_stream(out, 0);
+    ASSERT_EQ(orig.size(), patched.size());
+    // The same instructions (by timestamp), some moved, some with a renamed VMEM address only.
+    std::vector<bool> seen(orig.size(), false);
+    std::size_t renamed = 0, moved = 0;
+    for (std::size_t p2 = 0; p2 < patched.size(); ++p2) {
+        const Instruction& in = patched[p2];
+        ASSERT_LT(in.timestamp, orig.size());
+        ASSERT_FALSE(seen[in.timestamp]);
+        seen[in.timestamp] = true;
+        if (in.timestamp != p2) ++moved;
+        Instruction o = orig[in.timestamp];
+        if (o == in) continue;
+        ++renamed;
+        o.mem_src.addr = in.mem_src.addr;
+        o.mem_dst.addr = in.mem_dst.addr;
+        EXPECT_EQ(o, in) << "only a VMEM address may change: " << trace::format_instruction(in);
+        EXPECT_TRUE(in.mem_src.space == Space::Vmem || in.mem_dst.space == Space::Vmem);
+    }
+    EXPECT_GT(renamed, 0u);
+    EXPECT_GT(moved, 0u);
+    EXPECT_EQ(data_flow(orig, 0), data_flow(patched, 0)) << "a read now sees another producer";
+    expect_reads_after_their_wait(orig, 0);
+    expect_reads_after_their_wait(patched, 0);
+    // The second buffers fit in the VMEM, above everything the original used.
+    std::uint64_t top = 0, new_top = 0;
+    for (const Instruction& in : orig)
+        for (const auto& m : effects(in, 0).mem)
+            if (m.space == Space::Vmem) top = std::max(top, m.hi);
+    for (const Instruction& in : patched)
+        for (const auto& m : effects(in, 0).mem)
+            if (m.space == Space::Vmem) new_top = std::max(new_top, m.hi);
+    EXPECT_GT(new_top, top);
+    EXPECT_LE(new_top, 32ull << 20);  // configs/xpu.yaml: 32 MiB of VMEM
+}
+
+// With too little VMEM for a second buffer there is no double_buffer suggestion.
+TEST(DoubleBuffer, NotSuggestedWithoutVmemHeadroom) {
+    gen::GemmParams p;
+    p.m = 2048;
+    p.n = 1024;
+    p.k = 1024;
+    p.double_buffer = false;
+    const std::string trace = gemm_trace("single.bin", p).path;
+    std::uint64_t top = 0;
+    for (const Instruction& in : read_stream(trace, 0))
+        for (const auto& m : effects(in, 0).mem)
+            if (m.space == Space::Vmem) top = std::max(top, m.hi);
+    const Analyzed r = analyzed(trace, {"chip.modules.core0.vmem.capacity=" + std::to_string(top + 4096)});
+    for (const auto& s : r.a.suggestions) EXPECT_NE(s.kind, "double_buffer") << s.action;
 }
 
 TEST(Reorder, DecodeLayerEpiloguesAreListScheduledLegally) {
