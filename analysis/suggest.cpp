@@ -3,7 +3,9 @@
 //
 // Estimates. Hoisting the DMAs a stalled wait waits for lets them complete earlier by the time
 // between their new and old issue points; the wait then ends at the latest of their new
-// completions. Sinking a wait lets the instructions it passes run during the wait.
+// completions, less what the hoisted DMAs now queued ahead of cost the DMAs others waited for.
+// Sinking a wait lets the instructions it passes run during the wait, and issues those it held
+// back earlier: their results (a prefetch's data) arrive earlier for whoever waits on them.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -19,6 +21,9 @@
 namespace xpu::analysis {
 
 namespace {
+
+// How far past an instruction the scan for the first reader of its result goes.
+constexpr std::uint64_t kScanReaders = 512;
 
 // HBM traffic per chip over time (prefix sums over fine buckets): how much of the bandwidth
 // between two moments was left unused, which bounds what issuing a DMA earlier can gain (the
@@ -44,6 +49,12 @@ public:
             if (u.kind == "HbmController") chips_[u.chip].peak_per_ps += u.peak_gbps / 1000.0;
         for (auto& [chip, c] : chips_)
             for (std::size_t k = 1; k < c.bytes.size(); ++k) c.bytes[k] += c.bytes[k - 1];
+    }
+    // The shortest time the chip's HBM takes to move `bytes` (at its peak rate); 0 if unknown.
+    Tick transfer(int chip, std::uint64_t bytes) const {
+        auto it = chips_.find(chip);
+        if (it == chips_.end() || it->second.peak_per_ps <= 0) return 0;
+        return static_cast<Tick>(static_cast<double>(bytes) / it->second.peak_per_ps);
     }
     // Time in [a, b] the chip's HBM could have spent moving more data; b - a if unknown.
     Tick idle(int chip, Tick a, Tick b) const {
@@ -89,6 +100,30 @@ public:
 
 private:
     std::map<std::uint32_t, std::vector<Interval>> busy_;  // the timeline's busy segments: sorted, disjoint
+};
+
+// Idle time of any unit (matrix, vector unit) from its accounted timeline, which tiles [0, end]
+// sorted: an operation issued earlier starts earlier only into time its unit had free.
+class UnitIdle {
+public:
+    explicit UnitIdle(const Analysis& a) {
+        for (const UnitAccount& u : a.units)
+            if (u.kind != "ScalarCore") timeline_[u.unit] = &u.timeline;
+    }
+    Tick idle(std::uint32_t unit, Tick a, Tick b) const {
+        if (b <= a) return 0;
+        auto it = timeline_.find(unit);
+        if (it == timeline_.end()) return b - a;
+        const std::vector<Segment>& v = *it->second;
+        Tick busy = 0;
+        auto k = std::upper_bound(v.begin(), v.end(), a, [](Tick t, const Segment& g) { return t < g.end; });
+        for (; k != v.end() && k->begin < b; ++k)
+            if (k->cause == Cause::Busy) busy += std::min(b, k->end) - std::max(a, k->begin);
+        return b - a - busy;
+    }
+
+private:
+    std::map<std::uint32_t, const std::vector<Segment>*> timeline_;
 };
 
 // Traffic of the inter-chip links over time, and which link each DMA's first hop took.
@@ -149,6 +184,51 @@ private:
     std::map<std::uint32_t, std::vector<std::uint32_t>> prefix_;
 };
 
+// Per chip, the DMAs that move HBM data, in issue order, and how many of those issued in a
+// time window on engines other than a given one had a core waiting for them (`caused`): the
+// HBM traffic a hoisted DMA would now be queued ahead of.
+class ChipQueue {
+public:
+    ChipQueue(const RunData& run, const std::vector<Tick>& caused) {
+        for (std::uint32_t i = 0; i < run.dmas.size(); ++i) {
+            const Dma& d = run.dmas[i];
+            const Stream& ds = run.streams[d.stream];
+            const Instruction& in = ds.code[d.index];
+            if (in.mem_src.space != Space::Hbm && in.mem_dst.space != Space::Hbm) continue;
+            chip_[ds.chip].add(d.issue, caused[i] > 0);
+            engine_[(std::uint64_t(ds.chip) << 32) | d.engine].add(d.issue, caused[i] > 0);
+        }
+        for (auto& [k, q] : chip_) q.finish();
+        for (auto& [k, q] : engine_) q.finish();
+    }
+    std::uint64_t stalling_between(std::uint16_t chip, std::uint32_t except_engine, Tick a, Tick b) const {
+        auto c = chip_.find(chip);
+        if (c == chip_.end()) return 0;
+        auto e = engine_.find((std::uint64_t(chip) << 32) | except_engine);
+        return c->second.count(a, b) - (e == engine_.end() ? 0 : e->second.count(a, b));
+    }
+
+private:
+    struct Q {
+        std::vector<std::pair<Tick, bool>> v;
+        std::vector<std::uint32_t> prefix;
+        void add(Tick t, bool stalling) { v.push_back({t, stalling}); }
+        void finish() {
+            std::sort(v.begin(), v.end());
+            prefix.assign(v.size() + 1, 0);
+            for (std::size_t k = 0; k < v.size(); ++k) prefix[k + 1] = prefix[k] + (v[k].second ? 1 : 0);
+        }
+        std::uint64_t count(Tick a, Tick b) const {
+            if (b <= a) return 0;
+            const auto lo = std::lower_bound(v.begin(), v.end(), std::make_pair(a, false)) - v.begin();
+            const auto hi = std::lower_bound(v.begin(), v.end(), std::make_pair(b, false)) - v.begin();
+            return prefix[static_cast<std::size_t>(hi)] - prefix[static_cast<std::size_t>(lo)];
+        }
+    };
+    std::map<std::uint16_t, Q> chip_;
+    std::map<std::uint64_t, Q> engine_;
+};
+
 // Suggestions group by the step of an op (the last part of the annotation: wait_data,
 // wait_c, ...), so that one suggestion fixes a pattern wherever the compiler emitted it.
 std::string step_of(const std::string& ann) {
@@ -192,6 +272,7 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
     const EngineLoad engines(a);
     const LinkLoad links(run);
     const EngineQueue engine_queue(run, cx.dma_caused);
+    const UnitIdle unit_idle(a);
     const BufferRenamer renamer(run, plan);
     // The shortest a DMA can take: its bytes at its engine's bandwidth (or a link's, for a
     // remote one) plus the fixed latency the run's fastest DMA showed beyond that.
@@ -210,85 +291,178 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
         fixed = std::min(fixed, d.complete - d.issue - std::min(d.complete - d.issue, w));
     }
     if (fixed == ~Tick(0)) fixed = 0;
+    // What sinking (or dropping) wait `w` gains beyond the core's own work it lets run during
+    // the wait (the span above): the instructions it held back issue earlier, and so complete
+    // earlier for whatever waits on them further down (the DMAs the core issues after the
+    // wait: while it waits, it issues no prefetch and the HBM pipeline drains). The wait's
+    // stall began at its issue less the stall. Bounds, each holding for one instruction j the
+    // wait held back (ready before the wait ended):
+    //  - j issues earlier by at most issue_j - max(the stall's beginning, the ready time of
+    //    every instruction from the wait to j): the core issues in order, and nothing issues
+    //    before its operands are ready; at most the stall (nothing moves by more). The scan
+    //    ends at the first instruction the wait did not hold back (ready when the wait ended):
+    //    it and all after it issue in order behind it, as before;
+    //  - j completes earlier by at most that, and only into idle time: of its DMA engine (a
+    //    FIFO) and of its chip's HBM (its first link's, if remote) between its new issue and its
+    //    old start, the roofline; of its unit for any other operation;
+    //  - it saves at most the time the core later stalled on j's completion: for a DMA, the
+    //    core time spent waiting on it (cx.dma_caused); for a unit op, the data-dependency stall
+    //    of the first later instruction whose operands j's completion made ready (it became
+    //    ready exactly then and reads j's destination, or writes a register j reads).
+    // The core runs in order, so the stream gains the largest of these, not their sum.
+    auto held_back = [&](const WaitStall& w, std::uint64_t stop) {
+        const Stream& st = run.streams[w.stream];
+        const Life& lw = st.life[w.index];
+        const Tick began = lw.issue - std::min(lw.issue, w.stall);
+        const std::uint64_t end = std::min<std::uint64_t>(stop, st.code.size());
+        Tick best = 0, floor = began;
+        for (std::uint64_t j = w.index + 1; j < end; ++j) {
+            const Life& lj = st.life[j];
+            if (!lj.seen) break;
+            floor = std::max(floor, lj.ready);
+            if (floor >= lj.issue) break;  // j no longer waited behind the wait
+            const Tick adv = std::min(w.stall, lj.issue - floor), from = lj.issue - adv;
+            const Instruction& in = st.code[j];
+            Tick gain = 0;
+            if (const std::uint32_t di = cx.ix.dma_of(w.stream, j); di != kNone) {
+                if (cx.dma_caused[di] == 0) continue;
+                const Dma& d = run.dmas[di];
+                gain = std::min({adv, cx.dma_caused[di], engines.idle(d.engine, from, d.start)});
+                gain = std::min(gain, cx.ix.dma_remote(in, st.chip) ? links.idle(di, from, d.start) : hbm.idle(st.chip, from, d.start));
+            } else if (const std::uint32_t oi = cx.ix.op_of(w.stream, j); oi != kNone) {
+                const UnitOp& op = run.unit_ops[oi];
+                // The first later instruction made ready by j's completion, and its stall on it.
+                Tick waited = 0;
+                for (std::uint64_t k = j + 1; k < st.code.size() && k < j + kScanReaders; ++k) {
+                    const Life& lk = st.life[k];
+                    if (!lk.seen || lk.issue > lj.complete + w.stall) break;
+                    if (lk.ready != lj.complete) continue;
+                    const Instruction& rk = st.code[k];
+                    auto reads = [](const Instruction& x, std::uint8_t r) {
+                        return (x.has(kSrc0) && x.src[0] == r) || (x.has(kSrc1) && x.src[1] == r) || (x.has(kSrc2) && x.src[2] == r);
+                    };
+                    if ((in.has(kDst) && reads(rk, in.dst)) || (rk.has(kDst) && reads(in, rk.dst))) {
+                        const Tick t0 = std::max(lk.arrival, st.life[k - 1].issue + cx.ix.issue_slot(w.stream));
+                        waited = lk.ready > t0 ? lk.ready - t0 : 0;
+                        break;
+                    }
+                }
+                gain = std::min({adv, waited, unit_idle.idle(op.unit, from, op.start)});
+            }
+            best = std::max(best, gain);
+        }
+        return std::min(best, w.stall);
+    };
+    // Option 1 for a stalled wait: hoist the DMAs it waits for. `others`: the DMAs some core
+    // waited for that no hoist moves (null: not known yet, on the first pass that finds the
+    // DMAs hoists move).
+    struct Hoist {
+        std::uint32_t stream;
+        std::uint64_t from, to;
+    };
+    struct HoistOption {
+        Tick saving = 0;
+        std::vector<Hoist> hoists;
+        std::vector<std::uint32_t> dmas;
+        bool remote = false;
+        bool renamed = false;  // a DMA moves past its own buffer's readers (double_buffer)
+    };
+    // Option 1: hoist the DMAs wait `w` waits for. With `rename` (option 3, double_buffer): the
+    // same where a DMA's hoist stops at its own buffer's previous readers, with the DMA moved as
+    // far as a second buffer would let it (double_buffer.h).
+    auto hoist_option = [&](const WaitStall& w, const ChipQueue* others, bool rename) {
+        HoistOption o;
+        const Stream& st = run.streams[w.stream];
+        const Life& lw = st.life[w.index];
+        Tick latest_new = lw.ready;
+        std::vector<Hoist> hoists;
+        Tick cost = 0;  // what the hoisted DMAs take from DMAs their engines would now serve later
+        bool any_dma = false, remote = false;
+        Tick new_issue = lw.ready;  // the earliest a hoisted local DMA would now issue
+        for (const Raiser& r : plan.covered(w.stream, w.index)) {
+            if (r.dma == kNone) {
+                latest_new = std::max(latest_new, lw.issue);  // a raiser we cannot move: no gain
+                continue;
+            }
+            any_dma = true;
+            const Dma& d = run.dmas[r.dma];
+            const Stream& rs = run.streams[r.stream];
+            if (cx.ix.dma_remote(rs.code[r.index], rs.chip)) remote = true;
+            std::uint64_t p = plan.hoist_point(r.stream, r.index);
+            if (rename && renamer.blocked_by_buffer(r.stream, r.index, p) && renamer.can_rename(r.stream, r.index)) {
+                const std::uint64_t q = renamer.renamed_point(r.stream, r.index);
+                if (q < p) {
+                    p = q;
+                    o.renamed = true;
+                }
+            }
+            Tick gain = p < r.index ? rs.life[r.index].issue - std::min(rs.life[r.index].issue, rs.life[p].issue) : 0;
+            if (gain) gain = std::min(gain, engines.idle(d.engine, rs.life[p].issue, d.start));
+            // Issued late, or slowed by contention? A DMA issued at least its shortest duration
+            // before the wait began was not late: its wait is bandwidth, and moving it earlier
+            // only takes bandwidth from DMAs needed sooner. What a hoist can win is its
+            // lead-time deficit.
+            const bool is_remote = cx.ix.dma_remote(rs.code[r.index], rs.chip);
+            const Tick shortest = fixed + wire(d, is_remote);
+            const Tick lead = lw.ready > d.issue ? lw.ready - d.issue : 0;
+            if (gain) gain = std::min(gain, shortest > lead ? shortest - lead : 0);
+            // A remote DMA's pieces cross links: it can start moving earlier only through link
+            // time left idle before its old start.
+            if (gain && cx.ix.dma_remote(rs.code[r.index], rs.chip)) gain = std::min(gain, links.idle(r.dma, rs.life[p].issue, d.start));
+            latest_new = std::max(latest_new, d.complete - std::min(d.complete, gain));
+            if (gain > 0) {
+                // Engines are FIFOs: a DMA moved ahead delays, by its own transfer, each DMA
+                // issued in between on its engine whose completion someone waited for.
+                cost += wire(d, is_remote) * engine_queue.stalling_between(d.engine, rs.life[p].issue, d.issue);
+                // The HBM's channels are FIFOs too: a local DMA moved ahead of the HBM
+                // traffic of the other engines of its chip delays each such DMA someone
+                // waited for (and that no hoist moves with it) by its own bytes at the
+                // HBM's peak rate (what it puts in the channels' queues ahead of them; they
+                // drain no faster), less the HBM time left idle between its new and old
+                // issue (which it may fill without delaying anyone).
+                if (others && !is_remote) {
+                    const Tick ahead = hbm.transfer(rs.chip, d.bytes);
+                    const Tick idle = hbm.idle(rs.chip, rs.life[p].issue, d.issue);
+                    if (ahead > idle) cost += (ahead - idle) * others->stalling_between(rs.chip, d.engine, rs.life[p].issue, d.issue);
+                }
+                hoists.push_back({r.stream, r.index, p});
+                o.dmas.push_back(r.dma);
+                if (!cx.ix.dma_remote(rs.code[r.index], rs.chip)) new_issue = std::min(new_issue, rs.life[p].issue);
+            }
+        }
+        Tick hoist_saving = any_dma && !hoists.empty() ? lw.issue - std::min(lw.issue, std::max(latest_new, lw.ready)) : 0;
+        // Roofline: a local DMA issued earlier arrives earlier only through HBM bandwidth left
+        // idle between its new issue point and the moment the wait began.
+        if (new_issue < lw.ready) hoist_saving = std::min(hoist_saving, hbm.idle(st.chip, new_issue, lw.ready));
+        hoist_saving -= std::min(hoist_saving, cost);
+        o.saving = hoist_saving;
+        o.remote = remote;
+        o.hoists = std::move(hoists);
+        return o;
+    };
+    // First pass: the DMAs the hoists would move (they keep their order among themselves).
+    std::vector<bool> moved_dma(run.dmas.size(), false);
+    for (const WaitStall& w : cx.waits)
+        for (std::uint32_t d : hoist_option(w, nullptr, false).dmas) moved_dma[d] = true;
+    std::vector<Tick> unmoved_caused(cx.dma_caused);
+    for (std::size_t d = 0; d < run.dmas.size(); ++d)
+        if (moved_dma[d]) unmoved_caused[d] = 0;
+    const ChipQueue others(run, unmoved_caused);
     std::map<std::pair<std::string, std::string>, Group> groups;  // (kind, where)
     for (const WaitStall& w : cx.waits) {
         const Stream& st = run.streams[w.stream];
         const Life& lw = st.life[w.index];
         const std::string ann = run.annotation(st.code[w.index]);
         const std::string where = step_of(ann);
-        // Option 1: hoist the DMAs this wait waits for. Option 3 (double_buffer): the same
-        // where a DMA's hoist stops at its own buffer's previous readers, with the DMA moved
-        // as far as a second buffer would let it (double_buffer.h).
-        struct Hoist {
-            std::uint32_t stream;
-            std::uint64_t from, to;
-        };
-        struct Option {
-            Tick saving = 0;
-            std::vector<Hoist> hoists;
-            bool remote = false, renamed = false;
-        };
-        auto hoist_option = [&](bool rename) {
-            Option o;
-            Tick latest_new = lw.ready;
-            Tick cost = 0;  // what the hoisted DMAs take from DMAs their engines would now serve later
-            bool any_dma = false;
-            Tick new_issue = lw.ready;  // the earliest a hoisted local DMA would now issue
-            for (const Raiser& r : plan.covered(w.stream, w.index)) {
-                if (r.dma == kNone) {
-                    latest_new = std::max(latest_new, lw.issue);  // a raiser we cannot move: no gain
-                    continue;
-                }
-                any_dma = true;
-                const Dma& d = run.dmas[r.dma];
-                const Stream& rs = run.streams[r.stream];
-                if (cx.ix.dma_remote(rs.code[r.index], rs.chip)) o.remote = true;
-                std::uint64_t p = plan.hoist_point(r.stream, r.index);
-                if (rename && renamer.blocked_by_buffer(r.stream, r.index, p) && renamer.can_rename(r.stream, r.index)) {
-                    const std::uint64_t q = renamer.renamed_point(r.stream, r.index);
-                    if (q < p) {
-                        p = q;
-                        o.renamed = true;
-                    }
-                }
-                Tick gain = p < r.index ? rs.life[r.index].issue - std::min(rs.life[r.index].issue, rs.life[p].issue) : 0;
-                if (gain) gain = std::min(gain, engines.idle(d.engine, rs.life[p].issue, d.start));
-                // Issued late, or slowed by contention? A DMA issued at least its shortest duration
-                // before the wait began was not late: its wait is bandwidth, and moving it earlier
-                // only takes bandwidth from DMAs needed sooner. What a hoist can win is its
-                // lead-time deficit.
-                const bool is_remote = cx.ix.dma_remote(rs.code[r.index], rs.chip);
-                const Tick shortest = fixed + wire(d, is_remote);
-                const Tick lead = lw.ready > d.issue ? lw.ready - d.issue : 0;
-                if (gain) gain = std::min(gain, shortest > lead ? shortest - lead : 0);
-                // A remote DMA's pieces cross links: it can start moving earlier only through link
-                // time left idle before its old start.
-                if (gain && is_remote) gain = std::min(gain, links.idle(r.dma, rs.life[p].issue, d.start));
-                latest_new = std::max(latest_new, d.complete - std::min(d.complete, gain));
-                if (gain > 0) {
-                    // Engines are FIFOs: a DMA moved ahead delays, by its own transfer, each DMA
-                    // issued in between on its engine whose completion someone waited for.
-                    cost += wire(d, is_remote) * engine_queue.stalling_between(d.engine, rs.life[p].issue, d.issue);
-                    o.hoists.push_back({r.stream, r.index, p});
-                    if (!is_remote) new_issue = std::min(new_issue, rs.life[p].issue);
-                }
-            }
-            o.saving = any_dma && !o.hoists.empty() ? lw.issue - std::min(lw.issue, std::max(latest_new, lw.ready)) : 0;
-            // Roofline: a local DMA issued earlier arrives earlier only through HBM bandwidth left
-            // idle between its new issue point and the moment the wait began.
-            if (new_issue < lw.ready) o.saving = std::min(o.saving, hbm.idle(st.chip, new_issue, lw.ready));
-            o.saving -= std::min(o.saving, cost);
-            return o;
-        };
-        Option hoist = hoist_option(false);
+        HoistOption h1 = hoist_option(w, &others, false);
         {
             // A second buffer only when it gains more than the plain prefetch does.
-            Option db = hoist_option(true);
-            if (db.renamed && db.saving > hoist.saving) hoist = std::move(db);
+            HoistOption db = hoist_option(w, &others, true);
+            if (db.renamed && db.saving > h1.saving) h1 = std::move(db);
         }
-        const Tick hoist_saving = hoist.saving;
-        const bool remote = hoist.remote;
-        const std::vector<Hoist>& hoists = hoist.hoists;
+        const Tick hoist_saving = h1.saving;
+        const bool remote = h1.remote;
+        const auto& hoists = h1.hoists;
         // Option 2: sink the wait.
         const auto [stop, redundant] = plan.sink_point(w.stream, w.index);
         Tick sink_saving = 0;
@@ -296,10 +470,11 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
             const std::uint64_t last = std::min<std::uint64_t>(stop, st.code.size()) - 1;
             const Tick span = st.life[last].seen ? st.life[last].issue - std::min(st.life[last].issue, lw.issue) : 0;
             sink_saving = std::min(w.stall, span);
+            sink_saving = std::max(sink_saving, held_back(w, stop));
         }
         if (hoist_saving == 0 && sink_saving == 0) continue;
         if (hoist_saving >= sink_saving) {
-            const std::string kind = remote ? "pipeline_collective" : hoist.renamed ? "double_buffer" : "hoist_dma";
+            const std::string kind = remote ? "pipeline_collective" : h1.renamed ? "double_buffer" : "hoist_dma";
             Group& g = groups[{kind, where}];
             g.s.kind = kind;
             g.s.where = where;

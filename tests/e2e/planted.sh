@@ -6,7 +6,7 @@
 #   recovery = (planted - patched) / (planted - clean).
 # usage: bash planted.sh BUILD_DIR SOURCE_DIR CASE MIN_RECOVERY_PERCENT
 # CASE: gemm-late-dma gemm-no-double-buffer gemm-false-dep gemm-bad-order decode-late-dma
-#       collective-serial
+#       decode-false-dep decode-bad-order collective-serial
 set -euo pipefail
 if [[ $# -ne 4 ]]; then
     echo "usage: $0 BUILD_DIR SOURCE_DIR CASE MIN_RECOVERY_PERCENT" >&2
