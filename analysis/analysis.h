@@ -100,13 +100,22 @@ struct Move {
     static constexpr std::uint64_t kDelete = ~std::uint64_t{0};
 };
 
+// A change to the fields of one instruction: instruction `index` of `stream` becomes `in`, in
+// its place (merge_dma rewrites the first DMA of a run to cover the run).
+struct Edit {
+    std::uint32_t stream = 0;
+    std::uint64_t index = 0;
+    Instruction in;
+};
+
 struct Suggestion {
-    std::string kind;    // hoist_dma, pipeline_collective, drop_wait, reorder
+    std::string kind;    // hoist_dma, pipeline_collective, drop_wait, reorder, merge_dma
     std::string cause;   // the finding, e.g. "sync-flag waits at gemm/wait_data on DMAs issued right before them"
     std::string action;  // what to change
     std::string where;   // annotation (op) it applies to
     Tick estimated_saving = 0;
     std::vector<Move> moves;
+    std::vector<Edit> edits;  // applied with the moves (an edited instruction may also move)
 };
 
 struct Analysis {

@@ -23,6 +23,13 @@ std::size_t write_patched_trace(const RunData& run, const Suggestion& s, const s
         ++changed;
         if (m.before != Move::kDelete) before[m.stream][m.before].push_back(m.from);
     }
+    // Edits: the instruction's new fields, wherever it ends up (same index of the original).
+    std::vector<std::map<std::uint64_t, const Instruction*>> edited(run.streams.size());
+    for (const Edit& e : s.edits) {
+        if (e.stream >= run.streams.size() || e.index >= run.streams[e.stream].code.size())
+            throw std::runtime_error("suggestion edits an instruction that is not in the trace");
+        if (edited[e.stream].emplace(e.index, &e.in).second) ++changed;
+    }
     try {
         trace::TraceWriter w(path);
         std::vector<std::uint32_t> ann(run.strings.size());
@@ -30,8 +37,10 @@ std::size_t write_patched_trace(const RunData& run, const Suggestion& s, const s
         for (std::size_t si = 0; si < run.streams.size(); ++si) {
             const Stream& st = run.streams[si];
             const std::size_t out = w.add_stream(st.chip, st.core);
+            const auto& ed = edited[si];
             auto emit = [&](std::uint64_t i) {
-                Instruction in = st.code[i];
+                auto e = ed.find(i);
+                Instruction in = e == ed.end() ? st.code[i] : *e->second;
                 if (in.has(kAnn) && in.ann < ann.size()) in.ann = ann[in.ann];
                 w.append(out, in);
             };
