@@ -104,7 +104,7 @@ struct Move {
 };
 
 // A change to the fields of one instruction: instruction `index` of `stream` becomes `in`, in
-// its place (double_buffer renames a buffer's accesses).
+// its place (double_buffer renames a buffer's accesses; merge_dma rewrites the first DMA of a run to cover the run).
 struct Edit {
     std::uint32_t stream = 0;
     std::uint64_t index = 0;
@@ -112,7 +112,7 @@ struct Edit {
 };
 
 struct Suggestion {
-    std::string kind;    // hoist_dma, double_buffer, pipeline_collective, drop_wait, reorder
+    std::string kind;    // hoist_dma, double_buffer, pipeline_collective, drop_wait, reorder, merge_dma
     std::string cause;   // the finding, e.g. "sync-flag waits at gemm/wait_data on DMAs issued right before them"
     std::string action;  // what to change
     std::string where;   // annotation (op) it applies to

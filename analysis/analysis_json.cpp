@@ -123,7 +123,7 @@ void write_analysis_json(std::ostream& os, const RunData& run, const Analysis& a
         j.field("finding", s.cause);
         j.field("action", s.action);
         j.field("estimated_saving_ns", ns(s.estimated_saving));
-        j.field("moves", static_cast<std::uint64_t>(s.moves.size()));
+        j.field("moves", static_cast<std::uint64_t>(s.moves.size() + s.edits.size()));  // instructions changed
         j.end_object();
     }
     j.end_array();

@@ -28,7 +28,8 @@ std::size_t write_patched_trace(const RunData& run, const Suggestion& s, const s
     for (const Edit& e : s.edits) {
         if (e.stream >= run.streams.size() || e.index >= run.streams[e.stream].code.size())
             throw std::runtime_error("suggestion edits an instruction that is not in the trace");
-        if (edited[e.stream].emplace(e.index, &e.in).second) ++changed;
+        const bool moved = !gone[e.stream].empty() && gone[e.stream][e.index];
+        if (edited[e.stream].emplace(e.index, &e.in).second && !moved) ++changed;  // counted once
     }
     try {
         trace::TraceWriter w(path);

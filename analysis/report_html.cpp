@@ -519,7 +519,20 @@ void write_report_html(const std::string& path, const RunData& run, const Analys
                 esc(h, s.action);
                 h += "</td><td class=\"n\">" + duration(s.estimated_saving) + " <small>(" +
                      percent(static_cast<double>(s.estimated_saving), end) + " of the run)</small></td><td>";
-                if (s.moves.empty()) h += "none recorded";
+                if (s.moves.empty() && s.edits.empty()) h += "none recorded";
+                if (!s.edits.empty()) {  // merge_dma: the rewritten DMAs first, then the dropped ones
+                    h += std::to_string(s.edits.size()) + (s.edits.size() == 1 ? " rewrite" : " rewrites");
+                    const std::size_t show = std::min<std::size_t>(s.edits.size(), 3);
+                    for (std::size_t m = 0; m < show; ++m) {
+                        const Edit& ed = s.edits[m];
+                        h += "<br><small>";
+                        esc(h, "rewrite " + instr_label(run, ed.stream, ed.index) + " to bytes=" + std::to_string(ed.in.bytes) +
+                                   " val=" + std::to_string(ed.in.value));
+                        h += "</small>";
+                    }
+                    if (s.edits.size() > show) h += "<br><small>\xE2\x80\xA6</small>";
+                    if (!s.moves.empty()) h += "<br>";
+                }
                 if (!s.moves.empty()) {
                     h += std::to_string(s.moves.size()) + (s.moves.size() == 1 ? " change" : " changes");
                     const std::size_t show = std::min<std::size_t>(s.moves.size(), 3);

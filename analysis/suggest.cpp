@@ -16,6 +16,7 @@
 #include "analysis/dependencies.h"
 #include "analysis/double_buffer.h"
 #include "analysis/intervals.h"
+#include "analysis/merge_dma.h"
 #include "analysis/schedule.h"
 
 namespace xpu::analysis {
@@ -616,6 +617,9 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
         g.s.action = action.str();
         out.push_back(std::move(g.s));
     }
+    // Runs of small DMAs that cost time: one suggestion for all of them (merge_dma.h).
+    Suggestion merge = merge_suggestion(cx, plan, [&](int chip, Tick a, Tick b) { return hbm.idle(chip, a, b); });
+    if (!merge.edits.empty()) out.push_back(std::move(merge));
     // Below 0.01% of the run (or 10 ns) a saving is noise, not a suggestion.
     const Tick noise = std::max<Tick>(10000, run.end / 10000);
     out.erase(std::remove_if(out.begin(), out.end(), [&](const Suggestion& x) { return x.estimated_saving < noise; }), out.end());

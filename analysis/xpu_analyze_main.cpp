@@ -103,7 +103,8 @@ int main(int argc, char* argv[]) {
             }
             if (!quiet)
                 std::cout << "applied suggestion " << apply << " [" << s.kind << "] at " << s.where << ": " << n
-                          << " instructions moved or dropped; estimated saving " << format_time(s.estimated_saving) << "\n"
+                          << (s.edits.empty() ? " instructions moved or dropped" : " instructions moved, dropped or rewritten")
+                          << "; estimated saving " << format_time(s.estimated_saving) << "\n"
                           << "patched trace " << out << " (re-simulate it with sim_main to measure the gain)\n";
             return kOk;
         }

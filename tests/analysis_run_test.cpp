@@ -5,15 +5,20 @@
 //    platform parameters set in the test.
 //  - The transaction log's own guarantees: every record read back, corruption detected.
 #include <cstdio>
+#include <cstdlib>
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "analysis/analysis.h"
+#include "analysis/context.h"
+#include "analysis/merge_dma.h"
+#include "analysis/patch.h"
 #include "analysis/report.h"
 #include "analysis/txlog_writer.h"
 #include "models/hbm_controller.h"
@@ -22,6 +27,7 @@
 #include "tests/analysis_fixture.h"
 #include "tests/sim_fixture.h"
 #include "traces/crc32.h"
+#include "traces/trace_text.h"
 #include "traces/vmem_liveness.h"
 
 namespace xpu::test {
@@ -339,6 +345,102 @@ TEST(AnalysisLog, LivenessFromLoadingAndThreadedPassesChangeNothing) {
     bool vmem_series = false;
     for (const auto& x : b.series) vmem_series |= x.unit == "bytes" && x.high_water > 0;
     EXPECT_TRUE(vmem_series) << "the decode layer allocates VMEM";
+}
+
+// The merge_dma rule (analysis/merge_dma.h), exactly, on a hand-written trace: which DMAs
+// merge and which do not (a gap in the source, another flag, another engine, a wait between,
+// an instruction between that reads a later piece's destination, a flag waited for with eq, a
+// wait that saw only part of a run); then every run merged, the patched trace re-simulated: it
+// completes (no wait starves) and every flag ends where it ended before.
+TEST(AnalysisMerge, WhichDmasMergeAndThePatchedTraceStillCompletes) {
+    const std::string xtr = temp_path("merge.xtr"), bin = temp_path("merge.bin");
+    {
+        std::ofstream f(xtr);
+        f << ".xtr 1.0\n.stream chip=0 core=0\n"
+             // #0..#5: one run on engine 0, flag 1; an unrelated vld and another engine's DMA between
+             "dma u=0 src=hbm:0x0 dst=vmem:0x0 bytes=4096 flag=1\n"                  // 0
+             "dma u=0 src=hbm:0x1000 dst=vmem:0x1000 bytes=4096 flag=1\n"            // 1
+             "vld u=0 d=v1 src=vmem:0x100000 bytes=4096\n"                            // 2
+             "dma u=1 src=hbm:0x200000 dst=vmem:0x200000 bytes=4096 flag=2\n"        // 3
+             "dma u=0 src=hbm:0x2000 dst=vmem:0x2000 bytes=4096 flag=1\n"            // 4
+             "dma u=0 src=hbm:0x3000 dst=vmem:0x3000 bytes=4096 flag=1\n"            // 5
+             "dma u=0 src=hbm:0x5000 dst=vmem:0x4000 bytes=4096 flag=1\n"            // 6: gap in the source
+             "dma u=0 src=hbm:0x6000 dst=vmem:0x5000 bytes=4096 flag=1\n"            // 7: run {6, 7}
+             "dma u=0 src=hbm:0x7000 dst=vmem:0x6000 bytes=4096 flag=3\n"            // 8: another flag
+             "dma u=2 src=hbm:0x8000 dst=vmem:0x7000 bytes=4096 flag=3\n"            // 9: another engine
+             "swait flag=1 cond=ge val=6\n"                                           // 10
+             "dma u=2 src=hbm:0x9000 dst=vmem:0x8000 bytes=4096 flag=3\n"            // 11: a wait before it
+             "dma u=3 src=hbm:0x10000 dst=vmem:0x10000 bytes=4096 flag=4\n"          // 12
+             "vld u=0 d=v2 src=vmem:0x11000 bytes=64\n"                               // 13: reads #14's bytes
+             "dma u=3 src=hbm:0x11000 dst=vmem:0x11000 bytes=4096 flag=4\n"          // 14
+             "dma u=3 src=hbm:0x12000 dst=vmem:0x12000 bytes=4096 flag=4\n"          // 15: run {14, 15}
+             "dma u=1 src=hbm:0x20000 dst=vmem:0x20000 bytes=4096 flag=5\n"          // 16
+             "swait flag=5 cond=ge val=1\n"                                           // 17: depends on #16
+             "dma u=1 src=hbm:0x21000 dst=vmem:0x21000 bytes=4096 flag=5\n"          // 18
+             "dma u=1 src=hbm:0x30000 dst=vmem:0x30000 bytes=4096 flag=6\n"          // 19
+             "dma u=1 src=hbm:0x31000 dst=vmem:0x31000 bytes=4096 flag=6\n"          // 20: flag 6 waited with eq
+             "swait flag=6 cond=eq val=2\n"                                           // 21
+             "dma u=2 src=hbm:0x40000 dst=vmem:0x40000 bytes=65536 flag=7\n"         // 22
+             "dma u=2 src=hbm:0x50000 dst=vmem:0x50000 bytes=65536 flag=7\n"         // 23
+             "swait flag=7 cond=ge val=1\n"                                           // 24: sees #22 only
+             "swait flag=7 cond=ge val=2\n"                                           // 25
+             "swait flag=2 cond=ge val=1\n"
+             "swait flag=3 cond=ge val=3\n"
+             "swait flag=4 cond=ge val=3\n"
+             "swait flag=5 cond=ge val=2\n"
+             "halt\n";
+    }
+    trace::assemble(xtr, bin);
+    auto r = analyzed(bin);
+    ASSERT_EQ(r.data.status, 0u);
+    const analysis::Context cx(r.data);
+    const analysis::Planner plan(cx);
+    // #24 saw flag 7 at 1, before #23 landed (the engine serialises them): a run {22, 23} would
+    // make it wait for both, so the rule cuts it there.
+    ASSERT_LT(r.data.streams[0].life[24].issue, r.data.dmas[cx.ix.dma_of(0, 23)].complete);
+    const auto runs = analysis::merge_runs(cx, plan);
+    std::vector<std::vector<std::uint64_t>> got;
+    for (const auto& m : runs) got.push_back(m.pieces);
+    const std::vector<std::vector<std::uint64_t>> want = {{0, 1, 4, 5}, {6, 7}, {14, 15}};
+    EXPECT_EQ(got, want);
+    ASSERT_EQ(runs.size(), 3u);
+    EXPECT_EQ(runs[0].bytes, 4 * 4096u);
+    EXPECT_EQ(runs[0].value, 4);
+    const Instruction m0 = analysis::merged_dma(r.data, runs[0]);
+    EXPECT_EQ(trace::format_instruction(m0), "dma src=hbm:0x0 dst=vmem:0x0 bytes=16384 flag=1 val=4");
+
+    // Every run merged: the waits keep their values (the flag still counts to 6 and 3).
+    analysis::Suggestion s;
+    s.kind = "merge_dma";
+    std::size_t dropped = 0;
+    for (const auto& m : runs) {
+        s.edits.push_back({m.stream, m.pieces[0], analysis::merged_dma(r.data, m)});
+        for (std::size_t j = 1; j < m.pieces.size(); ++j, ++dropped) s.moves.push_back({m.stream, m.pieces[j], analysis::Move::kDelete});
+    }
+    const std::string patched = temp_path("merge-patched.bin");
+    EXPECT_EQ(analysis::write_patched_trace(r.data, s, patched), runs.size() + dropped);
+    // One SystemC simulation per process: the patched trace runs in sim_main.
+    const std::string out = temp_path("merge-patched-out");
+    const std::string cmd = std::string(XPU_BINARY_DIR) + "/platform/sim_main --platform " + source_path("configs/xpu.yaml") +
+                            " --trace " + patched + " --out " + out + " -q --no-analysis";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << ": the patched trace must complete: no wait may starve";
+    Analyzed p;
+    p.data = analysis::load_run(out);
+    EXPECT_EQ(p.data.status, 0u) << "the patched trace must complete: no wait may starve";
+    ASSERT_EQ(p.data.streams.size(), 1u);
+    EXPECT_EQ(p.data.streams[0].code.size(), r.data.streams[0].code.size() - dropped);
+    for (const auto& l : p.data.streams[0].life) EXPECT_TRUE(l.seen);
+    EXPECT_EQ(p.data.dmas.size(), r.data.dmas.size() - dropped);
+    auto final_values = [](const analysis::RunData& d) {
+        std::map<std::uint16_t, std::int64_t> v;
+        for (const auto& f : d.flags) v[f.flag] = f.new_value;
+        return v;
+    };
+    EXPECT_EQ(final_values(p.data), final_values(r.data));
+    // Merged, the runs no longer exist; the cut run of flag 7 is still there, unmerged.
+    const analysis::Context pcx(p.data);
+    const analysis::Planner pplan(pcx);
+    EXPECT_TRUE(analysis::merge_runs(pcx, pplan).empty());
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ void emit_gemm(Emitter& e, const GemmParams& p) {
     t.late_dma = p.late_dma;
     t.false_dep = p.false_dep;
     t.bad_order = p.bad_order;
+    t.split_dma = p.split_dma;
     const std::uint64_t eb = dtype_bytes(p.dtype);
     Matmul m;
     m.m = p.m;

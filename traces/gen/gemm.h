@@ -20,6 +20,7 @@ struct GemmParams {
     std::uint64_t hbm_a = 0, hbm_b = 0, hbm_c = 0;  // 0: placed one after the other from 0
     std::string prefix = "gemm";                      // annotation prefix
     bool late_dma = false, false_dep = false, bad_order = false;  // planted inefficiencies
+    unsigned split_dma = 1;                                       // planted: pieces per tile load
 };
 
 struct GemmCounts {

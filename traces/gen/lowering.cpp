@@ -29,6 +29,18 @@ Lowering::Lowering(Emitter& e, const TileConfig& cfg) : e_(e), cfg_(cfg) {
 }
 
 void Lowering::dma_in(std::uint64_t hbm, std::uint64_t vmem, std::uint64_t bytes, std::uint16_t flag) {
+    if (cfg_.split_dma > 1) {
+        // Planted: the load as split_dma back-to-back DMAs of contiguous pieces, all on one
+        // engine and raising the same flag; the waits count every piece (flag_count_), so the
+        // program stays correct and only pays the per-DMA cost split_dma times.
+        const unsigned engine = next_engine();
+        const std::uint64_t piece = ceil_div(bytes, cfg_.split_dma);
+        for (std::uint64_t off = 0; off < bytes; off += piece) {
+            e_.dma(engine, Space::Hbm, hbm + off, Space::Vmem, vmem + off, std::min(piece, bytes - off), flag);
+            ++flag_count_[flag];
+        }
+        return;
+    }
     e_.dma(next_engine(), Space::Hbm, hbm, Space::Vmem, vmem, bytes, flag);
     ++flag_count_[flag];
 }

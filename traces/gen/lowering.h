@@ -34,6 +34,7 @@ struct TileConfig {
     bool late_dma = false;    // the weight (B) tiles of every step are loaded just before use
     bool false_dep = false;   // after each C write-back, wait for it although nothing reads it
     bool bad_order = false;   // the vector epilogue of a block waits behind the next step's data
+    unsigned split_dma = 1;   // > 1: every HBM -> VMEM tile load is N contiguous DMAs on one engine (same flag)
 };
 
 struct Matmul {

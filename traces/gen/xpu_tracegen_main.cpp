@@ -8,7 +8,8 @@
 //   xpu_tracegen collective --op all-gather|reduce-scatter|all-reduce --chips N --bytes S
 //                     --algo ring|bidir-ring|torus2d [--dims XxY] [--chunks C]
 //                     [--serial-collective] -o c.bin
-// Planted inefficiencies (gemm, transformer): --late-dma --no-double-buffer --false-dep --bad-order.
+// Planted inefficiencies (gemm, transformer): --late-dma --no-double-buffer --false-dep --bad-order
+// --split-dma N.
 // Exit codes: 0 ok, 1 cannot generate or write the output, 2 usage.
 #include <iostream>
 
@@ -46,7 +47,8 @@ struct Common {
                 ("no-double-buffer", "planted: load each step's tiles just before use")
                 ("late-dma", "planted: load the weight tiles just before their use instead of prefetching them")
                 ("false-dep", "planted: wait for every result write-back although nothing reads it")
-                ("bad-order", "planted: emit each block's epilogue behind a wait for data it does not need");
+                ("bad-order", "planted: emit each block's epilogue behind a wait for data it does not need")
+                ("split-dma", po::value(&tiles.split_dma), "planted: emit every HBM -> VMEM tile load as N contiguous DMAs on one engine");
     }
     // Returns an error message, or "" when the values are good.
     std::string finish(const po::variables_map& vm) {
@@ -60,6 +62,7 @@ struct Common {
         tiles.late_dma = vm.count("late-dma") > 0;
         tiles.false_dep = vm.count("false-dep") > 0;
         tiles.bad_order = vm.count("bad-order") > 0;
+        if (tiles.split_dma < 1 || tiles.split_dma > 65536) return "--split-dma must be 1..65536";
         return "";
     }
 };
@@ -105,6 +108,7 @@ int gemm_cmd(const std::vector<std::string>& args) {
     p.late_dma = c.tiles.late_dma;
     p.false_dep = c.tiles.false_dep;
     p.bad_order = c.tiles.bad_order;
+    p.split_dma = c.tiles.split_dma;
     try {
         trace::TraceWriter w(c.out);
         gen::Emitter e(w, w.add_stream(0, 0));

@@ -1,0 +1,374 @@
+// merge_dma (merge_dma.h has the rule): find the runs, measure what their extra descriptors
+// cost on this run, and make one suggestion of the runs that cost time.
+//
+// What a DMA costs (models/dma_engine.h): the engine takes descriptors in order; each one waits
+// setup_latency cycles after the previous one has issued its last chunk, then issues its chunks
+// at the engine's bandwidth; at most queue_depth descriptors wait in the engine, and a core that
+// issues one more blocks (unit busy) until a slot frees. So k pieces cost k - 1 setups more than
+// one DMA of their bytes, and, when k is larger than the queue, they hold the core at issue
+// while the engine works through them.
+//
+// The estimate and its bound. Per engine, the fixed per-DMA cost is measured on the run: the
+// smallest time the engine spent before starting a DMA beyond moving the previous DMA's bytes at
+// its bandwidth (start - max(previous start + its bytes / bandwidth, issue)): the setup latency,
+// when nothing else held the engine. Merging a run removes its k - 1 later descriptors, so the
+// engine spends O = sum over them of min(that fixed cost, the gap measured before each) less on
+// it, and its data lands at most `early` = min(O, the HBM time left idle over the run's
+// transfer) earlier (the roofline: if the HBM was saturated, the setups were hidden behind it).
+// Per stream the saving is estimated as
+//   min(held + waits, sum of `early` over its runs)
+// where held is the time the core was held issuing the pieces that disappear (ready -> issue:
+// the engine's queue was full) and waits, per wait covering the runs that stalled, the part of
+// its stall that ends earlier when their data lands `early` earlier (at most its stall: a wait
+// cannot issue before it was ready). The first term bounds it because those stalls are all the
+// core time the merge removes (it changes nothing else the core waits for); the second because
+// the core is held at issue and at the waits only until its engine has worked through the
+// pieces, which the merge shortens by no more than O, and no more than the idle HBM allows. The
+// suggestion saves the largest of its streams' (they run in parallel). First order: a merge
+// also lets later DMAs on the engine start earlier (a cascade, not counted), and the core, no
+// longer held, may only reach a full unit queue sooner (counted: a known over-estimate when the
+// core was ahead of its units, docs/analysis.md).
+#include "analysis/merge_dma.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "analysis/report.h"
+
+namespace xpu::analysis {
+
+namespace {
+
+std::uint64_t key(std::uint32_t s, std::uint64_t i) { return (std::uint64_t(s) << 40) | i; }
+
+std::int64_t increment(const Instruction& in) { return in.has(kValue) ? in.value : 1; }
+
+// The chip whose flag a DMA raises (its destination's), and the chip a sync op's flag is on.
+std::uint16_t flag_chip(const Instruction& in, std::uint16_t chip) {
+    return in.op == Opcode::Dma && in.mem_dst.chip != kLocalChip ? in.mem_dst.chip : chip;
+}
+std::uint64_t flag_key(std::uint16_t chip, std::uint16_t flag) { return (std::uint64_t(chip) << 16) | flag; }
+
+struct Open {
+    std::vector<std::uint64_t> pieces;
+    std::uint64_t next_src = 0, next_dst = 0;
+    std::vector<Access> between;  // accesses of the instructions issued between the pieces
+};
+constexpr std::size_t kMaxBetween = 256;  // beyond: the run ends (a bound on the work, not a rule)
+
+bool same_kind(const Instruction& a, const Instruction& b) {
+    return a.has(kFlag) && b.has(kFlag) && a.flag == b.flag && a.mem_src.space == b.mem_src.space &&
+           a.mem_src.chip == b.mem_src.chip && a.mem_dst.space == b.mem_dst.space && a.mem_dst.chip == b.mem_dst.chip &&
+           !a.has(kDtype) && !b.has(kDtype);
+}
+
+bool eligible(const Instruction& in) {
+    return in.op == Opcode::Dma && in.has(kFlag) && in.has(kMemSrc) && in.has(kMemDst) && in.has(kBytes) && in.bytes > 0 &&
+           !in.has(kDtype) && increment(in) > 0;
+}
+
+}  // namespace
+
+std::vector<MergeRun> merge_runs(const Context& cx, const Planner& plan) {
+    const RunData& run = cx.run;
+    // Flags that are not monotone on their chip (merge_dma.h).
+    std::unordered_set<std::uint64_t> not_monotone;
+    for (const Stream& st : run.streams)
+        for (const Instruction& in : st.code) {
+            if (in.op == Opcode::SWait) {
+                const bool up = in.has(kCond) && (in.cond == Cond::Ge || in.cond == Cond::Gt);
+                if (!up) not_monotone.insert(flag_key(st.chip, in.has(kFlag) ? in.flag : 0));
+            } else if (in.op == Opcode::SSet || in.op == Opcode::SAdd) {
+                not_monotone.insert(flag_key(st.chip, in.has(kFlag) ? in.flag : 0));
+            } else if (in.op == Opcode::Dma && in.has(kFlag) && increment(in) <= 0) {
+                not_monotone.insert(flag_key(flag_chip(in, st.chip), in.flag));
+            }
+        }
+    std::vector<MergeRun> runs;
+    for (std::uint32_t s = 0; s < run.streams.size(); ++s) {
+        const Stream& st = run.streams[s];
+        std::map<unsigned, Open> open;  // per engine
+        auto close = [&](Open& o) {
+            if (o.pieces.size() >= 2) {
+                MergeRun r;
+                r.stream = s;
+                r.pieces = o.pieces;
+                for (std::uint64_t i : o.pieces) {
+                    r.bytes += st.code[i].bytes;
+                    r.value += increment(st.code[i]);
+                }
+                // An HBM -> HBM run whose merged source and destination overlap would change
+                // what its pieces read: not merged.
+                const Instruction& f = st.code[o.pieces[0]];
+                const bool overlap = f.mem_src.space == f.mem_dst.space && f.mem_src.chip == f.mem_dst.chip &&
+                                     f.mem_src.addr < f.mem_dst.addr + r.bytes && f.mem_dst.addr < f.mem_src.addr + r.bytes;
+                if (!overlap) runs.push_back(std::move(r));
+            }
+            o = Open{};
+        };
+        for (std::uint64_t i = 0; i < st.code.size(); ++i) {
+            const Instruction& in = st.code[i];
+            if (in.op == Opcode::SWait || is_barrier_like(in.op)) {
+                for (auto& [e, o] : open) close(o);
+                continue;
+            }
+            Access acc[2];
+            const int na = accesses(in, st.chip, acc);
+            if (in.op == Opcode::Dma) {
+                Open& o = open[in.unit];
+                bool extend = !o.pieces.empty() && eligible(in) && same_kind(st.code[o.pieces[0]], in) &&
+                              in.mem_src.addr == o.next_src && in.mem_dst.addr == o.next_dst;
+                if (extend)
+                    for (const Access& b : o.between)
+                        if (conflict(&b, 1, acc, na)) {
+                            extend = false;
+                            break;
+                        }
+                if (!extend) {
+                    close(o);
+                    if (eligible(in) && !not_monotone.count(flag_key(flag_chip(in, st.chip), in.flag))) o.pieces.push_back(i);
+                } else {
+                    o.pieces.push_back(i);
+                }
+                if (!o.pieces.empty()) {
+                    o.next_src = in.mem_src.addr + in.bytes;
+                    o.next_dst = in.mem_dst.addr + in.bytes;
+                }
+            }
+            // Everything else (another engine's DMA too) lies between the pieces of the open runs.
+            if (na)
+                for (auto& [e, o] : open) {
+                    if (o.pieces.empty() || (in.op == Opcode::Dma && e == in.unit)) continue;
+                    if (o.between.size() + na > kMaxBetween) {
+                        close(o);
+                        continue;
+                    }
+                    o.between.insert(o.between.end(), acc, acc + na);
+                }
+        }
+        for (auto& [e, o] : open) close(o);
+    }
+    // Cut where the waits that cover the pieces change: no wait may see part of a run.
+    std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> seen_by;
+    for (const MergeRun& r : runs)
+        for (std::uint64_t i : r.pieces) seen_by[key(r.stream, i)];
+    for (std::uint32_t s = 0; s < run.streams.size(); ++s) {
+        const Stream& st = run.streams[s];
+        for (std::uint64_t i = 0; i < st.code.size() && st.life[i].seen; ++i) {
+            if (st.code[i].op != Opcode::SWait) continue;
+            for (const Raiser& r : plan.covered(s, i)) {
+                auto it = seen_by.find(key(r.stream, r.index));
+                if (it != seen_by.end()) it->second.push_back(key(s, i));
+            }
+        }
+    }
+    std::vector<MergeRun> out;
+    for (const MergeRun& r : runs) {
+        const Stream& st = run.streams[r.stream];
+        MergeRun cur;
+        cur.stream = r.stream;
+        auto flush = [&]() {
+            if (cur.pieces.size() >= 2) out.push_back(cur);
+            cur.pieces.clear();
+            cur.bytes = 0;
+            cur.value = 0;
+        };
+        for (std::size_t j = 0; j < r.pieces.size(); ++j) {
+            if (j && seen_by[key(r.stream, r.pieces[j])] != seen_by[key(r.stream, r.pieces[j - 1])]) flush();
+            cur.pieces.push_back(r.pieces[j]);
+            cur.bytes += st.code[r.pieces[j]].bytes;
+            cur.value += increment(st.code[r.pieces[j]]);
+        }
+        flush();
+    }
+    return out;
+}
+
+Instruction merged_dma(const RunData& run, const MergeRun& r) {
+    Instruction in = run.streams[r.stream].code[r.pieces.front()];
+    in.bytes = r.bytes;
+    in.value = r.value;
+    in.set(kValue);
+    return in;
+}
+
+Suggestion merge_suggestion(const Context& cx, const Planner& plan, const std::function<Tick(int, Tick, Tick)>& hbm_idle) {
+    const RunData& run = cx.run;
+    Suggestion sug;
+    sug.kind = "merge_dma";
+    const std::vector<MergeRun> runs = merge_runs(cx, plan);
+    if (runs.empty()) return sug;
+    // Per engine: its DMAs by start, and the fixed per-DMA cost measured on them.
+    auto wire = [&](const Dma& d) {
+        const double gbps = run.units[d.engine].peak_gbps;
+        return gbps > 0 ? static_cast<Tick>(static_cast<double>(d.bytes) * 1000.0 / gbps) : Tick(0);
+    };
+    std::map<std::uint32_t, std::vector<std::uint32_t>> by_engine;
+    for (std::uint32_t i = 0; i < run.dmas.size(); ++i) by_engine[run.dmas[i].engine].push_back(i);
+    std::vector<std::uint32_t> prev(run.dmas.size(), kNone);
+    std::map<std::uint32_t, Tick> fixed;  // per engine
+    for (auto& [e, v] : by_engine) {
+        std::sort(v.begin(), v.end(), [&](std::uint32_t a, std::uint32_t b) {
+            return run.dmas[a].start != run.dmas[b].start ? run.dmas[a].start < run.dmas[b].start : a < b;
+        });
+        Tick f = ~Tick(0);
+        for (std::size_t k = 0; k < v.size(); ++k) {
+            const Dma& d = run.dmas[v[k]];
+            Tick from = d.issue;
+            if (k) {
+                prev[v[k]] = v[k - 1];
+                const Dma& p = run.dmas[v[k - 1]];
+                from = std::max(from, p.start + wire(p));
+            }
+            if (d.start >= from) f = std::min(f, d.start - from);
+        }
+        fixed[e] = f == ~Tick(0) ? 0 : f;
+    }
+    struct Cost {
+        Tick overhead = 0;  // O: engine time the merge removes
+        Tick early = 0;     // how much earlier the run's data lands: O, within the idle HBM time
+        Tick issue = 0;     // core time held issuing the pieces that go
+        Tick land = 0;      // when the run's data had all landed
+        bool measured = false, used = false;
+    };
+    std::vector<Cost> cost(runs.size());
+    std::unordered_map<std::uint64_t, std::size_t> run_of;  // piece -> run
+    auto held = [&](const Stream& st, std::uint32_t s, std::uint64_t i) {
+        // From when it could have issued (its predecessor's slot ended, it had arrived and its
+        // operands were ready) to its issue.
+        const Tick t0 = std::max({st.life[i].ready, st.life[i].arrival, i ? st.life[i - 1].issue + cx.ix.issue_slot(s) : Tick(0)});
+        return std::make_pair(t0, st.life[i].issue - std::min(st.life[i].issue, t0));
+    };
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+        const MergeRun& m = runs[r];
+        const Stream& st = run.streams[m.stream];
+        Cost c;
+        c.measured = true;
+        Tick first_start = 0;
+        for (std::size_t j = 0; j < m.pieces.size() && c.measured; ++j) {
+            const std::uint64_t i = m.pieces[j];
+            const std::uint32_t d = cx.ix.dma_of(m.stream, i);
+            if (!st.life[i].seen || d == kNone) {
+                c.measured = false;
+                break;
+            }
+            const Dma& x = run.dmas[d];
+            c.land = std::max(c.land, x.complete);
+            if (j == 0) {
+                first_start = x.start;
+                continue;
+            }
+            c.issue += held(st, m.stream, i).second;
+            Tick gap = x.start - std::min(x.start, x.issue);
+            if (prev[d] != kNone) {
+                const Dma& p = run.dmas[prev[d]];
+                gap = std::min(gap, x.start - std::min(x.start, p.start + wire(p)));
+            }
+            c.overhead += std::min(gap, fixed[x.engine]);
+        }
+        if (!c.measured) continue;
+        const Instruction& f = st.code[m.pieces[0]];
+        c.early = c.overhead;
+        if (hbm_idle && (f.mem_src.space == Space::Hbm || f.mem_dst.space == Space::Hbm))
+            c.early = std::min(c.early, hbm_idle(st.chip, first_start, c.land));
+        cost[r] = c;
+        for (std::uint64_t i : m.pieces) run_of[key(m.stream, i)] = r;
+    }
+    // The runs that cost time: the core was held issuing their pieces, or a wait on them stalled
+    // and would end earlier.
+    auto landing = [&](std::uint32_t s, std::uint64_t w, std::set<std::size_t>* on) {
+        const Life& lw = run.streams[s].life[w];
+        Tick latest = 0;
+        for (const Raiser& r : plan.covered(s, w)) {
+            if (r.dma == kNone) {
+                latest = std::max(latest, lw.issue);
+                continue;
+            }
+            auto it = run_of.find(key(r.stream, r.index));
+            if (it == run_of.end()) {
+                latest = std::max(latest, run.dmas[r.dma].complete);
+                continue;
+            }
+            const Cost& c = cost[it->second];
+            latest = std::max(latest, c.land - std::min(c.land, c.early));
+            if (on) on->insert(it->second);
+        }
+        return latest;
+    };
+    // Per stream (they run in parallel: the suggestion saves the largest): the stalls the merge
+    // removes, and the cap on them (merge_dma.cpp's head).
+    std::map<std::uint32_t, Tick> gain;
+    std::map<std::uint32_t, std::set<std::size_t>> runs_of_stream;
+    Tick wait_stall = 0;
+    std::uint64_t waits = 0;
+    for (const WaitStall& w : cx.waits) {
+        std::set<std::size_t> on;
+        const Life& lw = run.streams[w.stream].life[w.index];
+        const Tick latest = std::max(lw.ready, landing(w.stream, w.index, &on));
+        if (on.empty() || latest >= lw.issue) continue;
+        gain[w.stream] += std::min(lw.issue - latest, w.stall);
+        wait_stall += w.stall;
+        ++waits;
+        for (std::size_t r : on) {
+            cost[r].used = true;
+            runs_of_stream[w.stream].insert(r);
+        }
+    }
+    for (std::size_t r = 0; r < runs.size(); ++r)
+        if (cost[r].issue > 0 && cost[r].overhead > 0) {
+            cost[r].used = true;
+            gain[runs[r].stream] += cost[r].issue;
+            runs_of_stream[runs[r].stream].insert(r);
+        }
+    for (const auto& [st, rs] : runs_of_stream) {
+        Tick cap = 0;
+        for (std::size_t r : rs)
+            if (cost[r].overhead > 0) cap += cost[r].early;
+        sug.estimated_saving = std::max(sug.estimated_saving, std::min(gain[st], cap));
+    }
+    std::set<std::string> ops;
+    std::uint64_t pieces = 0, merged = 0;
+    Tick issue_stall = 0, overhead = 0, fixed_min = ~Tick(0);
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+        const MergeRun& m = runs[r];
+        if (!cost[r].used || cost[r].overhead == 0) continue;
+        issue_stall += cost[r].issue;
+        overhead += cost[r].overhead;
+        ++merged;
+        pieces += m.pieces.size();
+        const Stream& st = run.streams[m.stream];
+        fixed_min = std::min(fixed_min, fixed[run.dmas[cx.ix.dma_of(m.stream, m.pieces[0])].engine]);
+        ops.insert(run.annotation(st.code[m.pieces[0]]));
+        sug.edits.push_back({m.stream, m.pieces[0], merged_dma(run, m)});
+        for (std::size_t j = 1; j < m.pieces.size(); ++j) sug.moves.push_back({m.stream, m.pieces[j], Move::kDelete});
+    }
+    if (!merged) return sug;
+    // Where: the ops of the merged DMAs, each step once ("*/step" when several ops share it).
+    std::map<std::string, std::set<std::string>> steps;
+    for (const std::string& a : ops) {
+        const auto p = a.rfind('/');
+        steps[p == std::string::npos ? a : a.substr(p + 1)].insert(a);
+    }
+    std::string where;
+    for (const auto& [step, in] : steps)
+        where += (where.empty() ? "" : ", ") + (in.size() == 1 ? (in.begin()->empty() ? std::string("(no annotation)") : *in.begin()) : "*/" + step);
+    if (ops.size() > steps.size()) where += " (" + std::to_string(ops.size()) + " ops)";
+    sug.where = where;
+    std::ostringstream cause, action;
+    cause << merged << " runs of back-to-back contiguous DMAs (" << pieces << " DMAs) on one engine and one flag each pay the engine's per-DMA cost ("
+          << format_time(fixed_min) << " measured; " << format_time(overhead) << " in all): the core was held "
+          << format_time(issue_stall) << " issuing them into full engine queues";
+    if (waits) cause << " and waited " << format_time(wait_stall) << " at " << waits << " waits on their flags";
+    action << "merge each run into one DMA covering it (" << merged << " DMAs instead of " << pieces
+           << "): its first DMA takes the run's bytes and flag increment (val = the pieces' sum, so every wait's value still holds), the other "
+           << pieces - merged << " are dropped";
+    sug.cause = cause.str();
+    sug.action = action.str();
+    return sug;
+}
+
+}  // namespace xpu::analysis
