@@ -24,10 +24,17 @@ BufferRenamer::BufferRenamer(const RunData& run, const Planner& plan) : run_(run
     for (const Unit& u : run.units) {
         if (u.kind != "Vmem" || u.chip < 0) continue;
         ChipRoom& c = chips_[static_cast<std::uint16_t>(u.chip)];
-        c.capacity = c.capacity ? ~std::uint64_t(0) : u.capacity;  // a second VMEM: no renaming
+        c.capacity = ++c.vmems == 1 ? u.capacity : 0;  // several VMEMs (cores): no renaming
     }
-    for (const Stream& st : run.streams) {
-        ++chips_[st.chip].streams;
+    for (const Stream& st : run.streams) ++chips_[st.chip].streams;
+}
+
+// The highest VMEM address each chip's instructions touch: one pass over the program, made
+// only once a buffer is to be renamed.
+void BufferRenamer::find_tops() const {
+    if (tops_known_) return;
+    tops_known_ = true;
+    for (const Stream& st : run_.streams)
         for (const Instruction& in : st.code) {
             auto touch = [&](std::uint16_t chip, const MemRef& r) {
                 ChipRoom& c = chips_[chip];
@@ -38,7 +45,6 @@ BufferRenamer::BufferRenamer(const RunData& run, const Planner& plan) : run_(run
             if ((in.op == Opcode::VStore || in.op == Opcode::Dma) && in.has(kMemDst) && in.mem_dst.space == Space::Vmem)
                 touch(in.mem_dst.chip == kLocalChip ? st.chip : in.mem_dst.chip, in.mem_dst);
         }
-    }
 }
 
 bool BufferRenamer::blocked_by_buffer(std::uint32_t s, std::uint64_t k, std::uint64_t p) const {
@@ -57,13 +63,27 @@ bool BufferRenamer::can_rename(std::uint32_t s, std::uint64_t k) const {
     const auto key = std::make_tuple(s, d.mem_dst.addr, d.bytes);
     auto it = renamable_.find(key);
     if (it != renamable_.end()) return it->second;
-    Planner::Edited scratch;
-    std::string why;
-    return renamable_[key] = rename(s, {k}, scratch, why);
+    const Stream& st = run_.streams[s];
+    auto f = fills_.find(s);
+    if (f == fills_.end()) {
+        std::vector<Fill>& v = fills_[s];
+        for (const Instruction& in : st.code)
+            if (in.op == Opcode::Dma && in.mem_dst.space == Space::Vmem && (in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip))
+                v.push_back({in.mem_dst.addr, in.bytes});
+        f = fills_.find(s);
+    }
+    bool ok = chips_.at(st.chip).streams == 1;
+    const std::uint64_t lo = d.mem_dst.addr, hi = lo + d.bytes;
+    for (const Fill& x : f->second)
+        if (x.addr < hi && lo < x.addr + x.bytes && (x.addr != lo || x.bytes != d.bytes)) ok = false;
+    return renamable_[key] = ok;
 }
 
 std::uint64_t BufferRenamer::renamed_point(std::uint32_t s, std::uint64_t k) const {
+    auto cached = renamed_point_.find({s, k});
+    if (cached != renamed_point_.end()) return cached->second;
     const Stream& st = run_.streams[s];
+    find_tops();
     auto c = chips_.find(st.chip);
     Instruction d = st.code[k];
     const std::uint64_t shadow = c == chips_.end() ? 0 : align_up(c->second.top);
@@ -71,11 +91,12 @@ std::uint64_t BufferRenamer::renamed_point(std::uint32_t s, std::uint64_t k) con
     d.mem_dst.addr = shadow;
     Planner::Edited e;
     e.emplace(k, d);
-    return plan_.hoist_point(s, k, e);
+    return renamed_point_[{s, k}] = plan_.hoist_point(s, k, e);
 }
 
 bool BufferRenamer::rename(std::uint32_t s, const std::vector<std::uint64_t>& dmas, Planner::Edited& edited, std::string& why) const {
     const Stream& st = run_.streams[s];
+    find_tops();
     const ChipRoom& room = chips_.at(st.chip);
     if (room.streams != 1) {
         why = "several cores share the chip's VMEM";

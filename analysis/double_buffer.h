@@ -25,8 +25,9 @@ public:
     // Did the hoist of DMA (s, k), which stopped at `p`, stop at a use of its own destination
     // (the instruction before p touches the DMA's destination, not its source)?
     bool blocked_by_buffer(std::uint32_t s, std::uint64_t k, std::uint64_t p) const;
-    // Can the destination buffer of DMA (s, k) be renamed at all (rename() on it alone)? Cached
-    // per buffer.
+    // Is DMA (s, k)'s destination a buffer only whole fills write (every DMA of the stream
+    // that writes into it writes exactly it), on a chip with one core? Cached per buffer; the
+    // accesses that straddle it are found by rename() (then there is no suggestion).
     bool can_rename(std::uint32_t s, std::uint64_t k) const;
     // Where DMA (s, k) could move up to if its destination were a buffer nothing else uses; k's
     // own point if the chip has no room for one.
@@ -41,12 +42,19 @@ private:
     struct ChipRoom {
         std::uint64_t top = 0;       // end of the highest VMEM byte the chip's instructions touch
         std::uint64_t capacity = 0;  // 0: unknown or several VMEMs (no renaming)
-        unsigned streams = 0;
+        unsigned streams = 0, vmems = 0;
     };
     const RunData& run_;
     const Planner& plan_;
-    std::map<std::uint16_t, ChipRoom> chips_;
+    mutable std::map<std::uint16_t, ChipRoom> chips_;
+    mutable bool tops_known_ = false;
+    void find_tops() const;
     mutable std::map<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>, bool> renamable_;  // (stream, addr, bytes)
+    mutable std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> renamed_point_;
+    struct Fill {
+        std::uint64_t addr, bytes;
+    };
+    mutable std::map<std::uint32_t, std::vector<Fill>> fills_;  // per stream: its DMAs into local VMEM
 };
 
 }  // namespace xpu::analysis

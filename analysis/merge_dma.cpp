@@ -56,7 +56,6 @@ std::uint64_t flag_key(std::uint16_t chip, std::uint16_t flag) { return (std::ui
 struct Open {
     std::vector<std::uint64_t> pieces;
     std::uint64_t next_src = 0, next_dst = 0;
-    std::vector<Access> between;  // accesses of the instructions issued between the pieces
 };
 constexpr std::size_t kMaxBetween = 256;  // beyond: the run ends (a bound on the work, not a rule)
 
@@ -75,19 +74,9 @@ bool eligible(const Instruction& in) {
 
 std::vector<MergeRun> merge_runs(const Context& cx, const Planner& plan) {
     const RunData& run = cx.run;
-    // Flags that are not monotone on their chip (merge_dma.h).
+    // Flags that are not monotone on their chip (merge_dma.h), found in the same pass as the
+    // runs (one pass over the program); runs on such flags are dropped after it.
     std::unordered_set<std::uint64_t> not_monotone;
-    for (const Stream& st : run.streams)
-        for (const Instruction& in : st.code) {
-            if (in.op == Opcode::SWait) {
-                const bool up = in.has(kCond) && (in.cond == Cond::Ge || in.cond == Cond::Gt);
-                if (!up) not_monotone.insert(flag_key(st.chip, in.has(kFlag) ? in.flag : 0));
-            } else if (in.op == Opcode::SSet || in.op == Opcode::SAdd) {
-                not_monotone.insert(flag_key(st.chip, in.has(kFlag) ? in.flag : 0));
-            } else if (in.op == Opcode::Dma && in.has(kFlag) && increment(in) <= 0) {
-                not_monotone.insert(flag_key(flag_chip(in, st.chip), in.flag));
-            }
-        }
     std::vector<MergeRun> runs;
     for (std::uint32_t s = 0; s < run.streams.size(); ++s) {
         const Stream& st = run.streams[s];
@@ -112,46 +101,56 @@ std::vector<MergeRun> merge_runs(const Context& cx, const Planner& plan) {
         };
         for (std::uint64_t i = 0; i < st.code.size(); ++i) {
             const Instruction& in = st.code[i];
+            if (in.op == Opcode::SWait) {
+                const bool up = in.has(kCond) && (in.cond == Cond::Ge || in.cond == Cond::Gt);
+                if (!up) not_monotone.insert(flag_key(st.chip, in.has(kFlag) ? in.flag : 0));
+            } else if (in.op == Opcode::SSet || in.op == Opcode::SAdd) {
+                not_monotone.insert(flag_key(st.chip, in.has(kFlag) ? in.flag : 0));
+            } else if (in.op == Opcode::Dma && in.has(kFlag) && increment(in) <= 0) {
+                not_monotone.insert(flag_key(flag_chip(in, st.chip), in.flag));
+            }
             if (in.op == Opcode::SWait || is_barrier_like(in.op)) {
                 for (auto& [e, o] : open) close(o);
                 continue;
             }
+            if (in.op != Opcode::Dma) continue;
             Access acc[2];
             const int na = accesses(in, st.chip, acc);
-            if (in.op == Opcode::Dma) {
-                Open& o = open[in.unit];
-                bool extend = !o.pieces.empty() && eligible(in) && same_kind(st.code[o.pieces[0]], in) &&
-                              in.mem_src.addr == o.next_src && in.mem_dst.addr == o.next_dst;
-                if (extend)
-                    for (const Access& b : o.between)
-                        if (conflict(&b, 1, acc, na)) {
-                            extend = false;
-                            break;
-                        }
-                if (!extend) {
-                    close(o);
-                    if (eligible(in) && !not_monotone.count(flag_key(flag_chip(in, st.chip), in.flag))) o.pieces.push_back(i);
-                } else {
-                    o.pieces.push_back(i);
-                }
-                if (!o.pieces.empty()) {
-                    o.next_src = in.mem_src.addr + in.bytes;
-                    o.next_dst = in.mem_dst.addr + in.bytes;
-                }
+            Open& o = open[in.unit];
+            bool extend = !o.pieces.empty() && eligible(in) && same_kind(st.code[o.pieces[0]], in) &&
+                          in.mem_src.addr == o.next_src && in.mem_dst.addr == o.next_dst;
+            // Nothing issued since the run's first piece (another engine's DMA too; the only DMAs
+            // of this engine since are the pieces) may touch what this piece touches: the merged
+            // DMA issues at the first piece's place. Looked at only when a piece would extend the
+            // run, and at most kMaxBetween accesses back.
+            std::size_t between = 0;
+            for (std::uint64_t j = extend ? o.pieces[0] + 1 : i; j < i && extend; ++j) {
+                const Instruction& y = st.code[j];
+                if (y.op == Opcode::Dma && y.unit == in.unit) continue;
+                Access ya[2];
+                const int ny = accesses(y, st.chip, ya);
+                between += static_cast<std::size_t>(ny);
+                if (between > kMaxBetween || (ny && conflict(ya, ny, acc, na))) extend = false;
             }
-            // Everything else (another engine's DMA too) lies between the pieces of the open runs.
-            if (na)
-                for (auto& [e, o] : open) {
-                    if (o.pieces.empty() || (in.op == Opcode::Dma && e == in.unit)) continue;
-                    if (o.between.size() + na > kMaxBetween) {
-                        close(o);
-                        continue;
-                    }
-                    o.between.insert(o.between.end(), acc, acc + na);
-                }
+            if (!extend) {
+                close(o);
+                if (eligible(in)) o.pieces.push_back(i);
+            } else {
+                o.pieces.push_back(i);
+            }
+            if (!o.pieces.empty()) {
+                o.next_src = in.mem_src.addr + in.bytes;
+                o.next_dst = in.mem_dst.addr + in.bytes;
+            }
         }
         for (auto& [e, o] : open) close(o);
     }
+    runs.erase(std::remove_if(runs.begin(), runs.end(),
+                              [&](const MergeRun& r) {
+                                  const Instruction& f = run.streams[r.stream].code[r.pieces[0]];
+                                  return not_monotone.count(flag_key(flag_chip(f, run.streams[r.stream].chip), f.flag)) > 0;
+                              }),
+               runs.end());
     // Cut where the waits that cover the pieces change: no wait may see part of a run.
     std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> seen_by;
     for (const MergeRun& r : runs)

@@ -127,22 +127,24 @@ WindowScheduler::~WindowScheduler() = default;
 // A unit takes instruction k only once instruction k - depth has started (models/unit_command.h
 // QueueSlots), so at any instruction's acceptance at most depth - 1 earlier ones are still
 // waiting to start: the most the run shows, plus one, is the depth (exact whenever the queue
-// ever filled, and a queue that never filled never held anything back).
-void WindowScheduler::measure_queue_depths() {
+// filled). Measured on the stream's instructions around the windows scheduled so far (a queue
+// that never filled there held nothing back there), so that a clean run pays nothing for it.
+void WindowScheduler::measure_queue_depths(std::uint32_t s, std::uint64_t from, std::uint64_t to) {
     const RunData& run = cx_.run;
-    queue_depth_.assign(run.units.size(), 1);
-    std::vector<std::priority_queue<Tick, std::vector<Tick>, std::greater<Tick>>> waiting(run.units.size());
-    for (const UnitOp& u : run.unit_ops) {
+    if (queue_depth_.empty()) queue_depth_.assign(run.units.size(), 1);
+    std::unordered_map<std::uint32_t, std::priority_queue<Tick, std::vector<Tick>, std::greater<Tick>>> waiting;
+    for (std::uint64_t i = from; i < to && i < run.streams[s].code.size(); ++i) {
+        const std::uint32_t op = cx_.ix.op_of(s, i);
+        if (op == kNone) continue;
+        const UnitOp& u = run.unit_ops[op];
         auto& h = waiting[u.unit];
         while (!h.empty() && h.top() <= u.accept) h.pop();
         queue_depth_[u.unit] = std::max<unsigned>(queue_depth_[u.unit], static_cast<unsigned>(h.size() + 1));
         h.push(u.start);
     }
-    depths_known_ = true;
 }
 
 WindowSchedule WindowScheduler::schedule(std::uint32_t s, std::uint64_t begin, std::uint64_t end) {
-    if (!depths_known_) measure_queue_depths();
     const RunData& run = cx_.run;
     const Stream& st = run.streams[s];
     WindowSchedule out;
@@ -151,6 +153,7 @@ WindowSchedule WindowScheduler::schedule(std::uint32_t s, std::uint64_t begin, s
     const std::uint64_t warm = begin > 2048 ? begin - 2048 : 0;  // history that sets the machine state
     for (std::uint64_t i = warm; i < end; ++i)
         if (!st.life[i].seen) return out;
+    measure_queue_depths(s, warm, end + 2048);
 
     auto cost_of = [&](std::uint64_t i, Cost& c) {
         const Instruction& in = st.code[i];

@@ -50,9 +50,8 @@ private:
     struct Model;
     const Context& cx_;
     const Planner& plan_;
-    std::vector<unsigned> queue_depth_;  // per unit, as the run showed it (0: not measured yet)
-    bool depths_known_ = false;
-    void measure_queue_depths();
+    std::vector<unsigned> queue_depth_;  // per unit, the most the run showed so far
+    void measure_queue_depths(std::uint32_t s, std::uint64_t from, std::uint64_t to);
 };
 
 }  // namespace xpu::analysis

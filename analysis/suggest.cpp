@@ -389,8 +389,18 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
             const Dma& d = run.dmas[r.dma];
             const Stream& rs = run.streams[r.stream];
             if (cx.ix.dma_remote(rs.code[r.index], rs.chip)) remote = true;
+            // Issued late, or slowed by contention? A DMA issued at least its shortest duration
+            // before the wait began was not late: its wait is bandwidth, and moving it earlier
+            // only takes bandwidth from DMAs needed sooner. What a hoist can win is its
+            // lead-time deficit.
+            const bool is_remote = cx.ix.dma_remote(rs.code[r.index], rs.chip);
+            const Tick shortest = fixed + wire(d, is_remote);
+            const Tick lead = lw.ready > d.issue ? lw.ready - d.issue : 0;
+            const Tick deficit = shortest > lead ? shortest - lead : 0;
             std::uint64_t p = plan.hoist_point(r.stream, r.index);
-            if (rename && renamer.blocked_by_buffer(r.stream, r.index, p) && renamer.can_rename(r.stream, r.index)) {
+            // A second buffer, where the hoist stops at the buffer's readers short of the deficit.
+            if (rename && deficit > rs.life[r.index].issue - std::min(rs.life[r.index].issue, rs.life[p].issue) &&
+                renamer.blocked_by_buffer(r.stream, r.index, p) && renamer.can_rename(r.stream, r.index)) {
                 const std::uint64_t q = renamer.renamed_point(r.stream, r.index);
                 if (q < p) {
                     p = q;
@@ -399,14 +409,7 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
             }
             Tick gain = p < r.index ? rs.life[r.index].issue - std::min(rs.life[r.index].issue, rs.life[p].issue) : 0;
             if (gain) gain = std::min(gain, engines.idle(d.engine, rs.life[p].issue, d.start));
-            // Issued late, or slowed by contention? A DMA issued at least its shortest duration
-            // before the wait began was not late: its wait is bandwidth, and moving it earlier
-            // only takes bandwidth from DMAs needed sooner. What a hoist can win is its
-            // lead-time deficit.
-            const bool is_remote = cx.ix.dma_remote(rs.code[r.index], rs.chip);
-            const Tick shortest = fixed + wire(d, is_remote);
-            const Tick lead = lw.ready > d.issue ? lw.ready - d.issue : 0;
-            if (gain) gain = std::min(gain, shortest > lead ? shortest - lead : 0);
+            if (gain) gain = std::min(gain, deficit);
             // A remote DMA's pieces cross links: it can start moving earlier only through link
             // time left idle before its old start.
             if (gain && cx.ix.dma_remote(rs.code[r.index], rs.chip)) gain = std::min(gain, links.idle(r.dma, rs.life[p].issue, d.start));
