@@ -14,6 +14,7 @@
 
 #include "analysis/context.h"
 #include "analysis/dependencies.h"
+#include "analysis/collective_choice.h"
 #include "analysis/double_buffer.h"
 #include "analysis/intervals.h"
 #include "analysis/merge_dma.h"
@@ -623,6 +624,9 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
     // Runs of small DMAs that cost time: one suggestion for all of them (merge_dma.h).
     Suggestion merge = merge_suggestion(cx, plan, [&](int chip, Tick a, Tick b) { return hbm.idle(chip, a, b); });
     if (!merge.edits.empty()) out.push_back(std::move(merge));
+    // Link directions left idle by the collectives: advice to lower them another way.
+    Suggestion algo = collective_algorithm(run);
+    if (!algo.kind.empty()) out.push_back(std::move(algo));
     // Below 0.01% of the run (or 10 ns) a saving is noise, not a suggestion.
     const Tick noise = std::max<Tick>(10000, run.end / 10000);
     out.erase(std::remove_if(out.begin(), out.end(), [&](const Suggestion& x) { return x.estimated_saving < noise; }), out.end());

@@ -95,6 +95,9 @@ int main(int argc, char* argv[]) {
                 return fail(kUsage, "--apply " + std::to_string(apply) + ": this run has " + std::to_string(a.suggestions.size()) +
                                         " suggestions (numbered from 1; see the report)");
             const Suggestion& s = a.suggestions[static_cast<std::size_t>(apply - 1)];
+            if (s.moves.empty() && s.edits.empty())
+                return fail(kUsage, "--apply " + std::to_string(apply) + ": suggestion " + std::to_string(apply) + " [" + s.kind +
+                                        "] changes how the program is lowered, which no patch of this trace expresses: " + s.action);
             std::size_t n = 0;
             try {
                 n = write_patched_trace(run, s, out);

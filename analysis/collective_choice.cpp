@@ -1,0 +1,98 @@
+#include "analysis/collective_choice.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "analysis/intervals.h"
+#include "analysis/report.h"
+
+namespace xpu::analysis {
+
+namespace {
+
+// "xpu.links.chip3_xp" -> "xp" (platform/builder.cpp names the links chipN_<dim><p|m>).
+std::string direction_of(const std::string& path) {
+    const auto u = path.rfind('_');
+    return u == std::string::npos ? std::string() : path.substr(u + 1);
+}
+
+// "all-reduce/ring/reduce_scatter/send" -> "all-reduce/ring/reduce_scatter" (the op, not its step).
+std::string op_of(const std::string& ann) {
+    const auto p = ann.rfind('/');
+    return p == std::string::npos ? ann : ann.substr(0, p);
+}
+
+}  // namespace
+
+Suggestion collective_algorithm(const RunData& run) {
+    Suggestion s;
+    std::map<std::string, std::uint64_t> bytes_by_dir;  // every direction the platform has
+    std::map<std::uint32_t, std::vector<Interval>> busy;
+    std::map<std::string, std::uint64_t> bytes_by_op;
+    Tick first = ~Tick(0), last = 0;
+    for (const Unit& u : run.units)
+        if (u.kind == "IciLink") bytes_by_dir[direction_of(u.path)] += 0;
+    if (bytes_by_dir.size() < 2) return s;
+    for (const MemTxn& m : run.mems) {
+        const Unit& u = run.units[m.target];
+        if (u.kind != "IciLink") continue;
+        bytes_by_dir[direction_of(u.path)] += m.bytes;
+        busy[m.target].push_back({m.arrival, m.done});
+        first = std::min(first, m.arrival);
+        last = std::max(last, m.done);
+        if (m.stream != kNone) bytes_by_op[op_of(run.annotation(run.streams[m.stream].code[m.index]))] += m.bytes;
+    }
+    if (busy.empty() || last <= first) return s;
+    Tick busiest = 0;
+    std::string busiest_link;
+    for (auto& [link, v] : busy) {
+        merge_intervals(v);
+        Tick t = 0;
+        for (const Interval& x : v) t += x.second - x.first;
+        if (t > busiest) {
+            busiest = t;
+            busiest_link = run.units[link].path;
+        }
+    }
+    const Tick span = last - first;
+    if (2 * busiest < span) return s;  // not link-bound: more links would not shorten it
+    std::uint64_t most = 0;
+    for (const auto& [d, b] : bytes_by_dir) most = std::max(most, b);
+    std::size_t used = 0;
+    for (const auto& [d, b] : bytes_by_dir)
+        if (10 * b >= most) ++used;  // a direction carrying a tenth of the busiest one's bytes counts as used
+    const std::size_t total = bytes_by_dir.size();
+    if (used >= total) return s;
+    s.kind = "collective_algorithm";
+    s.estimated_saving = busiest - busiest * used / total;
+    std::string op;
+    std::uint64_t op_bytes = 0;
+    for (const auto& [o, b] : bytes_by_op)
+        if (b > op_bytes) {
+            op = o;
+            op_bytes = b;
+        }
+    s.where = op.empty() ? "(inter-chip traffic)" : op;
+    const bool ring = total == 2;
+    std::ostringstream cause, action;
+    cause << "inter-chip traffic uses " << used << " of the " << total << " link directions (";
+    bool firstd = true;
+    for (const auto& [d, b] : bytes_by_dir) {
+        cause << (firstd ? "" : ", ") << d << " " << (most ? 100 * b / most : 0) << "%";
+        firstd = false;
+    }
+    cause << " of the busiest direction's bytes); the busiest link (" << busiest_link << ") was busy " << format_time(busiest)
+          << " of the " << format_time(span) << " the traffic lasted";
+    action << "pick another collective algorithm: "
+           << (ring ? "a bidirectional ring (half of the bytes each way)"
+                    : "one that spreads the bytes over every dimension and direction of the torus (e.g. rings along each dimension, both ways)")
+           << " moves them in at best " << used << "/" << total
+           << " of the busiest link's time; a change of lowering, not a patch of this trace: lower the collective that way (e.g. xpu_tracegen collective --algo "
+           << (ring ? "bidir-ring" : "torus2d") << ") and compare the runs with xpu_analyze --compare";
+    s.cause = cause.str();
+    s.action = action.str();
+    return s;
+}
+
+}  // namespace xpu::analysis

@@ -1,0 +1,23 @@
+// "Pick another collective algorithm": the `collective_algorithm` suggestion. Inter-chip traffic
+// that keeps some link directions busy while others stay idle (a unidirectional ring on a ring
+// of chips uses the +x links only; a ring on a torus, one dimension of it) is moving its bytes
+// through part of the machine's link bandwidth. An algorithm that spreads the same bytes over
+// every direction (a bidirectional ring; on a torus, rings along every dimension, both ways)
+// moves them, at best, in the busiest link's time scaled by (directions used / directions
+// there are): that is the estimate, taken only when the links set the pace (the busiest link
+// was busy for at least half of the span of the inter-chip traffic).
+//
+// This is advice, not a patch: the algorithm is the lowering's (the compiler's or the
+// collective library's) choice, so the proof is a run of the collective lowered the other way
+// (xpu_tracegen collective --algo ...), compared with xpu_analyze --compare
+// (tests/e2e/collective_choice.sh).
+#pragma once
+
+#include "analysis/analysis.h"
+
+namespace xpu::analysis {
+
+// The suggestion, or one with an empty kind if the run has nothing to gain this way.
+Suggestion collective_algorithm(const RunData& run);
+
+}  // namespace xpu::analysis

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Proof by replay for the collective_algorithm suggestion (analysis/collective_choice.h): a
+# ring all-reduce leaves link directions idle; the analysis must say so as its top finding and
+# name the algorithm; the collective lowered that way (xpu_tracegen --algo) is re-simulated
+# and must realise at least MIN% of the estimated saving. --apply on the suggestion is refused
+# (exit 2, the message says why): it is a change of lowering, not a patch of the trace.
+# usage: bash collective_choice.sh BUILD_DIR SOURCE_DIR CASE MIN_PERCENT
+# CASE: ring4 (4 chips on a ring: bidir-ring) | torus4x4 (16 chips on a 4x4 torus: torus2d)
+set -euo pipefail
+if [[ $# -ne 4 ]]; then
+    echo "usage: $0 BUILD_DIR SOURCE_DIR CASE MIN_PERCENT" >&2
+    exit 2
+fi
+BUILD_DIR=$1 SOURCE_DIR=$2 CASE=$3 MIN=$4
+SIM="$BUILD_DIR/platform/sim_main"
+GEN="$BUILD_DIR/traces/xpu_tracegen"
+ANA="$BUILD_DIR/analysis/xpu_analyze"
+PY=/usr/bin/python3
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/collective_choice_e2e.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+case "$CASE" in
+    ring4) PLATFORM="$SOURCE_DIR/configs/xpu-ring4.yaml" gen=(--chips 4) algo=bidir-ring ;;
+    torus4x4) PLATFORM="$SOURCE_DIR/configs/xpu-torus4x4.yaml" gen=(--chips 16 --dims 4x4) algo=torus2d ;;
+    *) fail "unknown case $CASE" ;;
+esac
+common=(collective --op all-reduce --bytes 4194304 --chunks 4 "${gen[@]}")
+"$GEN" "${common[@]}" --algo ring -o "$WORK/ring.bin" > /dev/null
+"$GEN" "${common[@]}" --algo "$algo" -o "$WORK/other.bin" > /dev/null
+"$SIM" --platform "$PLATFORM" --trace "$WORK/ring.bin" --out "$WORK/ring" -q
+"$SIM" --platform "$PLATFORM" --trace "$WORK/other.bin" --out "$WORK/other" -q --no-analysis
+
+"$PY" - "$WORK" "$algo" "$MIN" <<'PYEOF' || fail "finding or gain"
+import json, sys
+w, algo, need = sys.argv[1], sys.argv[2], float(sys.argv[3])
+top = json.load(open(w + "/ring/analysis.json"))["suggestions"][0]
+print("top finding: [%s] at %s: %s" % (top["kind"], top["where"], top["finding"]))
+assert top["kind"] == "collective_algorithm", "top suggestion is %s" % top["kind"]
+assert "--algo " + algo in top["action"], "the action does not name %s: %s" % (algo, top["action"])
+t = {k: json.load(open("%s/%s/stats.json" % (w, k)))["simulated_time_ns"] for k in ("ring", "other")}
+est, gain = top["estimated_saving_ns"], t["ring"] - t["other"]
+print("ring %.1f us, %s %.1f us: measured gain %.1f us against %.1f us estimated (%.0f%%)"
+      % (t["ring"] / 1e3, algo, t["other"] / 1e3, gain / 1e3, est / 1e3, 100 * gain / est))
+assert est > 0 and gain >= need / 100 * est, "measured gain below %.0f%% of the estimate" % need
+PYEOF
+
+set +e
+"$ANA" "$WORK/ring" --apply 1 -o "$WORK/patched.bin" > "$WORK/apply.out" 2> "$WORK/apply.err"
+rc=$?
+set -e
+[[ $rc -eq 2 ]] || fail "--apply on a collective_algorithm suggestion exited $rc, expected 2"
+grep -q "no patch of this trace" "$WORK/apply.err" || fail "--apply did not say why: $(cat "$WORK/apply.err")"
+[[ ! -e "$WORK/patched.bin" ]] || fail "--apply wrote a file although it refused"
+echo "ok - $CASE"
