@@ -271,13 +271,28 @@ void check_reorder(const Analyzed& r, const std::string& where_leaf) {
     }
 }
 
-// The planted --bad-order of the GEMM: a block's whole epilogue behind a wait for the next
-// step's data. Two row blocks, so one epilogue sits mid-run.
-TEST(Reorder, GemmEpilogueBurstIsListScheduledLegally) {
+// A GEMM of two row blocks (so that one epilogue sits mid-run), k steps of 128.
+gen::GemmParams two_blocks(std::uint64_t k) {
     gen::GemmParams p;
     p.m = 2048;
     p.n = 1024;
-    p.k = 512;
+    p.k = k;
+    return p;
+}
+
+// The end of the highest VMEM byte the stream touches.
+std::uint64_t vmem_top(const std::vector<Instruction>& code) {
+    std::uint64_t top = 0;
+    for (const Instruction& in : code)
+        for (const auto& m : effects(in, 0).mem)
+            if (m.space == Space::Vmem) top = std::max(top, m.hi);
+    return top;
+}
+
+// The planted --bad-order of the GEMM: a block's whole epilogue behind a wait for the next
+// step's data.
+TEST(Reorder, GemmEpilogueBurstIsListScheduledLegally) {
+    gen::GemmParams p = two_blocks(512);
     p.bad_order = true;
     const Analyzed r = analyzed(gemm_trace("bad.bin", p).path);
     check_reorder(r, "wait_data");
@@ -286,10 +301,7 @@ TEST(Reorder, GemmEpilogueBurstIsListScheduledLegally) {
 // The planted --no-double-buffer: every step's tiles DMA'd into the same buffers just before
 // use. The suggestion renames every other fill into a second buffer and prefetches.
 TEST(DoubleBuffer, RenamedBuffersKeepTheDataFlowAndTheWaits) {
-    gen::GemmParams p;
-    p.m = 2048;
-    p.n = 1024;
-    p.k = 1024;
+    gen::GemmParams p = two_blocks(1024);
     p.double_buffer = false;
     const Analyzed r = analyzed(stamped(gemm_trace("single.bin", p).path));
     ASSERT_FALSE(r.a.suggestions.empty());
@@ -326,29 +338,16 @@ TEST(DoubleBuffer, RenamedBuffersKeepTheDataFlowAndTheWaits) {
     expect_reads_after_their_wait(orig, 0);
     expect_reads_after_their_wait(patched, 0);
     // The second buffers fit in the VMEM, above everything the original used.
-    std::uint64_t top = 0, new_top = 0;
-    for (const Instruction& in : orig)
-        for (const auto& m : effects(in, 0).mem)
-            if (m.space == Space::Vmem) top = std::max(top, m.hi);
-    for (const Instruction& in : patched)
-        for (const auto& m : effects(in, 0).mem)
-            if (m.space == Space::Vmem) new_top = std::max(new_top, m.hi);
-    EXPECT_GT(new_top, top);
-    EXPECT_LE(new_top, 32ull << 20);  // configs/xpu.yaml: 32 MiB of VMEM
+    EXPECT_GT(vmem_top(patched), vmem_top(orig));
+    EXPECT_LE(vmem_top(patched), 32ull << 20);  // configs/xpu.yaml: 32 MiB of VMEM
 }
 
 // With too little VMEM for a second buffer there is no double_buffer suggestion.
 TEST(DoubleBuffer, NotSuggestedWithoutVmemHeadroom) {
-    gen::GemmParams p;
-    p.m = 2048;
-    p.n = 1024;
-    p.k = 1024;
+    gen::GemmParams p = two_blocks(1024);
     p.double_buffer = false;
     const std::string trace = gemm_trace("single.bin", p).path;
-    std::uint64_t top = 0;
-    for (const Instruction& in : read_stream(trace, 0))
-        for (const auto& m : effects(in, 0).mem)
-            if (m.space == Space::Vmem) top = std::max(top, m.hi);
+    const std::uint64_t top = vmem_top(read_stream(trace, 0));
     const Analyzed r = analyzed(trace, {"chip.modules.core0.vmem.capacity=" + std::to_string(top + 4096)});
     for (const auto& s : r.a.suggestions) EXPECT_NE(s.kind, "double_buffer") << s.action;
 }

@@ -7,18 +7,11 @@
 # usage: bash collective_choice.sh BUILD_DIR SOURCE_DIR CASE MIN_PERCENT
 # CASE: ring4 (4 chips on a ring: bidir-ring) | torus4x4 (16 chips on a 4x4 torus: torus2d)
 set -euo pipefail
-if [[ $# -ne 4 ]]; then
-    echo "usage: $0 BUILD_DIR SOURCE_DIR CASE MIN_PERCENT" >&2
-    exit 2
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+e2e_args 4 "BUILD_DIR SOURCE_DIR CASE MIN_PERCENT" "$@"
 BUILD_DIR=$1 SOURCE_DIR=$2 CASE=$3 MIN=$4
-SIM="$BUILD_DIR/platform/sim_main"
-GEN="$BUILD_DIR/traces/xpu_tracegen"
-ANA="$BUILD_DIR/analysis/xpu_analyze"
-PY=/usr/bin/python3
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/collective_choice_e2e.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+e2e_tools "$BUILD_DIR"
+e2e_workdir collective_choice
 
 case "$CASE" in
     ring4) PLATFORM="$SOURCE_DIR/configs/xpu-ring4.yaml" gen=(--chips 4) algo=bidir-ring ;;

@@ -9,18 +9,11 @@
 #       decode-false-dep decode-bad-order collective-serial
 #       gemm-split-dma (each tile load as 64 DMAs of 4 KiB)
 set -euo pipefail
-if [[ $# -ne 4 ]]; then
-    echo "usage: $0 BUILD_DIR SOURCE_DIR CASE MIN_RECOVERY_PERCENT" >&2
-    exit 2
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+e2e_args 4 "BUILD_DIR SOURCE_DIR CASE MIN_RECOVERY_PERCENT" "$@"
 BUILD_DIR=$1 SOURCE_DIR=$2 CASE=$3 MIN=$4
-SIM="$BUILD_DIR/platform/sim_main"
-GEN="$BUILD_DIR/traces/xpu_tracegen"
-ANA="$BUILD_DIR/analysis/xpu_analyze"
-PY=/usr/bin/python3
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/planted_e2e.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+e2e_tools "$BUILD_DIR"
+e2e_workdir planted
 
 PLATFORM="$SOURCE_DIR/configs/xpu.yaml"
 case "$CASE" in
