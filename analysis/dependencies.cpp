@@ -38,6 +38,7 @@ bool is_barrier_like(Opcode op) { return op == Opcode::SSet || op == Opcode::SAd
 
 Planner::Planner(const Context& cx) : cx_(cx), run_(cx.run) {
     covered_at_.resize(run_.streams.size());
+    sync_and_dma_.resize(run_.streams.size());
     for (std::uint32_t s = 0; s < run_.streams.size(); ++s) index_waits(s);
 }
 
@@ -144,9 +145,14 @@ std::pair<std::uint64_t, bool> Planner::sink_point(std::uint32_t s, std::uint64_
 void Planner::index_waits(std::uint32_t s) {
     const Stream& st = run_.streams[s];
     std::unordered_map<std::uint16_t, Tick> prev;  // flag -> issue of the previous swait on it
-    for (std::uint64_t i = 0; i < st.code.size() && st.life[i].seen; ++i) {
+    std::vector<std::uint64_t>& marks = sync_and_dma_[s];
+    bool seen = true;  // the run reached this far (waits beyond it cover nothing)
+    for (std::uint64_t i = 0; i < st.code.size(); ++i) {
         const Instruction& in = st.code[i];
-        if (in.op != Opcode::SWait) continue;
+        if (in.op != Opcode::SWait && in.op != Opcode::Dma && !is_barrier_like(in.op)) continue;
+        marks.push_back(i);
+        seen = seen && st.life[i].seen;
+        if (in.op != Opcode::SWait || !seen) continue;
         const std::uint16_t f = in.has(kFlag) ? in.flag : 0;
         const bool first = !prev.count(f);
         const Tick from = first ? 0 : prev[f];

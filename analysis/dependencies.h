@@ -50,6 +50,9 @@ struct Raiser {
 class Planner {
 public:
     explicit Planner(const Context& cx);
+    // Where stream s has a swait, sset, sadd, barrier, halt or DMA, in program order (the
+    // instructions that open, close or extend a run of DMAs).
+    const std::vector<std::uint64_t>& sync_and_dma(std::uint32_t s) const { return sync_and_dma_[s]; }
     // The raises a swait covers (empty for anything else).
     const std::vector<Raiser>& covered(std::uint32_t s, std::uint64_t i) const;
     // Accesses of a raiser, in its own chip's terms; false if it is not a DMA (then a wait on
@@ -75,6 +78,7 @@ private:
     const Context& cx_;
     const RunData& run_;
     std::vector<std::vector<Raiser>> covered_;
+    std::vector<std::vector<std::uint64_t>> sync_and_dma_;
     std::vector<std::unordered_map<std::uint64_t, std::size_t>> covered_at_;
     std::unordered_map<std::uint64_t, std::uint64_t> hoist_cache_;
     std::vector<Raiser> none_;

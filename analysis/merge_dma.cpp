@@ -99,7 +99,7 @@ std::vector<MergeRun> merge_runs(const Context& cx, const Planner& plan) {
             }
             o = Open{};
         };
-        for (std::uint64_t i = 0; i < st.code.size(); ++i) {
+        for (const std::uint64_t i : plan.sync_and_dma(s)) {  // nothing else opens, extends or closes a run
             const Instruction& in = st.code[i];
             if (in.op == Opcode::SWait) {
                 const bool up = in.has(kCond) && (in.cond == Cond::Ge || in.cond == Cond::Gt);
