@@ -26,6 +26,8 @@ BufferRenamer::BufferRenamer(const RunData& run, const Planner& plan) : run_(run
         ChipRoom& c = chips_[static_cast<std::uint16_t>(u.chip)];
         c.capacity = ++c.vmems == 1 ? u.capacity : 0;  // several VMEMs (cores): no renaming
     }
+    for (const Unit& u : run.units)
+        if (u.kind == "SyncFlags" && u.chip >= 0) chips_[static_cast<std::uint16_t>(u.chip)].flags = u.capacity;
     for (const Stream& st : run.streams) ++chips_[st.chip].streams;
 }
 
@@ -72,10 +74,14 @@ bool BufferRenamer::can_rename(std::uint32_t s, std::uint64_t k) const {
                 v.push_back({in.mem_dst.addr, in.bytes});
         f = fills_.find(s);
     }
-    bool ok = chips_.at(st.chip).streams == 1;
-    const std::uint64_t lo = d.mem_dst.addr, hi = lo + d.bytes;
-    for (const Fill& x : f->second)
-        if (x.addr < hi && lo < x.addr + x.bytes && (x.addr != lo || x.bytes != d.bytes)) ok = false;
+    std::size_t exact = 0;
+    for (const Fill& x : f->second) exact += x.addr == d.mem_dst.addr && x.bytes == d.bytes;
+    bool ok = chips_.at(st.chip).streams == 1 && exact >= 2;  // a second fill to rename
+    if (ok) {  // and nothing straddles it (the renaming itself, its edits thrown away)
+        Planner::Edited scratch;
+        std::string why;
+        ok = rename(s, {k}, scratch, why);
+    }
     return renamable_[key] = ok;
 }
 
@@ -125,22 +131,28 @@ bool BufferRenamer::rename(std::uint32_t s, const std::vector<std::uint64_t>& dm
                     return false;
                 }
         }
-        // The DMAs that fill the buffer, in program order; each must fill exactly it.
-        std::vector<std::uint64_t> fills;
+        // The DMAs that write into the buffer, in program order, and which of them fill exactly
+        // it. Every other exact fill moves to the shadow with the accesses up to the next DMA
+        // into the buffer, provided that one overwrites all of it (else a later read of the
+        // rest would still want the shadow's bytes).
+        std::vector<std::uint64_t> over;
+        std::vector<std::size_t> exact;  // positions in `over`
         for (std::uint64_t j = 0; j < st.code.size(); ++j) {
             const Instruction& in = st.code[j];
             if (in.op != Opcode::Dma || in.mem_dst.space != Space::Vmem || !(in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip))
                 continue;
             if (in.mem_dst.addr >= hi || lo >= in.mem_dst.addr + in.bytes) continue;
-            if (in.mem_dst.addr != lo || in.bytes != bytes) {
-                why = "a DMA writes part of the buffer";
-                return false;
-            }
-            fills.push_back(j);
+            if (in.mem_dst.addr == lo && in.bytes == bytes) exact.push_back(over.size());
+            over.push_back(j);
         }
-        for (std::size_t i = 1; i < fills.size(); i += 2) {
-            const std::uint64_t end = i + 1 < fills.size() ? fills[i + 1] : st.code.size();
-            for (std::uint64_t j = fills[i]; j < end; ++j) {
+        for (std::size_t x = 1; x < exact.size(); x += 2) {
+            const std::size_t at = exact[x];
+            const std::uint64_t end = at + 1 < over.size() ? over[at + 1] : st.code.size();
+            if (at + 1 < over.size()) {
+                const Instruction& next = st.code[end];
+                if (next.mem_dst.addr > lo || next.mem_dst.addr + next.bytes < hi) continue;
+            }
+            for (std::uint64_t j = over[at]; j < end; ++j) {
                 auto it = edited.find(j);
                 Instruction in = it == edited.end() ? st.code[j] : it->second;
                 bool changed = false, straddles = false;
@@ -163,6 +175,99 @@ bool BufferRenamer::rename(std::uint32_t s, const std::vector<std::uint64_t>& dm
         }
     }
     return true;
+}
+
+std::size_t BufferRenamer::split_flags(std::uint32_t s, const std::vector<std::uint64_t>& renamed, Planner::Edited& edited) const {
+    const Stream& st = run_.streams[s];
+    const ChipRoom& room = chips_.at(st.chip);
+    if (room.streams != 1 || room.flags == 0) return 0;
+    auto current = [&](std::uint64_t j) -> Instruction {
+        auto it = edited.find(j);
+        return it == edited.end() ? st.code[j] : it->second;
+    };
+    auto increment = [](const Instruction& in) { return in.has(kValue) ? in.value : std::int64_t{1}; };
+    auto local = [&](const Instruction& in) { return in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip; };
+    // Every flag the chip's program names (its own, and remote DMAs raising flags on it).
+    std::vector<bool> named(room.flags, false);
+    for (const Stream& o : run_.streams)
+        for (const Instruction& in : o.code) {
+            if (!in.has(kFlag) || in.flag >= room.flags) continue;
+            const bool here = o.chip == st.chip ? (in.op != Opcode::Dma || local(in)) : (in.op == Opcode::Dma && in.mem_dst.chip == st.chip);
+            if (here) named[in.flag] = true;
+        }
+    std::vector<std::uint16_t> flags;
+    for (std::uint64_t k : renamed) {
+        const Instruction& in = st.code[k];
+        if (in.has(kFlag) && local(in) && std::find(flags.begin(), flags.end(), in.flag) == flags.end()) flags.push_back(in.flag);
+    }
+    std::size_t split = 0;
+    for (std::uint16_t f : flags) {
+        // The plain counting: the flag's DMAs and waits in program order, each wait for all so far.
+        std::vector<std::uint64_t> uses;
+        bool plain = true;
+        std::int64_t issued = 0;
+        for (std::uint64_t j : plan_.sync_and_dma(s)) {
+            const Instruction& in = st.code[j];
+            if (!in.has(kFlag) || in.flag != f) continue;
+            if (in.op == Opcode::Dma && local(in)) {
+                if (increment(in) <= 0) plain = false;
+                issued += increment(in);
+            } else if (in.op == Opcode::SWait) {
+                if (!in.has(kCond) || in.cond != Cond::Ge || in.value != issued) plain = false;
+            } else {
+                plain = false;  // sset, sadd, or a remote DMA raising it elsewhere
+            }
+            uses.push_back(j);
+        }
+        for (std::uint32_t o = 0; o < run_.streams.size() && plain; ++o)
+            if (o != s)
+                for (const Instruction& in : run_.streams[o].code)
+                    if (in.op == Opcode::Dma && in.has(kFlag) && in.flag == f && in.mem_dst.chip == st.chip) plain = false;
+        if (!plain) continue;
+        std::uint16_t g = 0;
+        while (g < room.flags && named[g]) ++g;
+        if (g >= room.flags) return split;
+        named[g] = true;
+        // Which waits move: those whose DMAs since the previous wait include a renamed fill.
+        std::vector<std::uint64_t> segment;
+        std::vector<std::pair<std::vector<std::uint64_t>, std::uint64_t>> moving;  // (DMAs, wait)
+        bool has_renamed = false;
+        for (std::uint64_t j : uses) {
+            if (st.code[j].op == Opcode::Dma) {
+                segment.push_back(j);
+                has_renamed = has_renamed || std::find(renamed.begin(), renamed.end(), j) != renamed.end();
+                continue;
+            }
+            if (has_renamed) moving.push_back({segment, j});
+            segment.clear();
+            has_renamed = false;
+        }
+        if (moving.empty()) continue;
+        for (const auto& [dmas, wait] : moving) {
+            for (std::uint64_t j : dmas) {
+                Instruction in = current(j);
+                in.flag = g;
+                edited[j] = in;
+            }
+            Instruction w = current(wait);
+            w.flag = g;
+            edited[wait] = w;
+        }
+        // Each wait on f or g now waits for every DMA issued on its flag so far.
+        std::int64_t on_f = 0, on_g = 0;
+        for (std::uint64_t j : uses) {
+            Instruction in = current(j);
+            std::int64_t& count = in.flag == g ? on_g : on_f;
+            if (in.op == Opcode::Dma) {
+                count += increment(in);
+            } else {
+                in.value = count;
+                edited[j] = in;
+            }
+        }
+        ++split;
+    }
+    return split;
 }
 
 }  // namespace xpu::analysis

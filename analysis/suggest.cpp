@@ -244,6 +244,7 @@ struct Group {
     std::map<std::uint32_t, Tick> saving_on;  // per stream: streams run in parallel, so the
                                               // suggestion saves the largest of these, not their sum
     std::set<std::pair<std::uint32_t, std::uint64_t>> moved;
+    std::set<std::pair<std::uint32_t, std::uint64_t>> renamed;  // double_buffer: the DMAs whose buffer gets a second one
     std::uint64_t waits = 0, dmas = 0, passed = 0;
     bool remote = false;
     std::set<std::string> dma_anns;
@@ -361,6 +362,7 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
     struct Hoist {
         std::uint32_t stream;
         std::uint64_t from, to;
+        bool renamed;  // its buffer is to be renamed (double_buffer)
     };
     struct HoistOption {
         Tick saving = 0;
@@ -399,13 +401,14 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
             const Tick lead = lw.ready > d.issue ? lw.ready - d.issue : 0;
             const Tick deficit = shortest > lead ? shortest - lead : 0;
             std::uint64_t p = plan.hoist_point(r.stream, r.index);
+            bool renamed = false;
             // A second buffer, where the hoist stops at the buffer's readers short of the deficit.
             if (rename && deficit > rs.life[r.index].issue - std::min(rs.life[r.index].issue, rs.life[p].issue) &&
                 renamer.blocked_by_buffer(r.stream, r.index, p) && renamer.can_rename(r.stream, r.index)) {
                 const std::uint64_t q = renamer.renamed_point(r.stream, r.index);
                 if (q < p) {
                     p = q;
-                    o.renamed = true;
+                    o.renamed = renamed = true;
                 }
             }
             Tick gain = p < r.index ? rs.life[r.index].issue - std::min(rs.life[r.index].issue, rs.life[p].issue) : 0;
@@ -430,7 +433,7 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
                     const Tick idle = hbm.idle(rs.chip, rs.life[p].issue, d.issue);
                     if (ahead > idle) cost += (ahead - idle) * others->stalling_between(rs.chip, d.engine, rs.life[p].issue, d.issue);
                 }
-                hoists.push_back({r.stream, r.index, p});
+                hoists.push_back({r.stream, r.index, p, renamed});
                 o.dmas.push_back(r.dma);
                 if (!cx.ix.dma_remote(rs.code[r.index], rs.chip)) new_issue = std::min(new_issue, rs.life[p].issue);
             }
@@ -487,13 +490,15 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
             g.ops.insert(ann);
             g.remote = remote;
             ++g.waits;
-            for (const Hoist& h : hoists)
+            for (const Hoist& h : hoists) {
+                if (h.renamed) g.renamed.insert({h.stream, h.from});
                 if (g.moved.insert({h.stream, h.from}).second) {
                     g.s.moves.push_back({h.stream, h.from, h.to});
                     ++g.dmas;
                     g.passed += h.from - h.to;
                     g.dma_anns.insert(run.annotation(run.streams[h.stream].code[h.from]));
                 }
+            }
         } else {
             bool stores = true;
             for (const Raiser& r : plan.covered(w.stream, w.index))
@@ -520,18 +525,20 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
             ++it;
             continue;
         }
-        std::map<std::uint32_t, std::vector<std::uint64_t>> dmas;
+        std::map<std::uint32_t, std::vector<std::uint64_t>> dmas, to_rename;
         for (const Move& m : g.s.moves) dmas[m.stream].push_back(m.from);
+        for (const auto& [stream, k] : g.renamed) to_rename[stream].push_back(k);
         bool ok = true;
         std::vector<Move> moves;
         g.passed = 0;
         for (const auto& [stream, list] : dmas) {
             Planner::Edited edited;
             std::string why;
-            if (!renamer.rename(stream, list, edited, why)) {
+            if (!renamer.rename(stream, to_rename[stream], edited, why)) {
                 ok = false;
                 break;
             }
+            renamer.split_flags(stream, to_rename[stream], edited);
             for (std::uint64_t k : list) {
                 const std::uint64_t p = plan.hoist_point(stream, k, edited);
                 if (p < k) {

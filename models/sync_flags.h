@@ -38,6 +38,7 @@ public:
     tlm_utils::multi_passthrough_target_socket<SyncFlags, 32, tlm::tlm_base_protocol_types, 0,
                                                sc_core::SC_ZERO_OR_MORE_BOUND>
         port;
+    const SyncFlagsConfig& config() const { return cfg_; }
 
     SyncFlags(const sc_core::sc_module_name& n, const SyncFlagsConfig& cfg);
     const char* kind() const override { return "SyncFlags"; }

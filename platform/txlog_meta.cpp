@@ -7,6 +7,7 @@
 #include "models/hbm_controller.h"
 #include "models/ici.h"
 #include "models/scalar_core.h"
+#include "models/sync_flags.h"
 #include "models/vmem.h"
 
 namespace xpu {
@@ -40,6 +41,8 @@ std::string txlog_meta(const platform::Platform& p, const std::string& trace_fil
             u.capacity = h->config().capacity;
         } else if (auto* v = dynamic_cast<Vmem*>(m)) {
             u.capacity = v->config().capacity;
+        } else if (auto* f = dynamic_cast<SyncFlags*>(m)) {
+            u.capacity = f->config().flags;  // flags, for the analysis's transformations
         } else if (auto* d = dynamic_cast<DmaEngine*>(m)) {
             u.peak_gbps = d->config().bandwidth_gbps;
 
