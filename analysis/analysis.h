@@ -104,15 +104,18 @@ struct Move {
 };
 
 // A change to the fields of one instruction: instruction `index` of `stream` becomes `in`, in
-// its place (double_buffer renames a buffer's accesses; merge_dma rewrites the first DMA of a run to cover the run).
+// its place (double_buffer renames a buffer's accesses; merge_dma rewrites the first DMA of a
+// run to cover the run; split_dma replaces a DMA by pieces, `in` and `then`).
 struct Edit {
     std::uint32_t stream = 0;
     std::uint64_t index = 0;
     Instruction in;
+    std::vector<Instruction> then;  // emitted right after it (split_dma's further pieces)
 };
 
 struct Suggestion {
-    std::string kind;    // hoist_dma, double_buffer, pipeline_collective, drop_wait, reorder, merge_dma
+    std::string kind;    // hoist_dma, double_buffer, pipeline_collective, drop_wait, reorder, merge_dma, split_dma,
+                         // collective_algorithm
     std::string cause;   // the finding, e.g. "sync-flag waits at gemm/wait_data on DMAs issued right before them"
     std::string action;  // what to change
     std::string where;   // annotation (op) it applies to

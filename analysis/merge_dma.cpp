@@ -342,7 +342,7 @@ Suggestion merge_suggestion(const Context& cx, const Planner& plan, const std::f
         const Stream& st = run.streams[m.stream];
         fixed_min = std::min(fixed_min, fixed[run.dmas[cx.ix.dma_of(m.stream, m.pieces[0])].engine]);
         ops.insert(run.annotation(st.code[m.pieces[0]]));
-        sug.edits.push_back({m.stream, m.pieces[0], merged_dma(run, m)});
+        sug.edits.push_back({m.stream, m.pieces[0], merged_dma(run, m), {}});
         for (std::size_t j = 1; j < m.pieces.size(); ++j) sug.moves.push_back({m.stream, m.pieces[j], Move::kDelete});
     }
     if (!merged) return sug;

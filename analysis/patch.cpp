@@ -24,12 +24,12 @@ std::size_t write_patched_trace(const RunData& run, const Suggestion& s, const s
         if (m.before != Move::kDelete) before[m.stream][m.before].push_back({m.rank, m.from});
     }
     // Edits: the instruction's new fields, wherever it ends up (same index of the original).
-    std::vector<std::map<std::uint64_t, const Instruction*>> edited(run.streams.size());
+    std::vector<std::map<std::uint64_t, const Edit*>> edited(run.streams.size());
     for (const Edit& e : s.edits) {
         if (e.stream >= run.streams.size() || e.index >= run.streams[e.stream].code.size())
             throw std::runtime_error("suggestion edits an instruction that is not in the trace");
         const bool moved = !gone[e.stream].empty() && gone[e.stream][e.index];
-        if (edited[e.stream].emplace(e.index, &e.in).second && !moved) ++changed;  // counted once
+        if (edited[e.stream].emplace(e.index, &e).second && !moved) ++changed;  // counted once
     }
     try {
         trace::TraceWriter w(path);
@@ -39,11 +39,15 @@ std::size_t write_patched_trace(const RunData& run, const Suggestion& s, const s
             const Stream& st = run.streams[si];
             const std::size_t out = w.add_stream(st.chip, st.core);
             const auto& ed = edited[si];
-            auto emit = [&](std::uint64_t i) {
-                auto e = ed.find(i);
-                Instruction in = e == ed.end() ? st.code[i] : *e->second;
+            auto put = [&](Instruction in) {
                 if (in.has(kAnn) && in.ann < ann.size()) in.ann = ann[in.ann];
                 w.append(out, in);
+            };
+            auto emit = [&](std::uint64_t i) {
+                auto e = ed.find(i);
+                if (e == ed.end()) return put(st.code[i]);
+                put(e->second->in);
+                for (const Instruction& more : e->second->then) put(more);
             };
             auto& ins = before[si];
             for (auto& [at, v] : ins) std::sort(v.begin(), v.end());

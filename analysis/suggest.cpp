@@ -19,6 +19,7 @@
 #include "analysis/intervals.h"
 #include "analysis/merge_dma.h"
 #include "analysis/schedule.h"
+#include "analysis/split_dma.h"
 
 namespace xpu::analysis {
 
@@ -549,7 +550,7 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
             std::vector<std::uint64_t> at;
             for (const auto& [index, in] : edited) at.push_back(index);
             std::sort(at.begin(), at.end());  // the edits in program order (deterministic output)
-            for (std::uint64_t index : at) g.s.edits.push_back({stream, index, edited.at(index)});
+            for (std::uint64_t index : at) g.s.edits.push_back({stream, index, edited.at(index), {}});
         }
         if (!ok || moves.empty()) {  // cannot rename: no suggestion (the plain hoist was smaller)
             it = groups.erase(it);
@@ -631,6 +632,9 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
     // Runs of small DMAs that cost time: one suggestion for all of them (merge_dma.h).
     Suggestion merge = merge_suggestion(cx, plan, [&](int chip, Tick a, Tick b) { return hbm.idle(chip, a, b); });
     if (!merge.edits.empty()) out.push_back(std::move(merge));
+    // Large DMAs one engine moves more slowly than the HBM could: split over the engines.
+    Suggestion split = split_suggestion(cx, plan, [&](int chip, Tick a, Tick b) { return hbm.idle(chip, a, b); });
+    if (!split.edits.empty()) out.push_back(std::move(split));
     // Link directions left idle by the collectives: advice to lower them another way.
     Suggestion algo = collective_algorithm(run);
     if (!algo.kind.empty()) out.push_back(std::move(algo));

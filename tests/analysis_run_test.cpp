@@ -414,7 +414,7 @@ TEST(AnalysisMerge, WhichDmasMergeAndThePatchedTraceStillCompletes) {
     s.kind = "merge_dma";
     std::size_t dropped = 0;
     for (const auto& m : runs) {
-        s.edits.push_back({m.stream, m.pieces[0], analysis::merged_dma(r.data, m)});
+        s.edits.push_back({m.stream, m.pieces[0], analysis::merged_dma(r.data, m), {}});
         for (std::size_t j = 1; j < m.pieces.size(); ++j, ++dropped) s.moves.push_back({m.stream, m.pieces[j], analysis::Move::kDelete});
     }
     const std::string patched = temp_path("merge-patched.bin");

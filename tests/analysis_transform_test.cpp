@@ -204,16 +204,17 @@ std::map<std::uint64_t, std::vector<std::uint64_t>> data_flow(const std::vector<
     return flow;
 }
 
-// Every read of a DMA's data comes after a swait on the DMA's flag for at least the DMA's
-// ordinal among that flag's DMAs (flags count completions): checked on `code` as it stands.
+// Every read of a DMA's data comes after a swait on the DMA's flag for at least the flag's count
+// once that DMA (all its pieces) has landed (flags count completions by their increments; a
+// `gt v` wait is a `ge v + 1`): checked on `code` as it stands.
 void expect_reads_after_their_wait(const std::vector<Instruction>& code, std::uint16_t chip) {
-    std::map<std::uint64_t, std::pair<std::uint16_t, std::int64_t>> dma;  // timestamp -> (flag, ordinal)
+    std::map<std::uint64_t, std::pair<std::uint16_t, std::int64_t>> dma;  // timestamp -> (flag, count once it lands)
     std::map<std::uint16_t, std::int64_t> issued, waited;                 // per flag
     std::unordered_map<std::uint64_t, std::uint64_t> writer;
     std::size_t checked = 0;
     for (const Instruction& in : code) {
         const Effects e = effects(in, chip);
-        if (in.op == Opcode::SWait) waited[in.flag] = std::max(waited[in.flag], in.value);
+        if (in.op == Opcode::SWait) waited[in.flag] = std::max(waited[in.flag], in.cond == Cond::Gt ? in.value + 1 : in.value);
         for (const auto& m : e.mem) {
             if (m.write) continue;
             for (std::uint64_t g = m.lo >> 8; g <= (m.hi - 1) >> 8; ++g) {
@@ -228,7 +229,9 @@ void expect_reads_after_their_wait(const std::vector<Instruction>& code, std::ui
                 }
             }
         }
-        if (in.op == Opcode::Dma && in.has(kFlag)) dma[in.timestamp] = {in.flag, ++issued[in.flag]};
+        // A DMA (or each piece of a split one: they share its timestamp) counts its increment.
+        if (in.op == Opcode::Dma && in.has(kFlag))
+            dma[in.timestamp] = {in.flag, issued[in.flag] += in.has(kValue) ? in.value : 1};
         for (const auto& m : e.mem)
             if (m.write)
                 for (std::uint64_t g = m.lo >> 8; g <= (m.hi - 1) >> 8; ++g)
@@ -363,6 +366,63 @@ TEST(DoubleBuffer, NotSuggestedWithoutVmemHeadroom) {
     const std::uint64_t top = vmem_top(read_stream(trace, 0));
     const Analyzed r = analyzed(trace, {"chip.modules.core0.vmem.capacity=" + std::to_string(top + 4096)});
     for (const auto& s : r.a.suggestions) EXPECT_NE(s.kind, "double_buffer") << s.action;
+}
+
+// A what-if platform whose DMA engines are a quarter of the HBM's bandwidth: the decode layer's
+// weight tiles are engine-bound, and the suggestion splits them over the four engines.
+TEST(SplitDma, PiecesKeepTheDataFlowAndTheWaits) {
+    gen::TransformerParams p;
+    ASSERT_TRUE(gen::model_preset("llama2-7b", p.model));
+    p.seq = 128;
+    p.layers = 1;
+    std::vector<std::string> slow;
+    for (int e = 0; e < 4; ++e) slow.push_back("chip.modules.dma" + std::to_string(e) + ".bandwidth_gbps=300");
+    const Analyzed r = analyzed(stamped(transformer_trace("decode.bin", p)), slow);
+    const analysis::Suggestion* s = nullptr;
+    for (const auto& x : r.a.suggestions)
+        if (x.kind == "split_dma") s = &x;
+    ASSERT_NE(s, nullptr) << "no split_dma suggestion";
+    EXPECT_GT(s->estimated_saving, 0u);
+    const std::string out = temp_path("patched.bin");
+    analysis::write_patched_trace(r.data, *s, out);
+    const std::vector<Instruction>& orig = r.data.streams[0].code;
+    const std::vector<Instruction> patched = read_stream(out, 0);
+    // Each split DMA's pieces: contiguous, on distinct engines, its bytes in all.
+    std::map<std::uint64_t, std::vector<Instruction>> by_ts;
+    for (const Instruction& in : patched) by_ts[in.timestamp].push_back(in);
+    ASSERT_EQ(by_ts.size(), orig.size());
+    std::size_t split = 0;
+    for (const auto& [ts, v] : by_ts) {
+        if (v.size() == 1) continue;
+        ++split;
+        const Instruction& o = orig[ts];
+        ASSERT_EQ(o.op, Opcode::Dma);
+        std::uint64_t bytes = 0;
+        std::set<unsigned> units;
+        for (const Instruction& piece : v) {
+            EXPECT_EQ(piece.mem_src.addr, o.mem_src.addr + bytes);
+            EXPECT_EQ(piece.mem_dst.addr, o.mem_dst.addr + bytes);
+            EXPECT_EQ(piece.flag, o.flag);
+            bytes += piece.bytes;
+            units.insert(piece.unit);
+        }
+        EXPECT_EQ(bytes, o.bytes);
+        EXPECT_EQ(units.size(), v.size()) << "two pieces on one engine";
+    }
+    EXPECT_GT(split, 0u);
+    EXPECT_EQ(data_flow(orig, 0), data_flow(patched, 0)) << "a read now sees another producer";
+    expect_reads_after_their_wait(orig, 0);
+    expect_reads_after_their_wait(patched, 0);
+}
+
+// On configs/xpu.yaml one engine reaches the HBM's peak alone: nothing to split.
+TEST(SplitDma, NotSuggestedWhenOneEngineFillsTheHbm) {
+    gen::TransformerParams p;
+    ASSERT_TRUE(gen::model_preset("llama2-7b", p.model));
+    p.seq = 128;
+    p.layers = 1;
+    const Analyzed r = analyzed(transformer_trace("decode.bin", p));
+    for (const auto& s : r.a.suggestions) EXPECT_NE(s.kind, "split_dma") << s.action;
 }
 
 TEST(Reorder, DecodeLayerEpiloguesAreListScheduledLegally) {
