@@ -35,6 +35,26 @@ Suggestion split_suggestion(const Context& cx, const Planner& plan, const std::f
         const Stream& st = run.streams[d.stream];
         chips[st.chip].engines.emplace(d.engine, st.code[d.index].unit);
     }
+    // Flags the rule allows (split_dma.h), per (stream, flag).
+    std::map<std::pair<std::uint32_t, std::uint16_t>, bool> flag_ok;
+    auto countable = [&](std::uint32_t s, std::uint16_t f) {
+        auto it = flag_ok.find({s, f});
+        if (it != flag_ok.end()) return it->second;
+        const Stream& st = run.streams[s];
+        bool ok = true;
+        for (std::uint64_t j : plan.sync_and_dma(s)) {
+            const Instruction& in = st.code[j];
+            if (!in.has(kFlag) || in.flag != f) continue;
+            if (in.op == Opcode::Dma) ok = ok && in.mem_dst.chip == kLocalChip && increment(in) > 0;
+            else if (in.op == Opcode::SWait) ok = ok && in.has(kCond) && (in.cond == Cond::Ge || in.cond == Cond::Gt);
+            else ok = false;
+        }
+        for (const Dma& d : run.dmas) {  // another chip's DMA raising it here
+            const Instruction& in = run.streams[d.stream].code[d.index];
+            if (d.stream != s && in.has(kFlag) && in.flag == f && in.mem_dst.chip == st.chip) ok = false;
+        }
+        return flag_ok[{s, f}] = ok;
+    };
     // Candidates, and per wait the saving.
     std::map<std::pair<std::uint32_t, std::uint64_t>, unsigned> split;  // DMA -> pieces
     std::map<std::uint32_t, Tick> saving_on;
@@ -61,7 +81,7 @@ Suggestion split_suggestion(const Context& cx, const Planner& plan, const std::f
             const Tick t = d.complete - std::min(d.complete, d.start);
             const bool engine_bound = t > 0 && static_cast<double>(d.bytes) * 1000.0 / static_cast<double>(t) >= 0.7 * engine;
             if (r.stream == w.stream && in.mem_dst.chip == kLocalChip && d.bytes >= kMinBytes && engine > 0 &&
-                engine < 0.8 * chip.hbm_gbps && k >= 2 && engine_bound) {
+                engine < 0.8 * chip.hbm_gbps && k >= 2 && engine_bound && in.has(kFlag) && countable(r.stream, in.flag)) {
                 const Tick faster = static_cast<Tick>(static_cast<double>(d.bytes) * 1000.0 / std::min(k * engine, chip.hbm_gbps));
                 const Tick gain = std::min(t - std::min(t, faster), hbm_idle(st.chip, d.start, d.complete));
                 if (gain > 0) {
@@ -80,31 +100,13 @@ Suggestion split_suggestion(const Context& cx, const Planner& plan, const std::f
         steps.insert(ann.substr(ann.rfind('/') == std::string::npos ? 0 : ann.rfind('/') + 1));
     }
     if (split.empty()) return sug;
-    // Flags the rule allows (split_dma.h), and the number of pieces per flag (the smallest k of
-    // its DMAs: every split DMA of the flag gets that many).
+    // The number of pieces per flag: the smallest k of its DMAs (every split DMA of the flag
+    // gets that many).
     std::map<std::pair<std::uint32_t, std::uint16_t>, unsigned> pieces;  // (stream, flag) -> k
     for (const auto& [dma, k] : split) {
         auto key = std::make_pair(dma.first, run.streams[dma.first].code[dma.second].flag);
         auto it = pieces.find(key);
         pieces[key] = it == pieces.end() ? k : std::min(it->second, k);
-    }
-    for (auto it = pieces.begin(); it != pieces.end();) {
-        const auto [s, f] = it->first;
-        const Stream& st = run.streams[s];
-        bool ok = true;
-        for (std::uint64_t j : plan.sync_and_dma(s)) {
-            const Instruction& in = st.code[j];
-            if (!in.has(kFlag) || in.flag != f) continue;
-            if (in.op == Opcode::Dma) ok = ok && in.mem_dst.chip == kLocalChip && increment(in) > 0;
-            else if (in.op == Opcode::SWait) ok = ok && in.has(kCond) && (in.cond == Cond::Ge || in.cond == Cond::Gt);
-            else ok = false;
-        }
-        for (const Dma& d : run.dmas) {  // another chip's DMA raising it here
-            const Stream& o = run.streams[d.stream];
-            const Instruction& in = o.code[d.index];
-            if (d.stream != s && in.has(kFlag) && in.flag == f && in.mem_dst.chip == st.chip) ok = false;
-        }
-        it = ok ? std::next(it) : pieces.erase(it);
     }
     // The edits: the split DMAs into pieces, the other raises and the waits of those flags scaled.
     std::uint64_t dmas = 0, moved_bytes = 0;
