@@ -1,6 +1,7 @@
-// Helpers shared by the renderers (report_html.cpp, timeline_json.cpp): escaping (HTML, JSON,
-// with invalid UTF-8 replaced), locale-independent number formatting, times and sizes with
-// units, the colour of each stall cause, and a buffered file writer that reports errors.
+// Helpers shared by the renderers (report_html.cpp, timeline_json.cpp): HTML escaping (invalid
+// UTF-8 replaced; JSON strings are platform/json_writer.h's), locale-independent number
+// formatting, times and sizes with units, the colour of each stall cause, and a buffered file
+// writer that reports errors.
 #pragma once
 
 #include <cstdint>
@@ -18,9 +19,6 @@ namespace xpu::analysis::render {
 void html_escape_to(std::string& out, std::string_view s);
 std::string html_escape(std::string_view s);
 
-// Appends the JSON string literal of `s` (quotes included): ", \ and control characters are
-// escaped, invalid UTF-8 becomes \ufffd, so that the result is always valid JSON.
-void json_string_to(std::string& out, std::string_view s);
 
 // A JSON number (shortest round-trip form; NaN and infinities, which JSON lacks, become 0).
 void json_number_to(std::string& out, double v);

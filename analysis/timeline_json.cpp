@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "analysis/render_util.h"
+#include "platform/json_writer.h"
 
 namespace xpu::analysis {
 
@@ -36,7 +37,7 @@ public:
         std::string& b = begin_event();
         b += "{\"ph\":\"M\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(pid) +
              ",\"ts\":0,\"name\":\"process_name\",\"args\":{\"name\":";
-        json_string_to(b, name);
+        json_escape_to(b, name);
         b += "}}";
         begin_event();
         b += "{\"ph\":\"M\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(pid) +
@@ -47,7 +48,7 @@ public:
         std::string& b = begin_event();
         b += "{\"ph\":\"M\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) +
              ",\"ts\":0,\"name\":\"thread_name\",\"args\":{\"name\":";
-        json_string_to(b, name);
+        json_escape_to(b, name);
         b += "}}";
         begin_event();
         b += "{\"ph\":\"M\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) +
@@ -68,7 +69,7 @@ public:
         b += ",\"cat\":\"";
         b += cat;
         b += "\",\"name\":";
-        json_string_to(b, name);
+        json_escape_to(b, name);
         return b;
     }
     void close_slice() {
@@ -80,7 +81,7 @@ public:
         b += "{\"ph\":\"C\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(pid) + ",\"ts\":";
         micros_to(b, ts);
         b += ",\"name\":";
-        json_string_to(b, name);
+        json_escape_to(b, name);
         b += ",\"args\":{\"value\":";
         json_number_to(b, value);
         b += "}}";
@@ -272,7 +273,7 @@ std::string_view annotation_of(const RunData& run, std::uint32_t stream, std::ui
 void instr_ref(std::string& out, const RunData& run, std::uint32_t stream, std::uint64_t index) {
     if (stream < run.streams.size()) {
         out += ",\"instr\":";
-        json_string_to(out, run.streams[stream].label() + " #" + std::to_string(index));
+        json_escape_to(out, run.streams[stream].label() + " #" + std::to_string(index));
     }
 }
 
@@ -461,7 +462,7 @@ void write_timeline_json(const std::string& path, const RunData& run, const Anal
             out += "{\"bytes\":" + std::to_string(m.bytes) + ",\"write\":" + (m.write ? "true" : "false");
             if (m.initiator < run.units.size()) {
                 out += ",\"initiator\":";
-                json_string_to(out, run.units[m.initiator].path);
+                json_escape_to(out, run.units[m.initiator].path);
             }
             if (m.stream != kNone) instr_ref(out, run, m.stream, m.index);
             out += '}';
@@ -589,10 +590,10 @@ void write_timeline_json(const std::string& path, const RunData& run, const Anal
          ",\"slice_cap_per_track\":" + std::to_string(cap) + ",\"merged\":";
     std::string merged;
     for (const auto& m : notes.merged) merged += (merged.empty() ? "" : "; ") + m;
-    json_string_to(b, merged.empty() ? std::string("none: every slice is shown") : merged);
+    json_escape_to(b, merged.empty() ? std::string("none: every slice is shown") : merged);
     b += ",\"dropped_slices\":" + std::to_string(notes.dropped) + ",\"nudged_slices\":" + std::to_string(notes.nudged) + ",\"max_lanes_per_track\":" + std::to_string(notes.max_lanes_used) +
          ",\"lanes\":";
-    json_string_to(b, "slices of one track that overlap in time are spread over lanes: NAME, NAME (2), ...; a slice that "
+    json_escape_to(b, "slices of one track that overlap in time are spread over lanes: NAME, NAME (2), ...; a slice that "
                       "would overlap the one before it only in whole ns, as Perfetto rounds, begins up to 2 ns later "
                       "(args exact_ts, exact_dur: its exact times)");
     b += "}\n}\n";

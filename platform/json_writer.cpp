@@ -5,26 +5,68 @@
 
 namespace xpu {
 
-std::string JsonWriter::escape(const std::string& s) {
-    std::string o = "\"";
-    for (unsigned char c : s) {
-        switch (c) {
-            case '"': o += "\\\""; break;
-            case '\\': o += "\\\\"; break;
-            case '\n': o += "\\n"; break;
-            case '\t': o += "\\t"; break;
-            case '\r': o += "\\r"; break;
-            default:
-                if (c < 0x20) {
-                    char b[8];
-                    std::snprintf(b, sizeof b, "\\u%04x", c);
-                    o += b;
-                } else {
-                    o += static_cast<char>(c);
-                }
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+    const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+    const std::size_t left = s.size() - i;
+    const unsigned char c = b(0);
+    if (c < 0x80) return 1;
+    auto cont = [&](std::size_t k) { return k < left && (b(k) & 0xC0) == 0x80; };
+    if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (left < 3 || !cont(1) || !cont(2)) return 0;
+        if (c == 0xE0 && b(1) < 0xA0) return 0;  // overlong
+        if (c == 0xED && b(1) > 0x9F) return 0;  // surrogates
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (left < 4 || !cont(1) || !cont(2) || !cont(3)) return 0;
+        if (c == 0xF0 && b(1) < 0x90) return 0;  // overlong
+        if (c == 0xF4 && b(1) > 0x8F) return 0;  // beyond U+10FFFF
+        return 4;
+    }
+    return 0;
+}
+
+void json_escape_to(std::string& out, std::string_view s) {
+    static const char* hex = "0123456789abcdef";
+    out += '"';
+    for (std::size_t i = 0; i < s.size();) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c < 0x80) {
+            switch (c) {
+                case '"': out += "\\\""; break;
+                case '\\': out += "\\\\"; break;
+                case '\n': out += "\\n"; break;
+                case '\t': out += "\\t"; break;
+                case '\r': out += "\\r"; break;
+                default:
+                    if (c < 0x20 || c == 0x7F) {
+                        out += "\\u00";
+                        out += hex[c >> 4];
+                        out += hex[c & 15];
+                    } else {
+                        out += static_cast<char>(c);
+                    }
+            }
+            ++i;
+            continue;
+        }
+        const std::size_t n = utf8_length(s, i);
+        if (n == 0) {
+            out += "\\ufffd";
+            ++i;
+        } else {
+            out.append(s.data() + i, n);
+            i += n;
         }
     }
-    return o + "\"";
+    out += '"';
+}
+
+std::string JsonWriter::escape(const std::string& s) {
+    std::string o;
+    json_escape_to(o, s);
+    return o;
 }
 
 std::string JsonWriter::number(double v) {

@@ -5,9 +5,19 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace xpu {
+
+// Length of the valid UTF-8 sequence at s[i] (1 to 4), or 0 if the bytes there are not one
+// (overlong forms, surrogates and code points past U+10FFFF are not).
+std::size_t utf8_length(std::string_view s, std::size_t i);
+
+// Appends the JSON string literal of `s` (quotes included): ", \ and control characters are
+// escaped, invalid UTF-8 becomes \ufffd, so that the result is always valid JSON. What every
+// JSON file the project writes uses (JsonWriter, timeline.json).
+void json_escape_to(std::string& out, std::string_view s);
 
 class JsonWriter {
 public:
@@ -22,7 +32,7 @@ public:
     JsonWriter& field(const char* key, std::uint64_t v);
     JsonWriter& field(const char* key, bool v);
     JsonWriter& value(const std::string& v) { return field(nullptr, v); }
-    static std::string escape(const std::string& s);
+    static std::string escape(const std::string& s);  // json_escape_to, as a string
     static std::string number(double v);
 
 private:

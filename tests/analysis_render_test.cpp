@@ -25,6 +25,7 @@
 #include "analysis/render_util.h"
 #include "analysis/report_html.h"
 #include "analysis/timeline_json.h"
+#include "platform/json_writer.h"
 #include "analysis_sample.h"
 
 namespace xpu::analysis {
@@ -874,8 +875,9 @@ TEST(RenderUtil, Formatting) {
     micros_to(s, 1'234'567'891ull);
     EXPECT_EQ(s, "1234.567891");
     s.clear();
-    json_string_to(s, std::string("a\"b\\c\n\x01\xff\xE2\x82\xAC", 11));
+    json_escape_to(s, std::string("a\"b\\c\n\x01\xff\xE2\x82\xAC", 11));
     EXPECT_EQ(s, "\"a\\\"b\\\\c\\n\\u0001\\ufffd\xE2\x82\xAC\"");
+    EXPECT_EQ(JsonWriter::escape(std::string("a\"b\\c\n\x01\xff\xE2\x82\xAC", 11)), s);  // stats.json, analysis.json: the same
     EXPECT_EQ(html_escape("<a href='x'>&\"</a>"), "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;");
     EXPECT_EQ(html_escape(std::string("\xC0\xAF ok", 5)), "\xEF\xBF\xBD\xEF\xBF\xBD ok");  // overlong
     s.clear();
