@@ -40,6 +40,32 @@ Planner::Planner(const Context& cx) : cx_(cx), run_(cx.run) {
     covered_at_.resize(run_.streams.size());
     sync_and_dma_.resize(run_.streams.size());
     for (std::uint32_t s = 0; s < run_.streams.size(); ++s) index_waits(s);
+    // How each flag is counted, from the instructions that touch flags (in program order per
+    // stream; a flag that several streams touch is not one_stream, whatever the interleaving).
+    std::unordered_map<std::uint32_t, std::uint32_t> toucher;
+    std::unordered_map<std::uint32_t, std::int64_t> raised;
+    for (std::uint32_t s = 0; s < run_.streams.size(); ++s) {
+        const Stream& st = run_.streams[s];
+        for (std::uint64_t j : sync_and_dma_[s]) {
+            const Instruction& in = st.code[j];
+            if (!in.has(kFlag)) continue;
+            const std::uint32_t key = (std::uint32_t(flag_chip(in, st.chip)) << 16) | in.flag;
+            FlagCounting& c = counting_[key];
+            auto who = toucher.emplace(key, s).first;
+            if (who->second != s) c.one_stream = false;
+            if (in.op == Opcode::Dma) {
+                if (flag_increment(in) <= 0) c.monotone = false;
+                if (flag_chip(in, st.chip) != st.chip) c.one_stream = false;
+                raised[key] += flag_increment(in);
+            } else if (in.op == Opcode::SWait) {
+                const Cond cond = in.has(kCond) ? in.cond : Cond::Ge;
+                if (cond != Cond::Ge && cond != Cond::Gt) c.monotone = false;
+                if (cond != Cond::Ge || (in.has(kValue) ? in.value : 0) != raised[key]) c.waits_for_all = false;
+            } else {
+                c.monotone = false;  // sset, sadd
+            }
+        }
+    }
 }
 
 const std::vector<Raiser>& Planner::covered(std::uint32_t s, std::uint64_t i) const {
@@ -68,6 +94,11 @@ bool Planner::wait_blocks(std::uint32_t s, std::uint64_t w, const Access* acc, i
         if (conflict(ra, n, acc, na)) return true;
     }
     return false;
+}
+
+const FlagCounting& Planner::flag_counting(std::uint16_t chip, std::uint16_t flag) const {
+    auto it = counting_.find((std::uint32_t(chip) << 16) | flag);
+    return it == counting_.end() ? untouched_ : it->second;
 }
 
 std::uint64_t Planner::hoist_point(std::uint32_t s, std::uint64_t k) {

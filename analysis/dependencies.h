@@ -41,6 +41,27 @@ bool conflict(const Access* a, int na, const Access* b, int nb);
 // Instructions nothing may move across (sset, sadd, barrier, halt).
 bool is_barrier_like(Opcode op);
 
+// A DMA's flag increment (its val, 1 by default), and the chip whose flag it raises (its
+// destination's; a sync instruction's flag is on its own chip).
+inline std::int64_t flag_increment(const Instruction& in) { return in.has(kValue) ? in.value : 1; }
+inline std::uint16_t flag_chip(const Instruction& in, std::uint16_t chip) {
+    return in.op == Opcode::Dma && in.mem_dst.chip != kLocalChip ? in.mem_dst.chip : chip;
+}
+
+// How a flag is counted over the whole program, from every instruction that touches it. What
+// the transformations that change how many raises there are (merge_dma, split_dma) or which
+// flag a raise uses (double_buffer) need to know to keep every wait's meaning.
+struct FlagCounting {
+    // Only DMAs adding positive values raise it and only ge/gt swaits wait on it (no sset,
+    // sadd): a wait satisfied by a value is satisfied by every larger one.
+    bool monotone = true;
+    // One stream alone raises it (with DMAs of its own chip) and waits on it.
+    bool one_stream = true;
+    // Every swait on it is `ge` the sum of the increments of the DMAs issued on it before, in
+    // program order: it waits for all of them.
+    bool waits_for_all = true;
+};
+
 struct Raiser {
     std::uint32_t stream = 0;
     std::uint64_t index = 0;
@@ -53,6 +74,8 @@ public:
     // Where stream s has a swait, sset, sadd, barrier, halt or DMA, in program order (the
     // instructions that open, close or extend a run of DMAs).
     const std::vector<std::uint64_t>& sync_and_dma(std::uint32_t s) const { return sync_and_dma_[s]; }
+    // How flag `flag` of chip `chip` is counted (a flag nothing touches: all true).
+    const FlagCounting& flag_counting(std::uint16_t chip, std::uint16_t flag) const;
     // The raises a swait covers (empty for anything else).
     const std::vector<Raiser>& covered(std::uint32_t s, std::uint64_t i) const;
     // Accesses of a raiser, in its own chip's terms; false if it is not a DMA (then a wait on
@@ -79,6 +102,8 @@ private:
     const RunData& run_;
     std::vector<std::vector<Raiser>> covered_;
     std::vector<std::vector<std::uint64_t>> sync_and_dma_;
+    std::unordered_map<std::uint32_t, FlagCounting> counting_;  // (chip << 16 | flag), from sync_and_dma_
+    FlagCounting untouched_;
     std::vector<std::unordered_map<std::uint64_t, std::size_t>> covered_at_;
     std::unordered_map<std::uint64_t, std::uint64_t> hoist_cache_;
     std::vector<Raiser> none_;

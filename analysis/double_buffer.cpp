@@ -185,15 +185,13 @@ std::size_t BufferRenamer::split_flags(std::uint32_t s, const std::vector<std::u
         auto it = edited.find(j);
         return it == edited.end() ? st.code[j] : it->second;
     };
-    auto increment = [](const Instruction& in) { return in.has(kValue) ? in.value : std::int64_t{1}; };
     auto local = [&](const Instruction& in) { return in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip; };
-    // Every flag the chip's program names (its own, and remote DMAs raising flags on it).
+    // Every flag of this chip the program names (flags are only on syncs and DMAs).
     std::vector<bool> named(room.flags, false);
-    for (const Stream& o : run_.streams)
-        for (const Instruction& in : o.code) {
-            if (!in.has(kFlag) || in.flag >= room.flags) continue;
-            const bool here = o.chip == st.chip ? (in.op != Opcode::Dma || local(in)) : (in.op == Opcode::Dma && in.mem_dst.chip == st.chip);
-            if (here) named[in.flag] = true;
+    for (std::uint32_t o = 0; o < run_.streams.size(); ++o)
+        for (std::uint64_t j : plan_.sync_and_dma(o)) {
+            const Instruction& in = run_.streams[o].code[j];
+            if (in.has(kFlag) && in.flag < room.flags && flag_chip(in, run_.streams[o].chip) == st.chip) named[in.flag] = true;
         }
     std::vector<std::uint16_t> flags;
     for (std::uint64_t k : renamed) {
@@ -202,28 +200,12 @@ std::size_t BufferRenamer::split_flags(std::uint32_t s, const std::vector<std::u
     }
     std::size_t split = 0;
     for (std::uint16_t f : flags) {
-        // The plain counting: the flag's DMAs and waits in program order, each wait for all so far.
-        std::vector<std::uint64_t> uses;
-        bool plain = true;
-        std::int64_t issued = 0;
-        for (std::uint64_t j : plan_.sync_and_dma(s)) {
-            const Instruction& in = st.code[j];
-            if (!in.has(kFlag) || in.flag != f) continue;
-            if (in.op == Opcode::Dma && local(in)) {
-                if (increment(in) <= 0) plain = false;
-                issued += increment(in);
-            } else if (in.op == Opcode::SWait) {
-                if (!in.has(kCond) || in.cond != Cond::Ge || in.value != issued) plain = false;
-            } else {
-                plain = false;  // sset, sadd, or a remote DMA raising it elsewhere
-            }
-            uses.push_back(j);
-        }
-        for (std::uint32_t o = 0; o < run_.streams.size() && plain; ++o)
-            if (o != s)
-                for (const Instruction& in : run_.streams[o].code)
-                    if (in.op == Opcode::Dma && in.has(kFlag) && in.flag == f && in.mem_dst.chip == st.chip) plain = false;
-        if (!plain) continue;
+        // The plain counting: one stream's DMAs raise it, each of its waits waits for all so far.
+        const FlagCounting& counting = plan_.flag_counting(st.chip, f);
+        if (!counting.monotone || !counting.one_stream || !counting.waits_for_all) continue;
+        std::vector<std::uint64_t> uses;  // the DMAs and waits on the flag, program order
+        for (std::uint64_t j : plan_.sync_and_dma(s))
+            if (st.code[j].has(kFlag) && st.code[j].flag == f) uses.push_back(j);
         std::uint16_t g = 0;
         while (g < room.flags && named[g]) ++g;
         if (g >= room.flags) return split;
@@ -259,7 +241,7 @@ std::size_t BufferRenamer::split_flags(std::uint32_t s, const std::vector<std::u
             Instruction in = current(j);
             std::int64_t& count = in.flag == g ? on_g : on_f;
             if (in.op == Opcode::Dma) {
-                count += increment(in);
+                count += flag_increment(in);
             } else {
                 in.value = count;
                 edited[j] = in;

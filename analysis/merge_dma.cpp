@@ -45,13 +45,7 @@ namespace {
 
 std::uint64_t key(std::uint32_t s, std::uint64_t i) { return (std::uint64_t(s) << 40) | i; }
 
-std::int64_t increment(const Instruction& in) { return in.has(kValue) ? in.value : 1; }
 
-// The chip whose flag a DMA raises (its destination's), and the chip a sync op's flag is on.
-std::uint16_t flag_chip(const Instruction& in, std::uint16_t chip) {
-    return in.op == Opcode::Dma && in.mem_dst.chip != kLocalChip ? in.mem_dst.chip : chip;
-}
-std::uint64_t flag_key(std::uint16_t chip, std::uint16_t flag) { return (std::uint64_t(chip) << 16) | flag; }
 
 struct Open {
     std::vector<std::uint64_t> pieces;
@@ -67,16 +61,13 @@ bool same_kind(const Instruction& a, const Instruction& b) {
 
 bool eligible(const Instruction& in) {
     return in.op == Opcode::Dma && in.has(kFlag) && in.has(kMemSrc) && in.has(kMemDst) && in.has(kBytes) && in.bytes > 0 &&
-           !in.has(kDtype) && increment(in) > 0;
+           !in.has(kDtype) && flag_increment(in) > 0;
 }
 
 }  // namespace
 
 std::vector<MergeRun> merge_runs(const Context& cx, const Planner& plan) {
     const RunData& run = cx.run;
-    // Flags that are not monotone on their chip (merge_dma.h), found in the same pass as the
-    // runs (one pass over the program); runs on such flags are dropped after it.
-    std::unordered_set<std::uint64_t> not_monotone;
     std::vector<MergeRun> runs;
     for (std::uint32_t s = 0; s < run.streams.size(); ++s) {
         const Stream& st = run.streams[s];
@@ -88,7 +79,7 @@ std::vector<MergeRun> merge_runs(const Context& cx, const Planner& plan) {
                 r.pieces = o.pieces;
                 for (std::uint64_t i : o.pieces) {
                     r.bytes += st.code[i].bytes;
-                    r.value += increment(st.code[i]);
+                    r.value += flag_increment(st.code[i]);
                 }
                 // An HBM -> HBM run whose merged source and destination overlap would change
                 // what its pieces read: not merged.
@@ -101,14 +92,6 @@ std::vector<MergeRun> merge_runs(const Context& cx, const Planner& plan) {
         };
         for (const std::uint64_t i : plan.sync_and_dma(s)) {  // nothing else opens, extends or closes a run
             const Instruction& in = st.code[i];
-            if (in.op == Opcode::SWait) {
-                const bool up = in.has(kCond) && (in.cond == Cond::Ge || in.cond == Cond::Gt);
-                if (!up) not_monotone.insert(flag_key(st.chip, in.has(kFlag) ? in.flag : 0));
-            } else if (in.op == Opcode::SSet || in.op == Opcode::SAdd) {
-                not_monotone.insert(flag_key(st.chip, in.has(kFlag) ? in.flag : 0));
-            } else if (in.op == Opcode::Dma && in.has(kFlag) && increment(in) <= 0) {
-                not_monotone.insert(flag_key(flag_chip(in, st.chip), in.flag));
-            }
             if (in.op == Opcode::SWait || is_barrier_like(in.op)) {
                 for (auto& [e, o] : open) close(o);
                 continue;
@@ -145,10 +128,11 @@ std::vector<MergeRun> merge_runs(const Context& cx, const Planner& plan) {
         }
         for (auto& [e, o] : open) close(o);
     }
+    // Runs on flags that are not monotone (merge_dma.h) do not merge.
     runs.erase(std::remove_if(runs.begin(), runs.end(),
                               [&](const MergeRun& r) {
                                   const Instruction& f = run.streams[r.stream].code[r.pieces[0]];
-                                  return not_monotone.count(flag_key(flag_chip(f, run.streams[r.stream].chip), f.flag)) > 0;
+                                  return !plan.flag_counting(flag_chip(f, run.streams[r.stream].chip), f.flag).monotone;
                               }),
                runs.end());
     // Cut where the waits that cover the pieces change: no wait may see part of a run.
@@ -180,7 +164,7 @@ std::vector<MergeRun> merge_runs(const Context& cx, const Planner& plan) {
             if (j && seen_by[key(r.stream, r.pieces[j])] != seen_by[key(r.stream, r.pieces[j - 1])]) flush();
             cur.pieces.push_back(r.pieces[j]);
             cur.bytes += st.code[r.pieces[j]].bytes;
-            cur.value += increment(st.code[r.pieces[j]]);
+            cur.value += flag_increment(st.code[r.pieces[j]]);
         }
         flush();
     }

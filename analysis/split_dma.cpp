@@ -13,8 +13,6 @@ namespace {
 constexpr std::uint64_t kMinBytes = 64 * 1024;  // smaller DMAs are latency, not bandwidth
 constexpr std::uint64_t kAlign = 512;
 
-std::int64_t increment(const Instruction& in) { return in.has(kValue) ? in.value : 1; }
-
 }  // namespace
 
 Suggestion split_suggestion(const Context& cx, const Planner& plan, const std::function<Tick(int, Tick, Tick)>& hbm_idle) {
@@ -35,25 +33,10 @@ Suggestion split_suggestion(const Context& cx, const Planner& plan, const std::f
         const Stream& st = run.streams[d.stream];
         chips[st.chip].engines.emplace(d.engine, st.code[d.index].unit);
     }
-    // Flags the rule allows (split_dma.h), per (stream, flag).
-    std::map<std::pair<std::uint32_t, std::uint16_t>, bool> flag_ok;
+    // Flags the rule allows (split_dma.h): monotone, and counted by one stream alone.
     auto countable = [&](std::uint32_t s, std::uint16_t f) {
-        auto it = flag_ok.find({s, f});
-        if (it != flag_ok.end()) return it->second;
-        const Stream& st = run.streams[s];
-        bool ok = true;
-        for (std::uint64_t j : plan.sync_and_dma(s)) {
-            const Instruction& in = st.code[j];
-            if (!in.has(kFlag) || in.flag != f) continue;
-            if (in.op == Opcode::Dma) ok = ok && in.mem_dst.chip == kLocalChip && increment(in) > 0;
-            else if (in.op == Opcode::SWait) ok = ok && in.has(kCond) && (in.cond == Cond::Ge || in.cond == Cond::Gt);
-            else ok = false;
-        }
-        for (const Dma& d : run.dmas) {  // another chip's DMA raising it here
-            const Instruction& in = run.streams[d.stream].code[d.index];
-            if (d.stream != s && in.has(kFlag) && in.flag == f && in.mem_dst.chip == st.chip) ok = false;
-        }
-        return flag_ok[{s, f}] = ok;
+        const FlagCounting& c = plan.flag_counting(run.streams[s].chip, f);
+        return c.monotone && c.one_stream;
     };
     // Candidates, and per wait the saving.
     std::map<std::pair<std::uint32_t, std::uint64_t>, unsigned> split;  // DMA -> pieces
@@ -122,7 +105,7 @@ Suggestion split_suggestion(const Context& cx, const Planner& plan, const std::f
                 e.in.value = in.cond == Cond::Gt ? static_cast<std::int64_t>(k) * (in.value + 1) : static_cast<std::int64_t>(k) * in.value;
                 e.in.cond = Cond::Ge;
             } else if (!split.count({s, j})) {
-                e.in.value = static_cast<std::int64_t>(k) * increment(in);
+                e.in.value = static_cast<std::int64_t>(k) * flag_increment(in);
                 e.in.set(kValue);
             } else {
                 // Pieces: this DMA's engine first, then the chip's other engines.
@@ -137,7 +120,7 @@ Suggestion split_suggestion(const Context& cx, const Planner& plan, const std::f
                     piece.mem_src.addr = in.mem_src.addr + off;
                     piece.mem_dst.addr = in.mem_dst.addr + off;
                     piece.bytes = p + 1 == k ? in.bytes - off : std::min(step, in.bytes - off);
-                    piece.value = increment(in);
+                    piece.value = flag_increment(in);
                     piece.set(kValue);
                     off += piece.bytes;
                     if (p == 0) e.in = piece;
