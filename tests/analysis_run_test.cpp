@@ -237,11 +237,7 @@ TEST(AnalysisLog, CorruptTruncatedAndUnfinishedLogsAreRejected) {
     auto r = analyzed(source_path("traces/samples/gemm-1k.bin"));
     const fs::path dir = r.data.dir;
     const std::string log = (dir / "txlog.bin").string();
-    std::string bytes;
-    {
-        std::ifstream f(log, std::ios::binary);
-        bytes.assign(std::istreambuf_iterator<char>(f), {});
-    }
+    const std::string bytes = file_bytes(log);
     auto expect_error = [&](const std::string& content, const std::string& what) {
         {
             std::ofstream f(log, std::ios::binary | std::ios::trunc);
@@ -280,11 +276,7 @@ TEST(AnalysisLog, BadRecordsAreNamedByBlockAndByte) {
     auto r = analyzed(source_path("traces/samples/gemm-1k.bin"));
     const fs::path dir = r.data.dir;
     const std::string log = (dir / "txlog.bin").string();
-    std::string bytes;
-    {
-        std::ifstream f(log, std::ios::binary);
-        bytes.assign(std::istreambuf_iterator<char>(f), {});
-    }
+    const std::string bytes = file_bytes(log);
     std::uint32_t meta = 0;
     std::memcpy(&meta, bytes.data() + 12, 4);
     const std::string header = bytes.substr(0, 16 + meta);

@@ -284,6 +284,15 @@ gen::GemmParams two_blocks(std::uint64_t k) {
     return p;
 }
 
+// One llama2-7b decode layer over 128 cached tokens.
+gen::TransformerParams decode_layer() {
+    gen::TransformerParams p;
+    EXPECT_TRUE(gen::model_preset("llama2-7b", p.model));
+    p.seq = 128;
+    p.layers = 1;
+    return p;
+}
+
 // The end of the highest VMEM byte the stream touches.
 std::uint64_t vmem_top(const std::vector<Instruction>& code) {
     std::uint64_t top = 0;
@@ -371,10 +380,7 @@ TEST(DoubleBuffer, NotSuggestedWithoutVmemHeadroom) {
 // A what-if platform whose DMA engines are a quarter of the HBM's bandwidth: the decode layer's
 // weight tiles are engine-bound, and the suggestion splits them over the four engines.
 TEST(SplitDma, PiecesKeepTheDataFlowAndTheWaits) {
-    gen::TransformerParams p;
-    ASSERT_TRUE(gen::model_preset("llama2-7b", p.model));
-    p.seq = 128;
-    p.layers = 1;
+    gen::TransformerParams p = decode_layer();
     std::vector<std::string> slow;
     for (int e = 0; e < 4; ++e) slow.push_back("chip.modules.dma" + std::to_string(e) + ".bandwidth_gbps=300");
     const Analyzed r = analyzed(stamped(transformer_trace("decode.bin", p)), slow);
@@ -417,19 +423,13 @@ TEST(SplitDma, PiecesKeepTheDataFlowAndTheWaits) {
 
 // On configs/xpu.yaml one engine reaches the HBM's peak alone: nothing to split.
 TEST(SplitDma, NotSuggestedWhenOneEngineFillsTheHbm) {
-    gen::TransformerParams p;
-    ASSERT_TRUE(gen::model_preset("llama2-7b", p.model));
-    p.seq = 128;
-    p.layers = 1;
+    gen::TransformerParams p = decode_layer();
     const Analyzed r = analyzed(transformer_trace("decode.bin", p));
     for (const auto& s : r.a.suggestions) EXPECT_NE(s.kind, "split_dma") << s.action;
 }
 
 TEST(Reorder, DecodeLayerEpiloguesAreListScheduledLegally) {
-    gen::TransformerParams p;
-    ASSERT_TRUE(gen::model_preset("llama2-7b", p.model));
-    p.seq = 128;
-    p.layers = 1;
+    gen::TransformerParams p = decode_layer();
     p.tiles.bad_order = true;
     const Analyzed r = analyzed(transformer_trace("bad.bin", p));
     check_reorder(r, "wait_data");

@@ -1,6 +1,8 @@
 #include "tests/sim_fixture.h"
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <unistd.h>
 
 #include "models/sim_time.h"
@@ -9,6 +11,11 @@
 namespace xpu::test {
 
 std::string source_path(const std::string& rel) { return std::string(XPU_SOURCE_DIR) + "/" + rel; }
+
+std::string file_bytes(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+}
 
 std::string temp_path(const std::string& name) {
     auto dir = std::filesystem::temp_directory_path() / ("xpusim-test-" + std::to_string(::getpid()));

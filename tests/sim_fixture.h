@@ -34,6 +34,7 @@ struct Recording : Recorder {
 
 std::string source_path(const std::string& rel);  // XPU_SOURCE_DIR/rel
 std::string temp_path(const std::string& name);   // a fresh file name in the test's temp folder
+std::string file_bytes(const std::string& path);  // the whole file ("" if it cannot be read)
 
 // Writes a one-stream trace (chip 0, core 0) whose instructions `body` emits; adds halt.
 std::string write_trace(const std::string& name, const std::function<void(gen::Emitter&)>& body);

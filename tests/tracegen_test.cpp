@@ -77,11 +77,6 @@ void expect_valid(const std::string& path) {
     EXPECT_TRUE(problems.empty()) << path << ":\n" << all;
 }
 
-std::string bytes_of(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
 }  // namespace
 
 TEST(Tracegen, GemmCountsMatchTheAnalyticTiling) {
@@ -172,7 +167,7 @@ TEST(Tracegen, OutputIsDeterministic) {
     t.model = {512, 8, 8, 1024, 1};
     t.batch = 1;
     t.seq = 128;
-    std::string a = bytes_of(transformer_trace("a.bin", t)), b = bytes_of(transformer_trace("b.bin", t));
+    std::string a = file_bytes(transformer_trace("a.bin", t)), b = file_bytes(transformer_trace("b.bin", t));
     EXPECT_FALSE(a.empty());
     EXPECT_EQ(a, b);
 }
