@@ -13,31 +13,15 @@
 #     (xpu_analyze again on the same folder gives the same bytes).
 # usage: bash analysis_outputs.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
-
-if [[ $# -ne 2 ]]; then
-    echo "usage: $0 BUILD_DIR SOURCE_DIR" >&2
-    exit 2
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+e2e_args 2 "BUILD_DIR SOURCE_DIR" "$@"
 BUILD_DIR=$1
 SOURCE_DIR=$2
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SAMPLE="$BUILD_DIR/tests/analysis_sample"
-SIM="$BUILD_DIR/platform/sim_main"
-ANALYZE="$BUILD_DIR/analysis/xpu_analyze"
-PY=/usr/bin/python3
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/analysis_outputs_e2e.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-
+e2e_tools "$BUILD_DIR"
+e2e_workdir analysis_outputs
 checks=0
-fail() {
-    echo "FAIL: $*" >&2
-    echo "$checks passed, 1 failed" >&2
-    exit 1
-}
-pass() {
-    checks=$((checks + 1))
-    echo "ok $checks - $*"
-}
 
 [[ -x "$SAMPLE" ]] || fail "no executable at $SAMPLE"
 [[ -x "$PY" ]] || fail "no $PY"
@@ -118,9 +102,9 @@ if [[ -x "$SIM" ]] && "$SIM" --help 2>&1 | grep -q -- '--no-analysis'; then
     pass "allgather on 4 chips: a process per chip, link tracks ($(summary))"
     "$PY" "$HERE/check_report_html.py" "$WORK/allgather/report.html" >/dev/null || fail "allgather: report.html"
     pass "allgather: report.html is well formed and self-contained"
-    if [[ -x "$ANALYZE" ]]; then
+    if [[ -x "$ANA" ]]; then
         for f in report.html timeline.json; do cp "$WORK/gemm/$f" "$WORK/gemm-first-$f"; done
-        "$ANALYZE" "$WORK/gemm" >/dev/null 2>"$WORK/analyze.txt" || { cat "$WORK/analyze.txt" >&2; fail "xpu_analyze failed"; }
+        "$ANA" "$WORK/gemm" >/dev/null 2>"$WORK/analyze.txt" || { cat "$WORK/analyze.txt" >&2; fail "xpu_analyze failed"; }
         for f in report.html timeline.json; do
             cmp -s "$WORK/gemm/$f" "$WORK/gemm-first-$f" || fail "gemm: $f differs between sim_main's analysis and xpu_analyze's"
         done

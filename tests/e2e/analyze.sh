@@ -6,21 +6,14 @@
 # file, exit 4, nothing half-written left behind.
 # usage: bash analyze.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
-if [[ $# -ne 2 ]]; then
-    echo "usage: $0 BUILD_DIR SOURCE_DIR" >&2
-    exit 2
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+e2e_args 2 "BUILD_DIR SOURCE_DIR" "$@"
 BUILD_DIR=$1 SOURCE_DIR=$2
-SIM="$BUILD_DIR/platform/sim_main"
-ANA="$BUILD_DIR/analysis/xpu_analyze"
-PY=/usr/bin/python3
+e2e_tools "$BUILD_DIR"
 PLATFORM="$SOURCE_DIR/configs/xpu.yaml"
 TRACE="$SOURCE_DIR/traces/samples/gemm-1k.bin"
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/analyze_e2e.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+e2e_workdir analyze
 checks=0
-fail() { echo "FAIL: $*" >&2; echo "$checks passed, 1 failed" >&2; exit 1; }
-pass() { checks=$((checks + 1)); echo "ok $checks - $*"; }
 run_rc() {  # run_rc VAR CMD...: exit code into VAR, output in $WORK/out.txt, $WORK/err.txt
     local __v=$1; shift
     set +e; "$@" > "$WORK/out.txt" 2> "$WORK/err.txt"; local __rc=$?; set -e

@@ -1,9 +1,12 @@
-# Shared by the end-to-end scripts (sourced): the argument check, a work folder removed on exit,
-# and fail. Scripts written before it keep their own copy of these few lines.
+# Shared by the end-to-end scripts (sourced): the argument check, the built tools, a work folder
+# removed on exit, and pass/fail. Scripts older than the analysis keep their own copy of these
+# few lines.
 #   e2e_args N "USAGE" "$@"   exit 2 with "usage: SCRIPT USAGE" unless there are N arguments
 #   e2e_tools BUILD_DIR       SIM, GEN, ANA, TOOL: the built binaries; PY: Debian's python3
 #   e2e_workdir NAME          WORK: a fresh folder, removed when the script exits
-#   fail MESSAGE              "FAIL: MESSAGE" on stderr, exit 1
+#   pass MESSAGE              count a check that passed: "ok N - MESSAGE"
+#   fail MESSAGE              "FAIL: MESSAGE" (and how many checks passed, if any were counted)
+#                             on stderr, exit 1
 e2e_args() {
     local n=$1 usage=$2
     shift 2
@@ -23,7 +26,12 @@ e2e_workdir() {
     WORK=$(mktemp -d "${TMPDIR:-/tmp}/$1_e2e.XXXXXX")
     trap 'rm -rf "$WORK"' EXIT
 }
+pass() {
+    checks=$((${checks:-0} + 1))
+    echo "ok $checks - $*"
+}
 fail() {
     echo "FAIL: $*" >&2
+    [[ -z ${checks:-} ]] || echo "$checks passed, 1 failed" >&2
     exit 1
 }

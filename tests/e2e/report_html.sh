@@ -9,27 +9,15 @@
 # Exits 77 (skipped) only when chromium is not installed (scripts/setup.sh installs it).
 # KEEP_PNG=DIR keeps the screenshots there.
 set -euo pipefail
-
-usage() {
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+if [[ $# -ne 1 && $# -ne 2 ]]; then
     echo "usage: $0 REPORT.html|OUTDIR  or  $0 BUILD_DIR SOURCE_DIR" >&2
     exit 2
-}
-[[ $# -eq 1 || $# -eq 2 ]] || usage
+fi
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PY=/usr/bin/python3
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/report_html_e2e.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-
+e2e_workdir report_html
 checks=0
-fail() {
-    echo "FAIL: $*" >&2
-    echo "$checks passed, 1 failed" >&2
-    exit 1
-}
-pass() {
-    checks=$((checks + 1))
-    echo "ok $checks - $*"
-}
 
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [[ -z "$CHROMIUM" ]]; then
