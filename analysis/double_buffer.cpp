@@ -69,9 +69,11 @@ bool BufferRenamer::can_rename(std::uint32_t s, std::uint64_t k) const {
     auto f = fills_.find(s);
     if (f == fills_.end()) {
         std::vector<Fill>& v = fills_[s];
-        for (const Instruction& in : st.code)
+        for (std::uint64_t j : plan_.sync_and_dma(s)) {
+            const Instruction& in = st.code[j];
             if (in.op == Opcode::Dma && in.mem_dst.space == Space::Vmem && (in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip))
                 v.push_back({in.mem_dst.addr, in.bytes});
+        }
         f = fills_.find(s);
     }
     std::size_t exact = 0;
@@ -124,12 +126,14 @@ bool BufferRenamer::rename(std::uint32_t s, const std::vector<std::uint64_t>& dm
         // Every other stream's DMAs into this chip must stay clear of the buffer.
         for (std::uint32_t o = 0; o < run_.streams.size(); ++o) {
             if (o == s) continue;
-            for (const Instruction& in : run_.streams[o].code)
+            for (std::uint64_t j : plan_.sync_and_dma(o)) {
+                const Instruction& in = run_.streams[o].code[j];
                 if (in.op == Opcode::Dma && in.mem_dst.space == Space::Vmem && in.mem_dst.chip == st.chip &&
                     in.mem_dst.addr < hi && lo < in.mem_dst.addr + in.bytes) {
                     why = "another chip writes the buffer";
                     return false;
                 }
+            }
         }
         // The DMAs that write into the buffer, in program order, and which of them fill exactly
         // it. Every other exact fill moves to the shadow with the accesses up to the next DMA
@@ -137,7 +141,7 @@ bool BufferRenamer::rename(std::uint32_t s, const std::vector<std::uint64_t>& dm
         // rest would still want the shadow's bytes).
         std::vector<std::uint64_t> over;
         std::vector<std::size_t> exact;  // positions in `over`
-        for (std::uint64_t j = 0; j < st.code.size(); ++j) {
+        for (std::uint64_t j : plan_.sync_and_dma(s)) {  // the DMAs are among these
             const Instruction& in = st.code[j];
             if (in.op != Opcode::Dma || in.mem_dst.space != Space::Vmem || !(in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip))
                 continue;
