@@ -457,5 +457,33 @@ TEST(Reorder, TheLegalityCheckerCatchesBrokenOrders) {
     }
 }
 
+// The data-flow and wait checks of the rewriting transformations must catch a broken rewrite:
+// a load renamed without its fill, and a fill split into pieces whose wait was not scaled.
+TEST(DoubleBuffer, TheDataFlowAndWaitChecksCatchBrokenRewrites) {
+    auto ins = [](const std::string& text, std::uint64_t ts) {
+        Instruction in = trace::parse_instruction(text, "test", 1);
+        in.timestamp = ts;
+        in.set(kTimestamp);
+        return in;
+    };
+    const std::vector<Instruction> orig = {ins("dma src=hbm:0x0 dst=vmem:0x1000 bytes=4096 flag=1", 0),
+                                           ins("swait flag=1 val=1 cond=ge", 1), ins("vld d=v3 src=vmem:0x1000 bytes=256", 2)};
+    EXPECT_EQ(data_flow(orig, 0).at(2), std::vector<std::uint64_t>{0});
+    std::vector<Instruction> stray = orig;
+    stray[2].mem_src.addr = 0x9000;  // the load moved to a buffer the fill did not
+    EXPECT_NE(data_flow(orig, 0), data_flow(stray, 0));
+    std::vector<Instruction> split = {ins("dma src=hbm:0x0 dst=vmem:0x1000 bytes=2048 flag=1", 0),
+                                      ins("dma u=1 src=hbm:0x800 dst=vmem:0x1800 bytes=2048 flag=1", 0), orig[1], orig[2]};
+    EXPECT_EQ(data_flow(orig, 0), data_flow(split, 0));  // the pieces write what the DMA did
+    ::testing::TestPartResultArray failures;
+    {
+        ::testing::ScopedFakeTestPartResultReporter catcher(::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
+        expect_reads_after_their_wait(split, 0);  // val=1 waits for one piece only
+    }
+    EXPECT_EQ(failures.size(), 1) << "a read before all the pieces landed went unnoticed";
+    split[2].value = 2;  // scaled: both pieces
+    expect_reads_after_their_wait(split, 0);
+}
+
 }  // namespace
 }  // namespace xpu::test
