@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "analysis/report.h"
-#include "platform/json_writer.h"
+#include "traces/json_writer.h"
 
 namespace xpu::analysis {
 

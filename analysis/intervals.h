@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "models/instruction.h"
+#include "traces/instruction.h"
 
 namespace xpu::analysis {
 

@@ -1,6 +1,6 @@
 #include "analysis/render_util.h"
 
-#include "platform/json_writer.h"
+#include "traces/json_writer.h"
 
 #include <cerrno>
 #include <charconv>

@@ -1,5 +1,5 @@
 // Helpers shared by the renderers (report_html.cpp, timeline_json.cpp): HTML escaping (invalid
-// UTF-8 replaced; JSON strings are platform/json_writer.h's), locale-independent number
+// UTF-8 replaced; JSON strings are traces/json_writer.h's), locale-independent number
 // formatting, times and sizes with units, the colour of each stall cause, and a buffered file
 // writer that reports errors.
 #pragma once

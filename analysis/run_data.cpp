@@ -11,7 +11,7 @@
 
 
 #include "analysis/large_array.h"
-#include "analysis/txlog_format.h"
+#include "traces/txlog_format.h"
 #include "traces/crc32.h"
 #include "traces/trace_format.h"
 #include "traces/trace_reader.h"
@@ -40,14 +40,6 @@ double RunData::meta_number(const std::string& key, double fallback) const {
     } catch (...) {
         return fallback;
     }
-}
-
-std::string format_meta(const std::map<std::string, std::string>& kv, const std::vector<Unit>& units) {
-    std::ostringstream os;
-    for (const auto& [k, v] : kv) os << k << ' ' << v << '\n';
-    for (const auto& u : units)
-        os << "unit " << u.path << ' ' << u.kind << ' ' << u.chip << ' ' << u.peak_gbps << ' ' << u.capacity << '\n';
-    return os.str();
 }
 
 namespace {
@@ -176,25 +168,11 @@ struct FileCloser {
 };
 
 void parse_meta(RunData& run, const std::string& text, const std::string& path) {
-    std::istringstream is(text);
-    std::string line;
-    int n = 0;
-    while (std::getline(is, line)) {
-        ++n;
-        if (line.empty()) continue;
-        const auto sp = line.find(' ');
-        const std::string key = line.substr(0, sp), value = sp == std::string::npos ? "" : line.substr(sp + 1);
-        if (key == "unit") {
-            std::istringstream us(value);
-            Unit u;
-            if (!(us >> u.path >> u.kind >> u.chip >> u.peak_gbps >> u.capacity))
-                throw LogError(path + ": header line " + std::to_string(n) +
-                               ": expected 'unit PATH KIND CHIP PEAK_GBPS CAPACITY'");
-            run.units.push_back(u);
-        } else {
-            run.meta[key] = value;
-        }
-    }
+    txlog::Header h;
+    std::string error;
+    if (!txlog::parse_header(text, h, error)) throw LogError(path + ": " + error);
+    run.meta = std::move(h.meta);
+    run.units = std::move(h.units);
 }
 
 // The program of the run (OUT/txlog.trace.bin): its tables are read at once (the streams the

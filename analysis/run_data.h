@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "models/instruction.h"
+#include "traces/instruction.h"
+#include "traces/txlog_header.h"
 #include "traces/vmem_liveness.h"
 
 namespace xpu::analysis {
@@ -35,14 +36,8 @@ struct Stream {
     std::string label() const { return "chip" + std::to_string(chip) + ".core" + std::to_string(core); }
 };
 
-// A module of the platform, from the log's meta section.
-struct Unit {
-    std::string path;   // SystemC hierarchy name, e.g. xpu.chip0.core0.mxu0
-    std::string kind;   // ScalarCore, VectorUnit, MatrixUnit, DmaEngine, HbmController, Vmem, IciLink, SyncFlags...
-    int chip = -1;      // -1: not on a chip (links between chips)
-    double peak_gbps = 0;          // HbmController, IciLink, DmaEngine: the bandwidth ceiling
-    std::uint64_t capacity = 0;    // Vmem: bytes
-};
+// A module of the platform, from the log's header (traces/txlog_header.h).
+using Unit = txlog::Unit;
 
 struct UnitOp {
     std::uint32_t unit = 0;  // into RunData::units
@@ -122,8 +117,5 @@ struct RunData {
 // Reads OUT/txlog.bin and OUT/txlog.trace.bin. Throws LogError.
 RunData load_run(const std::string& out_dir);
 
-// The meta text the simulator writes in the log header for these units (one "unit" line per
-// module) and key/value pairs; load_run parses it back.
-std::string format_meta(const std::map<std::string, std::string>& kv, const std::vector<Unit>& units);
 
 }  // namespace xpu::analysis

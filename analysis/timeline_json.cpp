@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "analysis/render_util.h"
-#include "platform/json_writer.h"
+#include "traces/json_writer.h"
 
 namespace xpu::analysis {
 

@@ -11,7 +11,7 @@
 
 #include <vector>
 
-#include "models/instruction.h"
+#include "traces/instruction.h"
 
 namespace xpu {
 

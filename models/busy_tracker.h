@@ -7,7 +7,7 @@
 
 #include <map>
 
-#include "models/instruction.h"
+#include "traces/instruction.h"
 
 namespace xpu {
 

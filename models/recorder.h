@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "models/instruction.h"
+#include "traces/instruction.h"
 
 namespace xpu {
 

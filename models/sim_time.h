@@ -6,7 +6,7 @@
 
 #include <systemc>
 
-#include "models/instruction.h"
+#include "traces/instruction.h"
 
 namespace xpu {
 

@@ -11,7 +11,7 @@
 
 #include <tlm>
 
-#include "models/instruction.h"
+#include "traces/instruction.h"
 #include "models/recorder.h"
 
 namespace xpu {

@@ -12,7 +12,7 @@
 #include <systemc>
 #include <tlm>
 
-#include "models/instruction.h"
+#include "traces/instruction.h"
 #include "models/recorder.h"
 
 namespace xpu {

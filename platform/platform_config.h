@@ -11,7 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "models/ici.h"
-#include "models/instruction.h"
+#include "traces/instruction.h"
 #include "platform/module_types.h"
 
 namespace xpu::platform {

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "platform/json_writer.h"
+#include "traces/json_writer.h"
 
 namespace xpu::platform {
 

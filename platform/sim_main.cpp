@@ -21,7 +21,7 @@
 #include "platform/txlog_meta.h"
 #include "platform/vcd_writer.h"
 #include "analysis/outputs.h"
-#include "analysis/txlog_writer.h"
+#include "platform/txlog_writer.h"
 
 namespace po = boost::program_options;
 using namespace xpu::platform;

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "analysis/run_data.h"
+#include "traces/txlog_header.h"
 #include "models/dma_engine.h"
 #include "models/hbm_controller.h"
 #include "models/ici.h"
@@ -27,12 +27,12 @@ int chip_of(const std::string& path) {
 }  // namespace
 
 std::string txlog_meta(const platform::Platform& p, const std::string& trace_file, const std::string& platform_file) {
-    std::map<std::string, std::string> kv;
+    txlog::Header h;
+    auto& kv = h.meta;
     kv["trace"] = trace_file;
     kv["platform"] = platform_file;
-    std::vector<analysis::Unit> units;
-    for (XpuModule* m : p.modules()) {
-        analysis::Unit u;
+        for (XpuModule* m : p.modules()) {
+        txlog::Unit u;
         u.path = m->name();
         u.kind = m->kind();
         u.chip = chip_of(u.path);
@@ -53,9 +53,9 @@ std::string txlog_meta(const platform::Platform& p, const std::string& trace_fil
             kv["issue_slot_ps." + std::to_string(cfg.chip) + "." + std::to_string(cfg.core)] =
                 std::to_string(cfg.cycle / (cfg.issue_width ? cfg.issue_width : 1));
         }
-        units.push_back(u);
+        h.units.push_back(u);
     }
-    return analysis::format_meta(kv, units);
+    return txlog::format_header(h);
 }
 
 }  // namespace xpu

@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "analysis/txlog_writer.h"
+#include "platform/txlog_writer.h"
 #include "models/sim_time.h"
 #include "platform/txlog_meta.h"
 

@@ -25,7 +25,7 @@
 #include "analysis/render_util.h"
 #include "analysis/report_html.h"
 #include "analysis/timeline_json.h"
-#include "platform/json_writer.h"
+#include "traces/json_writer.h"
 #include "analysis_sample.h"
 
 namespace xpu::analysis {

@@ -20,7 +20,7 @@
 #include "analysis/merge_dma.h"
 #include "analysis/patch.h"
 #include "analysis/report.h"
-#include "analysis/txlog_writer.h"
+#include "platform/txlog_writer.h"
 #include "models/hbm_controller.h"
 #include "models/sim_time.h"
 #include "platform/txlog_meta.h"

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "models/instruction.h"
+#include "traces/instruction.h"
 #include "traces/crc32.h"
 #include "traces/trace_format.h"
 #include "traces/trace_reader.h"

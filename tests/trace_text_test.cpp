@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "models/instruction.h"
+#include "traces/instruction.h"
 #include "traces/trace_reader.h"
 #include "traces/trace_text.h"
 #include "traces/trace_validate.h"

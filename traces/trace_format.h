@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "models/instruction.h"
+#include "traces/instruction.h"
 
 namespace xpu::trace {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "models/instruction.h"
+#include "traces/instruction.h"
 #include "traces/trace_format.h"
 
 namespace xpu::trace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "models/instruction.h"
+#include "traces/instruction.h"
 #include "traces/trace_format.h"
 
 namespace xpu::trace {

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "models/instruction.h"
+#include "traces/instruction.h"
 #include "traces/trace_format.h"
 
 namespace xpu::trace {

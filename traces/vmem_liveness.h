@@ -32,7 +32,7 @@
 #include <map>
 #include <vector>
 
-#include "models/instruction.h"
+#include "traces/instruction.h"
 
 namespace xpu::trace {
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "analysis/run_data.h"
-#include "analysis/txlog_writer.h"
+#include "platform/txlog_writer.h"
 #include "models/bandwidth_calendar.h"
 #include "traces/gen/gemm.h"
 #include "traces/trace_reader.h"
@@ -78,9 +78,11 @@ std::string make_run(std::int64_t instructions, std::uint64_t* records) {
     const char* hbm = "xpu.chip0.hbm";
     const char* vmem = "xpu.chip0.core0.vmem";
     const char* dma = "xpu.chip0.dma0";
-    std::vector<analysis::Unit> units = {{mxu, "MatrixUnit", 0, 0, 0}, {hbm, "HbmController", 0, 1200, 0},
+    txlog::Header header;
+    header.meta = {{"issue_slot_ps.0.0", "476"}};
+    header.units = {{mxu, "MatrixUnit", 0, 0, 0}, {hbm, "HbmController", 0, 1200, 0},
                                          {vmem, "Vmem", 0, 0, 32u << 20}, {dma, "DmaEngine", 0, 300, 0}};
-    txlog::Writer w(dir + "/txlog.bin", analysis::format_meta({{"issue_slot_ps.0.0", "476"}}, units));
+    txlog::Writer w(dir + "/txlog.bin", txlog::format_header(header));
     Tick t = 0;
     for (std::uint64_t i = 0; i < n; ++i, t += 800) {
         InstrEvent in;

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "models/instruction.h"
+#include "traces/instruction.h"
 #include "traces/trace_writer.h"
 
 namespace xpu::gen {

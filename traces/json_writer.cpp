@@ -1,4 +1,4 @@
-#include "platform/json_writer.h"
+#include "traces/json_writer.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,10 +1,10 @@
-#include "analysis/txlog_writer.h"
+#include "platform/txlog_writer.h"
 
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
-#include "analysis/txlog_format.h"
+#include "traces/txlog_format.h"
 #include "traces/crc32.h"
 #include "traces/trace_format.h"
 

@@ -1,4 +1,4 @@
-#include "models/instruction.h"
+#include "traces/instruction.h"
 
 #include <array>
 
