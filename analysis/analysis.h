@@ -39,7 +39,8 @@ struct Segment {
 // One unit's time, split by cause; the causes add up to the run's end time exactly.
 struct UnitAccount {
     std::uint32_t unit = kNone;  // into RunData::units
-    std::string name, kind;
+    std::string name, kind;  // kind: the type name, for display
+    Role role = Role::Other;
     int chip = -1;
     CauseTimes time{};
     std::vector<Segment> timeline;  // the partition itself, merged runs of one cause

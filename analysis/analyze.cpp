@@ -97,13 +97,13 @@ struct Tiling {
     }
 };
 
-// The module of kind `kind` beside a stream's core (its ScalarCore, its Vmem), found by the
+// The module of role `role` beside a stream's core (the core itself, its Vmem), found by the
 // hierarchy name (xpu.chipC.coreK...); nullptr if the header lists none.
-const Unit* unit_of_core(const RunData& run, const Stream& st, const char* kind) {
+const Unit* unit_of_core(const RunData& run, const Stream& st, Role role) {
     const std::string core = ".core" + std::to_string(st.core) + ".";
     const Unit* found = nullptr;
     for (const auto& u : run.units)
-        if (u.kind == kind && u.chip == st.chip && u.path.find(core) != std::string::npos) found = &u;
+        if (u.role == role && u.chip == st.chip && u.path.find(core) != std::string::npos) found = &u;
     return found;
 }
 
@@ -399,6 +399,7 @@ UnitAccount account(const Context& cx, std::uint32_t unit, const std::vector<OpR
     u.unit = unit;
     u.name = run.units[unit].path;
     u.kind = run.units[unit].kind;
+    u.role = run.units[unit].role;
     u.chip = run.units[unit].chip;
     work.clear();
     for (const OpRef r : ops) work.add(work_at(run, r));
@@ -432,13 +433,12 @@ UnitAccount account(const Context& cx, std::uint32_t unit, const std::vector<OpR
     return u;
 }
 
-bool accounted_kind(const std::string& kind) { return kind == "VectorUnit" || kind == "MatrixUnit" || kind == "DmaEngine"; }
 
 // Busy intervals of the matrix units, per chip (merged), for DMA/compute overlap.
 std::map<int, std::vector<Interval>> mxu_busy(const Analysis& a) {
     std::map<int, std::vector<Interval>> by_chip;
     for (const auto& u : a.units) {
-        if (u.kind != "MatrixUnit") continue;
+        if (u.role != Role::Matrix) continue;
         for (const auto& s : u.timeline)
             if (s.cause == Cause::Busy) by_chip[u.chip].push_back({s.begin, s.end});
     }
@@ -506,7 +506,7 @@ void bandwidth_series(const RunData& run, Buckets bk, std::vector<Series>& out) 
     // Per unit (in unit order, as the series are listed); empty: no traffic.
     std::vector<std::vector<double>> bytes(run.units.size());
     std::vector<char> is_link(run.units.size());
-    for (std::size_t u = 0; u < run.units.size(); ++u) is_link[u] = run.units[u].kind == "IciLink";
+    for (std::size_t u = 0; u < run.units.size(); ++u) is_link[u] = run.units[u].role == Role::Link;
     for (const MemTxn& m : run.mems) {
         if (!is_link[m.target]) continue;
         auto& v = bytes[m.target];
@@ -576,7 +576,7 @@ void vmem_series(const Context& cx, Buckets bk, std::vector<Series>& out) {
         v.unit = "bytes";
         v.bucket = bucket;
         v.values.assign(n, 0.0);
-        if (const Unit* vm = unit_of_core(run, st, "Vmem")) v.ceiling = static_cast<double>(vm->capacity);
+        if (const Unit* vm = unit_of_core(run, st, Role::Vmem)) v.ceiling = static_cast<double>(vm->capacity);
         std::int64_t cur = 0;
         for (const auto& [t, d] : steps) {
             cur += d;
@@ -622,7 +622,7 @@ void utilisation_series(const Analysis& a, Buckets bk, std::vector<Series>& out)
 
 // The name of a stream's core account: its ScalarCore's path if the header lists one.
 std::string core_name(const RunData& run, std::uint32_t s) {
-    const Unit* core = unit_of_core(run, run.streams[s], "ScalarCore");
+    const Unit* core = unit_of_core(run, run.streams[s], Role::Core);
     return core ? core->path : run.streams[s].label();
 }
 
@@ -636,7 +636,7 @@ public:
         ops_.resize(run.units.size());
         done_.resize(run.units.size());
         std::vector<char> accounted(run.units.size());
-        for (std::size_t u = 0; u < run.units.size(); ++u) accounted[u] = accounted_kind(run.units[u].kind);
+        for (std::size_t u = 0; u < run.units.size(); ++u) accounted[u] = is_execution_unit(run.units[u].role);
         for (std::size_t i = 0; i < run.unit_ops.size(); ++i) {  // in log order
             const std::uint32_t u = run.unit_ops[i].unit;
             if (u < run.units.size() && accounted[u]) append_large(ops_[u], static_cast<OpRef>(i));
@@ -662,7 +662,7 @@ public:
     // The accounts, in unit order, appended to `out` (after every account_some returned).
     void take(std::vector<UnitAccount>& out) {
         for (std::uint32_t u = 0; u < run_.units.size(); ++u)
-            if (accounted_kind(run_.units[u].kind)) out.push_back(std::move(done_[u]));
+            if (is_execution_unit(run_.units[u].role)) out.push_back(std::move(done_[u]));
     }
 
 private:
@@ -681,6 +681,7 @@ void unit_pass(Context& cx, Analysis& a, UnitAccounts& units) {
         UnitAccount u;
         u.name = core_name(run, s);
         u.kind = "ScalarCore";
+        u.role = Role::Core;
         u.chip = run.streams[s].chip;
         u.timeline = std::move(cx.core_segments[s]);
         u.time = cx.core_time[s];

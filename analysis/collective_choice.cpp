@@ -32,11 +32,11 @@ Suggestion collective_algorithm(const RunData& run) {
     std::map<std::string, std::uint64_t> bytes_by_op;
     Tick first = ~Tick(0), last = 0;
     for (const Unit& u : run.units)
-        if (u.kind == "IciLink") bytes_by_dir[direction_of(u.path)] += 0;
+        if (u.role == Role::Link) bytes_by_dir[direction_of(u.path)] += 0;
     if (bytes_by_dir.size() < 2) return s;
     for (const MemTxn& m : run.mems) {
         const Unit& u = run.units[m.target];
-        if (u.kind != "IciLink") continue;
+        if (u.role != Role::Link) continue;
         bytes_by_dir[direction_of(u.path)] += m.bytes;
         busy[m.target].push_back({m.arrival, m.done});
         first = std::min(first, m.arrival);

@@ -22,12 +22,12 @@ void for_each_vmem_field(Instruction& in, std::uint16_t chip, F f) {
 
 BufferRenamer::BufferRenamer(const RunData& run, const Planner& plan) : run_(run), plan_(plan) {
     for (const Unit& u : run.units) {
-        if (u.kind != "Vmem" || u.chip < 0) continue;
+        if (u.role != Role::Vmem || u.chip < 0) continue;
         ChipRoom& c = chips_[static_cast<std::uint16_t>(u.chip)];
         c.capacity = ++c.vmems == 1 ? u.capacity : 0;  // several VMEMs (cores): no renaming
     }
     for (const Unit& u : run.units)
-        if (u.kind == "SyncFlags" && u.chip >= 0) chips_[static_cast<std::uint16_t>(u.chip)].flags = u.capacity;
+        if (u.role == Role::Flags && u.chip >= 0) chips_[static_cast<std::uint16_t>(u.chip)].flags = u.capacity;
     for (const Stream& st : run.streams) ++chips_[st.chip].streams;
 }
 

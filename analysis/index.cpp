@@ -18,7 +18,7 @@ RunIndex::RunIndex(const RunData& run) : run_(run) {
     for (std::size_t i = 0; i < run.unit_ops.size(); ++i) op_of_[run.unit_ops[i].stream][run.unit_ops[i].index] = static_cast<std::uint32_t>(i);
     for (std::size_t i = 0; i < run.dmas.size(); ++i) dma_of_[run.dmas[i].stream][run.dmas[i].index] = static_cast<std::uint32_t>(i);
     for (std::size_t u = 0; u < run.units.size(); ++u)
-        if (run.units[u].kind == "SyncFlags" && !flags_of_chip_.count(run.units[u].chip))
+        if (run.units[u].role == Role::Flags && !flags_of_chip_.count(run.units[u].chip))
             flags_of_chip_[run.units[u].chip] = static_cast<std::uint32_t>(u);
     for (std::size_t i = 0; i < run.flags.size(); ++i)
         changes_[(std::uint64_t(run.flags[i].owner) << 16) | run.flags[i].flag].push_back(static_cast<std::uint32_t>(i));

@@ -285,7 +285,7 @@ private:
 
 // Is a transaction on this unit one the analysis uses? HBM controllers (HBM traffic) and
 // inter-chip links (link time); transactions on VMEM are checked and counted, not kept.
-bool keeps_transactions(const Unit& u) { return u.kind == "HbmController" || u.kind == "IciLink"; }
+bool keeps_transactions(const Unit& u) { return u.role == Role::Hbm || u.role == Role::Link; }
 
 // Turns records into RunData. One decoder for both cursors: FastCursor on the normal path,
 // Cursor to name the error in a record FastCursor refused.
@@ -358,7 +358,7 @@ private:
         const std::string name = c.bytes(static_cast<std::size_t>(len));
         std::uint32_t u = run_.unit_named(name);
         if (u == kNone) {
-            run_.units.push_back({name, "?", -1, 0, 0});
+            run_.units.push_back({name, "?", Role::Other, -1, 0, 0});
             u = static_cast<std::uint32_t>(run_.units.size() - 1);
         }
         unit_of_name_.push_back(u);

@@ -27,7 +27,7 @@ Suggestion split_suggestion(const Context& cx, const Planner& plan, const std::f
     };
     std::map<std::uint16_t, Chip> chips;
     for (const Unit& u : run.units)
-        if (u.kind == "HbmController" && u.chip >= 0) chips[static_cast<std::uint16_t>(u.chip)].hbm_gbps += u.peak_gbps;
+        if (u.role == Role::Hbm && u.chip >= 0) chips[static_cast<std::uint16_t>(u.chip)].hbm_gbps += u.peak_gbps;
     for (const Stream& st : run.streams) ++chips[st.chip].streams;
     for (const Dma& d : run.dmas) {
         const Stream& st = run.streams[d.stream];

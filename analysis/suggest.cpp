@@ -38,7 +38,7 @@ public:
         const std::size_t n = static_cast<std::size_t>(run.end / bucket_ + 2);
         for (const MemTxn& m : run.mems) {
             const Unit& u = run.units[m.target];
-            if (u.kind != "HbmController") continue;
+            if (u.role != Role::Hbm) continue;
             Chip& c = chips_[u.chip];
             if (c.bytes.empty()) c.bytes.assign(n + 1, 0.0);
             const Tick b = m.arrival, e = std::max(m.done, m.arrival + 1);
@@ -49,7 +49,7 @@ public:
             }
         }
         for (const Unit& u : run.units)
-            if (u.kind == "HbmController") chips_[u.chip].peak_per_ps += u.peak_gbps / 1000.0;
+            if (u.role == Role::Hbm) chips_[u.chip].peak_per_ps += u.peak_gbps / 1000.0;
         for (auto& [chip, c] : chips_)
             for (std::size_t k = 1; k < c.bytes.size(); ++k) c.bytes[k] += c.bytes[k - 1];
     }
@@ -89,7 +89,7 @@ class EngineLoad {
 public:
     explicit EngineLoad(const Analysis& a) {
         for (const UnitAccount& u : a.units) {
-            if (u.kind != "DmaEngine") continue;
+            if (u.role != Role::Dma) continue;
             auto& v = busy_[u.unit];
             for (const Segment& g : u.timeline)
                 if (g.cause == Cause::Busy) v.push_back({g.begin, g.end});
@@ -111,7 +111,7 @@ class UnitIdle {
 public:
     explicit UnitIdle(const Analysis& a) {
         for (const UnitAccount& u : a.units)
-            if (u.kind != "ScalarCore") timeline_[u.unit] = &u.timeline;
+            if (u.role != Role::Core) timeline_[u.unit] = &u.timeline;
     }
     Tick idle(std::uint32_t unit, Tick a, Tick b) const {
         if (b <= a) return 0;
@@ -134,7 +134,7 @@ class LinkLoad {
 public:
     explicit LinkLoad(const RunData& run) : run_(run) {
         for (const MemTxn& m : run.mems) {
-            if (run.units[m.target].kind != "IciLink") continue;
+            if (run.units[m.target].role != Role::Link) continue;
             auto& v = busy_[m.target];
             v.push_back({m.arrival, m.done});
             if (m.stream != kNone) {
@@ -282,7 +282,7 @@ void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
     // remote one) plus the fixed latency the run's fastest DMA showed beyond that.
     double link_gbps = 0;
     for (const Unit& u : run.units)
-        if (u.kind == "IciLink" && u.peak_gbps > 0) link_gbps = link_gbps > 0 ? std::min(link_gbps, u.peak_gbps) : u.peak_gbps;
+        if (u.role == Role::Link && u.peak_gbps > 0) link_gbps = link_gbps > 0 ? std::min(link_gbps, u.peak_gbps) : u.peak_gbps;
     auto wire = [&](const Dma& d, bool remote) {
         double gbps = run.units[d.engine].peak_gbps;
         if (remote && link_gbps > 0) gbps = gbps > 0 ? std::min(gbps, link_gbps) : link_gbps;

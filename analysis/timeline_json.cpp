@@ -324,9 +324,9 @@ void write_timeline_json(const std::string& path, const RunData& run, const Anal
     std::set<int> chips;
     for (const auto& s : run.streams) chips.insert(s.chip);
     for (const auto& u : run.units)
-        if (u.chip >= 0 && u.kind != "IciLink") chips.insert(u.chip);
+        if (u.chip >= 0 && u.role != Role::Link) chips.insert(u.chip);
     for (const auto& u : a.units)
-        if (u.chip >= 0 && (u.unit >= run.units.size() || run.units[u.unit].kind != "IciLink")) chips.insert(u.chip);
+        if (u.chip >= 0 && (u.unit >= run.units.size() || run.units[u.unit].role != Role::Link)) chips.insert(u.chip);
     for (const auto& s : a.series) {
         const int c = number_after(s.name, "chip");
         if (c >= 0) chips.insert(c);
@@ -335,7 +335,7 @@ void write_timeline_json(const std::string& path, const RunData& run, const Anal
     const std::uint32_t shared_pid = static_cast<std::uint32_t>(max_chip + 2);
     auto pid_of_chip = [&](int chip) { return chip < 0 ? shared_pid : static_cast<std::uint32_t>(chip + 1); };
     std::uint32_t next_tid = shared_pid + 1000;
-    auto is_link = [&](std::uint32_t u) { return u < run.units.size() && run.units[u].kind == "IciLink"; };
+    auto is_link = [&](std::uint32_t u) { return u < run.units.size() && run.units[u].role == Role::Link; };
     auto pid_of_unit = [&](std::uint32_t u) { return is_link(u) ? shared_pid : pid_of_chip(run.units[u].chip); };
 
     // Index the records by unit, in order of time.
@@ -357,8 +357,8 @@ void write_timeline_json(const std::string& path, const RunData& run, const Anal
     std::vector<const UnitAccount*> core_account(run.streams.size(), nullptr);
     std::vector<const UnitAccount*> loose_cores;  // core accounts with no stream
     for (const auto& u : a.units) {
-        const std::string kind = !u.kind.empty() ? u.kind : u.unit < run.units.size() ? run.units[u.unit].kind : std::string();
-        if (kind != "ScalarCore") continue;
+        const Role role = u.unit < run.units.size() ? run.units[u.unit].role : u.role;
+        if (role != Role::Core) continue;
         const int core = number_after(u.name, "core");
         const std::uint32_t s = core >= 0 && u.chip >= 0
                                     ? run.stream_of(static_cast<std::uint16_t>(u.chip), static_cast<std::uint16_t>(core))
@@ -505,7 +505,7 @@ void write_timeline_json(const std::string& path, const RunData& run, const Anal
     auto unit_tracks = [&](std::uint32_t u) {
         const std::uint32_t pid = pid_of_unit(u);
         const Unit& unit = run.units[u];
-        if (unit.kind == "DmaEngine" || !dmas_of[u].empty()) {
+        if (unit.role == Role::Dma || !dmas_of[u].empty()) {
             Track t(w, pid, unit.path, next_tid, max_lanes);
             emit(w, t, Dmas{run, dmas_of[u]}, dmas_of[u].size(), cap, "dma", notes);
         }
@@ -513,7 +513,7 @@ void write_timeline_json(const std::string& path, const RunData& run, const Anal
             Track t(w, pid, unit.path, next_tid, max_lanes);
             emit(w, t, Links{run, links_of[u]}, links_of[u].size(), cap, "link", notes);
         }
-        if (!ops_of[u].empty() && unit.kind != "DmaEngine") {
+        if (!ops_of[u].empty() && unit.role != Role::Dma) {
             Track t(w, pid, unit.path + (dmas_of[u].empty() && links_of[u].empty() ? "" : " ops"), next_tid, max_lanes);
             emit(w, t, Ops{run, ops_of[u]}, ops_of[u].size(), cap, "unit", notes);
         }
@@ -547,10 +547,10 @@ void write_timeline_json(const std::string& path, const RunData& run, const Anal
         for (const UnitAccount* acc : loose_cores)
             if (acc->chip == chip) stall_track(pid, acc->name + " stalls", *acc);
         for (std::uint32_t u = 0; u < run.units.size(); ++u)
-            if (run.units[u].chip == chip && !is_link(u) && run.units[u].kind != "ScalarCore") unit_tracks(u);
+            if (run.units[u].chip == chip && !is_link(u) && run.units[u].role != Role::Core) unit_tracks(u);
         // a ScalarCore's own records, if it has any, after its chip's other units
         for (std::uint32_t u = 0; u < run.units.size(); ++u)
-            if (run.units[u].chip == chip && !is_link(u) && run.units[u].kind == "ScalarCore") unit_tracks(u);
+            if (run.units[u].chip == chip && !is_link(u) && run.units[u].role == Role::Core) unit_tracks(u);
     }
 
     // --- links and units on no chip ---

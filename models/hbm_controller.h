@@ -36,6 +36,7 @@ public:
 
     HbmController(const sc_core::sc_module_name& n, const HbmConfig& cfg);
     const char* kind() const override { return "HbmController"; }
+    Role role() const override { return Role::Hbm; }
     std::optional<Tick> busy_time() const override;
     std::vector<Stat> stats() const override;
     std::uint64_t bytes_read() const { return bytes_read_; }

@@ -43,6 +43,7 @@ public:
 
     IciPort(const sc_core::sc_module_name& n, const IciPortConfig& cfg);
     const char* kind() const override { return "IciPort"; }
+    Role role() const override { return Role::IciPort; }
     std::vector<Stat> stats() const override;
     // The socket index of the link toward `dest` taken by a transaction from this chip
     // (dimension-order routing); -1 if dest is this chip.
@@ -71,6 +72,7 @@ public:
     IciLink(const sc_core::sc_module_name& n, const IciLinkConfig& cfg);
     const IciLinkConfig& config() const { return cfg_; }
     const char* kind() const override { return "IciLink"; }
+    Role role() const override { return Role::Link; }
     std::optional<Tick> busy_time() const override { return cal_.busy(); }
     std::vector<Stat> stats() const override;
     std::uint64_t bytes() const { return bytes_; }

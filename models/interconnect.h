@@ -37,6 +37,7 @@ public:
 
     Interconnect(const sc_core::sc_module_name& n, const InterconnectConfig& cfg);
     const char* kind() const override { return "Interconnect"; }
+    Role role() const override { return Role::Router; }
     std::vector<Stat> stats() const override;
 
 private:

@@ -76,6 +76,7 @@ public:
 
     ScalarCore(const sc_core::sc_module_name& n, const ScalarCoreConfig& cfg);
     const char* kind() const override { return "ScalarCore"; }
+    Role role() const override { return Role::Core; }
     std::optional<Tick> busy_time() const override { return busy_.total(); }
     std::vector<Stat> stats() const override;
 

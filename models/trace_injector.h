@@ -26,6 +26,7 @@ public:
 
     TraceInjector(const sc_core::sc_module_name& n, const TraceInjectorConfig& cfg);
     const char* kind() const override { return "TraceInjector"; }
+    Role role() const override { return Role::Injector; }
     std::vector<Stat> stats() const override;
     std::uint64_t delivered() const { return delivered_; }
     std::uint64_t expected() const;

@@ -35,6 +35,7 @@ public:
 
     VectorUnit(const sc_core::sc_module_name& n, const VectorUnitConfig& cfg);
     const char* kind() const override { return "VectorUnit"; }
+    Role role() const override { return Role::Vector; }
     std::optional<Tick> busy_time() const override { return busy_.total(); }
     std::vector<Stat> stats() const override;
 

@@ -32,6 +32,7 @@ public:
 
     Vmem(const sc_core::sc_module_name& n, const VmemConfig& cfg);
     const char* kind() const override { return "Vmem"; }
+    Role role() const override { return Role::Vmem; }
     std::optional<Tick> busy_time() const override;
     std::vector<Stat> stats() const override;
     std::uint64_t bytes_read() const { return bytes_read_; }

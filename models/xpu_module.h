@@ -14,6 +14,7 @@
 
 #include "traces/instruction.h"
 #include "models/recorder.h"
+#include "traces/module_role.h"
 
 namespace xpu {
 
@@ -41,7 +42,8 @@ struct Stat {
 class XpuModule : public sc_core::sc_module {
 public:
     explicit XpuModule(const sc_core::sc_module_name& n) : sc_core::sc_module(n) {}
-    virtual const char* kind() const = 0;
+    virtual const char* kind() const = 0;  // the type's name, for display
+    virtual Role role() const = 0;         // what it is on the chip: what others ask of it
     std::vector<SocketPort>& ports() { return ports_; }
     SocketPort* port(const std::string& name);
     // Busy time of a compute/transfer unit (for utilisation); nullopt for modules with none.

@@ -35,6 +35,7 @@ std::string txlog_meta(const platform::Platform& p, const std::string& trace_fil
         txlog::Unit u;
         u.path = m->name();
         u.kind = m->kind();
+        u.role = m->role();
         u.chip = chip_of(u.path);
         if (auto* h = dynamic_cast<HbmController*>(m)) {
             u.peak_gbps = h->peak_gbps();

@@ -11,7 +11,7 @@
 # waveforms; each case's top suggestion applied with xpu_analyze --apply 1 (the patched trace is
 # part of the manifest), and xpu_analyze run again on the finished output folder.
 # The transaction log (txlog.*) is not part of the manifest: its format is an internal one that a
-# restructuring may change; everything a user reads from a run is.
+# restructuring may change (its size too); everything else a user reads from a run is.
 set -euo pipefail
 if [[ $# -ne 2 ]]; then
     echo "usage: $(basename "$0") BUILD_DIR OUT_DIR" >&2
@@ -93,10 +93,13 @@ for c in "$cfg"/*.yaml; do
 done
 
 # The manifest: every output but the transaction log. A .gtkw save file names its VCD by absolute
-# path (so that GTKWave finds it from anywhere): hashed with OUT_DIR written as "OUT".
+# path (so that GTKWave finds it from anywhere): hashed with OUT_DIR written as "OUT". analysis.json
+# gives the log's size ("log_bytes"), a figure of the log's format: hashed with it as 0.
 find cases traces -type f ! -name 'txlog.*' -print0 | sort -z | while IFS= read -r -d '' f; do
     if [[ $f == *.gtkw ]]; then
         printf '%s  %s\n' "$(sed "s#$out#OUT#g" "$f" | sha256sum | cut -d' ' -f1)" "$f"
+    elif [[ $f == */analysis.json ]]; then
+        printf '%s  %s\n' "$(sed -E 's#"log_bytes": [0-9]+#"log_bytes": 0#' "$f" | sha256sum | cut -d' ' -f1)" "$f"
     else
         sha256sum "$f"
     fi

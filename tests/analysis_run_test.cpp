@@ -117,7 +117,7 @@ TEST(AnalysisLog, HoldsEveryEventAndTheBytesAddUp) {
     std::size_t kept = 0;
     for (const auto& m : r.run->rec.mems) {
         const std::uint32_t u = r.data.unit_named(m.target);
-        if (u != analysis::kNone && (r.data.units[u].kind == "HbmController" || r.data.units[u].kind == "IciLink")) ++kept;
+        if (u != analysis::kNone && (r.data.units[u].role == Role::Hbm || r.data.units[u].role == Role::Link)) ++kept;
     }
     EXPECT_GT(kept, 0u);
     EXPECT_EQ(r.data.mems.size(), kept);

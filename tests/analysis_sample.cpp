@@ -60,6 +60,7 @@ UnitAccount account(const RunData& run, std::uint32_t unit, std::vector<Segment>
     u.unit = unit;
     u.name = run.units[unit].path;
     u.kind = run.units[unit].kind;
+    u.role = run.units[unit].role;
     u.chip = run.units[unit].chip;
     u.timeline = std::move(segs);
     for (const auto& s : u.timeline) u.time[static_cast<std::size_t>(s.cause)] += s.end - s.begin;
@@ -79,16 +80,16 @@ RunData run() {
     r.dir = "out/sample<&>";
     r.meta = {{"platform", "configs/xpu.yaml"}, {"trace", "traces/sample<b>.bin"}, {"clock_ghz", "0.94"}};
     r.units = {
-        {"xpu.chip0.core0.scalar", "ScalarCore", 0, 0, 0},          // 0
-        {"xpu.chip0.core1.scalar", "ScalarCore", 0, 0, 0},          // 1
-        {"xpu.chip0.core0.vpu", "VectorUnit", 0, 0, 0},             // 2
-        {"xpu.chip0.core0.mxu0", "MatrixUnit", 0, 0, 0},            // 3
-        {"xpu.chip0.dma0", "DmaEngine", 0, 600, 0},                 // 4
-        {"xpu.chip0.hbm", "HbmController", 0, 1200, 0},             // 5
-        {"xpu.chip0.vmem", "Vmem", 0, 0, 16u << 20},                // 6
-        {"xpu.chip1.core0.scalar", "ScalarCore", 1, 0, 0},          // 7
-        {"xpu.links.chip0_xp", "IciLink", -1, 50, 0},               // 8
-        {"xpu.chip1.dma0", "DmaEngine", 1, 600, 0},                 // 9
+        {"xpu.chip0.core0.scalar", "ScalarCore", Role::Core, 0, 0, 0},          // 0
+        {"xpu.chip0.core1.scalar", "ScalarCore", Role::Core, 0, 0, 0},          // 1
+        {"xpu.chip0.core0.vpu", "VectorUnit", Role::Vector, 0, 0, 0},             // 2
+        {"xpu.chip0.core0.mxu0", "MatrixUnit", Role::Matrix, 0, 0, 0},            // 3
+        {"xpu.chip0.dma0", "DmaEngine", Role::Dma, 0, 600, 0},                 // 4
+        {"xpu.chip0.hbm", "HbmController", Role::Hbm, 0, 1200, 0},             // 5
+        {"xpu.chip0.vmem", "Vmem", Role::Vmem, 0, 0, 16u << 20},                // 6
+        {"xpu.chip1.core0.scalar", "ScalarCore", Role::Core, 1, 0, 0},          // 7
+        {"xpu.links.chip0_xp", "IciLink", Role::Link, -1, 50, 0},               // 8
+        {"xpu.chip1.dma0", "DmaEngine", Role::Dma, 1, 600, 0},                 // 9
     };
     r.strings = {"layer0/gemm/load_b", "layer0/gemm/matmul", kEvil, "layer1/allreduce/send", std::string("bad utf8 \xff\xfe end")};
 
@@ -262,7 +263,7 @@ Analysis analysis(const RunData& r) {
 RunData long_run(std::size_t n, std::size_t run_length) {
     RunData r;
     r.dir = "out/long";
-    r.units = {{"xpu.chip0.core0.scalar", "ScalarCore", 0, 0, 0}, {"xpu.chip0.core0.vpu", "VectorUnit", 0, 0, 0}};
+    r.units = {{"xpu.chip0.core0.scalar", "ScalarCore", Role::Core, 0, 0, 0}, {"xpu.chip0.core0.vpu", "VectorUnit", Role::Vector, 0, 0, 0}};
     r.strings = {"layer0/a", "layer0/b"};
     Stream s;
     s.chip = 0;
@@ -288,6 +289,7 @@ Analysis long_analysis(const RunData& r) {
     u.unit = 0;
     u.name = r.units[0].path;
     u.kind = "ScalarCore";
+    u.role = Role::Core;
     u.chip = 0;
     const Stream& s = r.streams[0];
     for (std::size_t i = 0; i < s.life.size(); ++i) {

@@ -17,7 +17,7 @@
 namespace xpu::txlog {
 
 inline constexpr char kMagic[8] = {'X', 'P', 'U', 'T', 'X', 'L', 'O', 'G'};
-inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kVersion = 2;  // 2: unit lines carry the role
 inline constexpr std::size_t kBlockHeaderBytes = 12;
 inline constexpr std::size_t kBlockTarget = 1u << 20;       // flush threshold
 inline constexpr std::size_t kMaxBlockPayload = 64u << 20;  // a reader refuses larger blocks

@@ -8,7 +8,7 @@ std::string format_header(const Header& h) {
     std::ostringstream os;
     for (const auto& [k, v] : h.meta) os << k << ' ' << v << '\n';
     for (const auto& u : h.units)
-        os << "unit " << u.path << ' ' << u.kind << ' ' << u.chip << ' ' << u.peak_gbps << ' ' << u.capacity << '\n';
+        os << "unit " << u.path << ' ' << u.kind << ' ' << role_name(u.role) << ' ' << u.chip << ' ' << u.peak_gbps << ' ' << u.capacity << '\n';
     return os.str();
 }
 
@@ -24,8 +24,9 @@ bool parse_header(const std::string& text, Header& out, std::string& error) {
         if (key == "unit") {
             std::istringstream us(value);
             Unit u;
-            if (!(us >> u.path >> u.kind >> u.chip >> u.peak_gbps >> u.capacity)) {
-                error = "header line " + std::to_string(n) + ": expected 'unit PATH KIND CHIP PEAK_GBPS CAPACITY'";
+            std::string role;
+            if (!(us >> u.path >> u.kind >> role >> u.chip >> u.peak_gbps >> u.capacity) || !parse_role(role, u.role)) {
+                error = "header line " + std::to_string(n) + ": expected 'unit PATH KIND ROLE CHIP PEAK_GBPS CAPACITY'";
                 return false;
             }
             out.units.push_back(u);

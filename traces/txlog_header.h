@@ -3,16 +3,20 @@
 // analysis reads it back (analysis/run_data.cpp): one definition here serves both.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
+
+#include "traces/module_role.h"
 
 namespace xpu::txlog {
 
 // A module of the platform as the log header records it.
 struct Unit {
     std::string path;   // SystemC hierarchy name, e.g. xpu.chip0.core0.mxu0
-    std::string kind;   // ScalarCore, VectorUnit, MatrixUnit, DmaEngine, HbmController, Vmem, IciLink, SyncFlags...
+    std::string kind;   // its type, for display: ScalarCore, VectorUnit, MatrixUnit, DmaEngine, HbmController...
+    Role role = Role::Other;  // what it is on the chip: what the analysis asks (never the type name)
     int chip = -1;      // -1: not on a chip (links between chips)
     double peak_gbps = 0;          // HbmController, IciLink, DmaEngine: the bandwidth ceiling
     std::uint64_t capacity = 0;    // Vmem: bytes
