@@ -114,15 +114,45 @@ struct Edit {
     std::vector<Instruction> then;  // emitted right after it (split_dma's further pieces)
 };
 
+// What replaying a suggestion's patched trace showed (analysis/verify.h).
+enum class Verdict : std::uint8_t {
+    NotVerified,  // not replayed: beyond the candidates or the time budget, or not a patch of this trace
+    Verified,     // replayed: faster by more than the floor (kVerifyFloor*)
+    NoGain,       // replayed: faster by at most the floor, or slower
+};
+const char* verdict_key(Verdict v);  // "not_verified", "verified", "no_gain"
+
+// A lower bound of the run's time set by one resource (analysis/bounds.h).
+struct Bound {
+    std::string name;   // "HBM", "link", "compute"
+    std::string where;  // the resource that sets it: "chip0 HBM", "xpu.links.chip0_xp", "xpu.chip0.core0.mxu3"
+    Tick time = 0;      // the least time that resource needs for the run's work
+};
+
+struct RunBounds {
+    std::vector<Bound> bounds;  // one per kind of resource that has work: its busiest instance
+    Tick lower = 0;             // the largest of them
+    std::size_t limiting = 0;   // index of the largest in bounds (when not empty)
+    Tick headroom = 0;          // end - lower (0 when the run ends at its bound)
+};
+
 struct Suggestion {
     std::string kind;    // hoist_dma, double_buffer, pipeline_collective, drop_wait, reorder, merge_dma, split_dma,
                          // collective_algorithm
     std::string cause;   // the finding, e.g. "sync-flag waits at gemm/wait_data on DMAs issued right before them"
     std::string action;  // what to change
     std::string where;   // annotation (op) it applies to
-    Tick estimated_saving = 0;
+    Tick estimated_saving = 0;  // never above the run's headroom over its lower bound
     std::vector<Move> moves;
     std::vector<Edit> edits;  // applied with the moves (an edited instruction may also move)
+    std::uint32_t candidate = 0;  // its rank by estimate (1 = the largest), before any replay
+    // Replay (analysis/verify.h): the original run's time minus the patched trace's, both
+    // simulated on the run's effective platform; negative when the patch made the run slower.
+    bool measured = false;
+    std::int64_t measured_saving = 0;  // ps, when measured
+    Verdict verdict = Verdict::NotVerified;
+    std::string verdict_note;    // why it was not verified, or what the replay showed
+    std::uint32_t patch_crc = 0;  // CRC-32 of the patched trace that was replayed (--apply checks it)
 };
 
 struct Analysis {
@@ -137,7 +167,10 @@ struct Analysis {
     CauseTimes critical_by_cause{};
     std::vector<DmaView> dmas;        // the most stalling first
     std::vector<Series> series;       // HBM bandwidth, link traffic, VMEM occupancy, utilisation
-    std::vector<Suggestion> suggestions;  // ranked, largest estimated saving first
+    std::vector<Suggestion> suggestions;  // ranked: verified by measured saving, then not verified by estimate, then no gain
+    RunBounds bounds;                      // the run's lower bounds and its headroom (analysis/bounds.h)
+    bool verified = false;                 // the suggestions were replayed (verify_suggestions ran)
+    std::string verify_note;               // how the replay went (baseline, budget), for the reports
 };
 
 struct AnalyzeOptions {

@@ -113,6 +113,22 @@ void write_analysis_json(std::ostream& os, const RunData& run, const Analysis& a
         j.end_object();
     }
     j.end_array();
+    // The run's lower bounds: no suggestion can save more than the headroom.
+    j.begin_object("bounds");
+    j.field("lower_bound_ns", ns(a.bounds.lower));
+    j.field("headroom_ns", ns(a.bounds.headroom));
+    j.begin_array("resources");
+    for (const Bound& b : a.bounds.bounds) {
+        j.begin_object();
+        j.field("name", b.name);
+        j.field("where", b.where);
+        j.field("time_ns", ns(b.time));
+        j.end_object();
+    }
+    j.end_array();
+    j.end_object();
+    j.field("suggestions_verified", a.verified);
+    if (!a.verify_note.empty()) j.field("verification", a.verify_note);
     j.begin_array("suggestions");
     int rank = 0;
     for (const Suggestion& s : a.suggestions) {
@@ -123,6 +139,11 @@ void write_analysis_json(std::ostream& os, const RunData& run, const Analysis& a
         j.field("finding", s.cause);
         j.field("action", s.action);
         j.field("estimated_saving_ns", ns(s.estimated_saving));
+        if (s.measured) j.field("measured_saving_ns", static_cast<double>(s.measured_saving) / 1000.0);
+        else j.null_field("measured_saving_ns");
+        j.field("status", verdict_key(s.verdict));
+        if (!s.verdict_note.empty()) j.field("status_note", s.verdict_note);
+        j.field("candidate", static_cast<std::uint64_t>(s.candidate));
         j.field("moves", static_cast<std::uint64_t>(s.moves.size() + s.edits.size()));  // instructions changed
         j.end_object();
     }

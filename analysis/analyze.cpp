@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "analysis/bounds.h"
 #include "analysis/context.h"
 #include "analysis/intervals.h"
 #include "analysis/large_array.h"
@@ -749,6 +750,8 @@ Analysis analyze(const RunData& run, const AnalyzeOptions& opt) {
     if (bk.n) utilisation_series(a, bk, a.series);
     dma_pass(cx, a);
     make_suggestions(cx, a, opt.max_suggestions);
+    a.bounds = run_bounds(run, a.units, a.end);
+    cap_estimates(a.bounds, a.suggestions);
     path.get();
     return a;
 }

@@ -46,12 +46,17 @@ Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const Outp
     const RunData run = load_run(out_dir);
     clock.lap("load");
     if (opt.timing) opt.timing->records = run.records;
-    const Analysis a = analyze(run);
+    Analysis a = analyze(run);
     clock.lap("analyze");
-    const std::string files[] = {"report.txt", "analysis.json", "report.html", "timeline.json"};
+    const std::string files[] = {"report.txt", "analysis.json", "report.html", "timeline.json", "verification.txt"};
     auto path = [&](const std::string& f) { return (fs::path(out_dir) / f).string(); };
     for (const auto& f : files) fs::remove(path(f));  // no stale result beside a new one
+    if (opt.verify.enabled) {
+        verify_suggestions(run, out_dir, a, opt.verify);
+        clock.lap("verify");
+    }
     try {
+        if (a.verified) write_verification(path("verification.txt"), a);
         std::ostringstream text;
         print_report(text, run, a, opt.top);
         {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/verify.h"
 
 namespace xpu::analysis {
 
@@ -25,10 +26,12 @@ struct OutputOptions {
     std::size_t top = 10;    // rows per table in the terminal report
     bool html = true, timeline = true;
     PhaseTimes* timing = nullptr;  // if set, filled with the phases' wall times
+    VerifyOptions verify;          // replay the top candidates (enabled by default)
 };
 
-// Reads OUT's transaction log, analyses it, writes OUT/{report.txt, analysis.json, report.html,
-// timeline.json}. Throws LogError for an unreadable log, std::runtime_error for an output that
+// Reads OUT's transaction log, analyses it, verifies the top suggestions by replay (unless
+// opt.verify.enabled is false), writes OUT/{report.txt, analysis.json, report.html,
+// timeline.json, verification.txt}. Throws LogError for an unreadable log, std::runtime_error for an output that
 // cannot be written (then none of the four is left behind).
 Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const OutputOptions& opt = {});
 

@@ -1,10 +1,14 @@
 #include "analysis/report_html.h"
 
+#include "analysis/bounds.h"
+
 #include <algorithm>
+#include <cstdlib>
 #include <cctype>
 #include <cstdio>
 #include <numeric>
 
+#include "analysis/bounds.h"
 #include "analysis/render_util.h"
 
 namespace xpu::analysis {
@@ -496,17 +500,24 @@ void write_report_html(const std::string& path, const RunData& run, const Analys
     h += "<section id=\"suggestions\"><h2>Suggestions</h2>\n";
     {
         std::vector<const Suggestion*> sug;
-        for (const auto& s : a.suggestions) sug.push_back(&s);
-        std::stable_sort(sug.begin(), sug.end(), [](const Suggestion* x, const Suggestion* y) {
-            return x->estimated_saving > y->estimated_saving;
-        });
+        for (const auto& s : a.suggestions) sug.push_back(&s);  // in the ranking --apply N uses
+        h += "<p>Bounds: ";
+        esc(h, describe_headroom(a.bounds, a.end));
+        h += ".</p>\n";
+        if (!a.verify_note.empty()) {
+            h += "<p>";
+            esc(h, a.verify_note);
+            h += ".</p>\n";
+        }
         if (sug.empty()) {
             h += "<p class=\"none\">No suggestion.</p>\n";
         } else {
-            h += "<p>Ranked by estimated saving. <code>xpu_analyze OUTDIR --apply N -o patched.bin</code> writes the trace with "
-                 "suggestion N applied.</p>\n";
+            h += std::string("<p>") + (a.verified ? "Verified by replay, ranked by measured saving (then the ones not replayed, by estimate, "
+                                                    "then those that gained nothing). "
+                                                  : "Not verified by replay: ranked by estimated saving. ") +
+                 "<code>xpu_analyze OUTDIR --apply N -o patched.bin</code> writes the trace with suggestion N applied.</p>\n";
             h += "<table class=\"sug\"><thead><tr><th>#</th><th>kind</th><th>where</th><th>finding</th><th>action</th>"
-                 "<th>estimated saving</th><th>changes</th></tr></thead><tbody>\n";
+                 "<th>status</th><th>measured saving</th><th>estimated saving</th><th>changes</th></tr></thead><tbody>\n";
             for (std::size_t i = 0; i < sug.size(); ++i) {
                 const Suggestion& s = *sug[i];
                 h += "<tr><td class=\"n\">" + std::to_string(i + 1) + "</td><td>";
@@ -517,6 +528,19 @@ void write_report_html(const std::string& path, const RunData& run, const Analys
                 esc(h, s.cause);
                 h += "</td><td>";
                 esc(h, s.action);
+                h += "</td><td>";
+                esc(h, verdict_key(s.verdict));
+                if (!s.verdict_note.empty()) {
+                    h += "<br><small>";
+                    esc(h, s.verdict_note);
+                    h += "</small>";
+                }
+                h += "</td><td class=\"n\">";
+                if (s.measured)
+                    h += (s.measured_saving < 0 ? "-" : "") + duration(static_cast<Tick>(std::llabs(s.measured_saving))) + " <small>(" +
+                         percent(static_cast<double>(s.measured_saving), static_cast<double>(end)) + ")</small>";
+                else
+                    h += "&mdash;";
                 h += "</td><td class=\"n\">" + duration(s.estimated_saving) + " <small>(" +
                      percent(static_cast<double>(s.estimated_saving), end) + " of the run)</small></td><td>";
                 if (s.moves.empty() && s.edits.empty()) h += "none recorded";

@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "analysis/bounds.h"
 #include "analysis/report.h"
 
 namespace xpu::analysis {
@@ -77,12 +78,25 @@ void print_report(std::ostream& os, const RunData& run, const Analysis& a, std::
         os << "  " << std::setw(12) << format_time(s.total) << "  " << describe(run, s.stream, s.index) << "\n"
            << "                " << s.why << "\n";
     }
-    os << "\nsuggestions (ranked by estimated saving; apply one with: xpu_analyze OUT --apply N -o patched.bin)\n";
+    os << "\nbounds: " << describe_headroom(a.bounds, T) << "\n";
+    for (const Bound& b : a.bounds.bounds)
+        os << "  " << std::left << std::setw(8) << b.name << std::right << std::setw(13) << format_time(b.time) << "  " << b.where << "\n";
+    os << "\nsuggestions (" << (a.verified ? "verified by replay, ranked by measured saving" : "not verified by replay, ranked by estimated saving")
+       << "; apply one with: xpu_analyze OUT --apply N -o patched.bin)\n";
+    if (!a.verify_note.empty()) os << "  " << a.verify_note << "\n";
     if (a.suggestions.empty()) os << "  none: no stall that a local move of a DMA or a wait would remove\n";
     for (std::size_t i = 0; i < a.suggestions.size(); ++i) {
         const Suggestion& s = a.suggestions[i];
-        os << "  " << i + 1 << ". [" << s.kind << "] saves ~" << format_time(s.estimated_saving) << " ("
-           << pct(s.estimated_saving, T) << " of the run)\n     finding: " << s.cause << "\n     action:  " << s.action << "\n";
+        os << "  " << i + 1 << ". [" << s.kind << "] ";
+        if (s.verdict == Verdict::Verified)
+            os << "verified: saves " << format_time(static_cast<Tick>(s.measured_saving)) << " (" << pct(static_cast<Tick>(s.measured_saving), T)
+               << " of the run, measured by replay; estimated ~" << format_time(s.estimated_saving) << ")";
+        else if (s.verdict == Verdict::NoGain)
+            os << "no gain: " << s.verdict_note << " (estimated ~" << format_time(s.estimated_saving) << ")";
+        else
+            os << "not verified: estimated ~" << format_time(s.estimated_saving) << " (" << pct(s.estimated_saving, T)
+               << " of the run, an estimate)" << (s.verdict_note.empty() ? "" : "; " + s.verdict_note);
+        os << "\n     finding: " << s.cause << "\n     action:  " << s.action << "\n";
     }
 }
 

@@ -4,9 +4,13 @@
 //   xpu_analyze OUT --apply N -o patched.bin the trace with suggestion N applied (re-simulate it
 //                                            to measure the gain against the estimate)
 //   xpu_analyze --compare OUT_A OUT_B        two runs side by side
+//   xpu_analyze OUT --verify K | --no-verify  replay the K best suggestions (default 5) and rank them
+//                                            by measured saving, or do not replay
 //   xpu_analyze OUT --timing                 also the seconds of each phase on stderr (scripts/bench.sh)
 // Exit codes: 0 done, 2 usage, 4 unreadable log or trace, 6 an output could not be written.
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include <sys/resource.h>
@@ -46,12 +50,16 @@ int main(int argc, char* argv[]) {
     std::vector<std::string> dirs;
     std::string out;
     int apply = 0;
-    std::size_t top = 10;
+    std::size_t top = 10, verify_k = 5;
+    double verify_budget = 300;
     opts.add_options()
         ("apply", po::value(&apply), "write the trace with suggestion N (1 = the top one) applied; needs -o")
         ("output,o", po::value(&out), "where --apply writes the patched trace")
         ("compare", "compare two output folders: xpu_analyze --compare OUT_A OUT_B")
         ("top", po::value(&top), "rows per table in the terminal report (default 10)")
+        ("verify", po::value(&verify_k), "replay the K best suggestions by estimate on the run's platform and rank by measured saving (default 5)")
+        ("no-verify", "do not replay: suggestions ranked by estimate, marked not verified")
+        ("verify-budget", po::value(&verify_budget), "wall seconds for all replays (default 300; 0 = none); the rest stay not verified")
         ("quiet,q", "print nothing but errors")
         ("timing", "print the seconds of each phase (load, analyze, each file written) to stderr")
         ("version", "print the version and exit")
@@ -90,7 +98,13 @@ int main(int argc, char* argv[]) {
         if (vm.count("apply")) {
             if (out.empty()) return fail(kUsage, "--apply N needs -o PATCHED.bin");
             const RunData run = load_run(dirs[0]);
-            const Analysis a = analyze(run);
+            Analysis a = analyze(run);
+            // The ranking the report showed: the one of the replays, if the suggestions were verified.
+            try {
+                read_verification((std::filesystem::path(dirs[0]) / "verification.txt").string(), a);
+            } catch (const std::runtime_error& e) {
+                return fail(kBadLog, e.what());
+            }
             if (apply < 1 || static_cast<std::size_t>(apply) > a.suggestions.size())
                 return fail(kUsage, "--apply " + std::to_string(apply) + ": this run has " + std::to_string(a.suggestions.size()) +
                                         " suggestions (numbered from 1; see the report)");
@@ -104,16 +118,32 @@ int main(int argc, char* argv[]) {
             } catch (const std::runtime_error& e) {
                 return fail(kOutput, e.what());
             }
-            if (!quiet)
+            // A measured suggestion must give back the very trace that was replayed.
+            if (s.measured && file_crc(out) != s.patch_crc)
+                return fail(kBadLog, out + ": the patched trace differs from the one replayed for suggestion " + std::to_string(apply) +
+                                         " (CRC-32 " + std::to_string(file_crc(out)) + ", replayed " + std::to_string(s.patch_crc) +
+                                         "): analyse the run again");
+            if (!quiet) {
                 std::cout << "applied suggestion " << apply << " [" << s.kind << "] at " << s.where << ": " << n
-                          << (s.edits.empty() ? " instructions moved or dropped" : " instructions moved, dropped or rewritten")
-                          << "; estimated saving " << format_time(s.estimated_saving) << "\n"
-                          << "patched trace " << out << " (re-simulate it with sim_main to measure the gain)\n";
+                          << (s.edits.empty() ? " instructions moved or dropped" : " instructions moved, dropped or rewritten") << "; ";
+                if (s.measured)
+                    std::cout << verdict_key(s.verdict) << ", measured saving " << (s.measured_saving < 0 ? "-" : "")
+                              << format_time(static_cast<xpu::Tick>(std::llabs(s.measured_saving))) << " (estimated "
+                              << format_time(s.estimated_saving) << ")\n";
+                else
+                    std::cout << "not verified, estimated saving " << format_time(s.estimated_saving) << "\n";
+                std::cout << "patched trace " << out << "; re-simulate it:\n  sim_main --platform "
+                          << (std::filesystem::path(dirs[0]) / "platform.yaml").string() << " --trace " << out << "\n";
+            }
             return kOk;
         }
         OutputOptions o;
         o.print = !quiet;
         o.top = top;
+        o.verify.enabled = !vm.count("no-verify") && verify_k > 0;
+        o.verify.candidates = verify_k;
+        o.verify.budget_seconds = verify_budget;
+        if (!quiet) o.verify.progress = &std::cerr;
         PhaseTimes timing;
         if (vm.count("timing")) o.timing = &timing;
         try {

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -65,6 +66,17 @@ void install_signal_handlers() {
 int fail(int code, const std::string& msg) {
     std::cerr << "sim_main: " << msg << "\n";
     return code;
+}
+
+// Writes `text` to `path` via a temporary name (no half-written file looks complete).
+void write_text_file(const std::string& path, const std::string& text) {
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream f(tmp, std::ios::binary);
+        f << text;
+        if (!f.flush()) throw std::runtime_error(path + ": cannot write");
+    }
+    std::filesystem::rename(tmp, path);
 }
 
 // "10ms", "2.5 us", "1s", "500ns" -> ps. False if malformed, not positive or too large.
@@ -130,6 +142,9 @@ int sc_main(int argc, char* argv[]) {
         ("vcd", po::value<std::string>(), "write waveforms for GTKWave to FILE.vcd (+ .gtkw save file; docs/waveforms.md)")
         ("vcd-signals", po::value<std::string>(), "only these signals: comma-separated globs, e.g. '*.mxu0.busy,*.scalar.*'")
         ("vcd-window", po::value<std::string>(), "only this time window, START_NS:END_NS (either side may be empty)")
+        ("verify", po::value<std::size_t>(), "replay the K best suggestions by estimate on the effective platform and rank by measured saving (default 5)")
+        ("no-verify", "do not replay the suggestions: ranked by estimate, marked not verified")
+        ("verify-budget", po::value<double>(), "wall seconds for all replays (default 300; 0 = none); the rest stay not verified")
         ("no-analysis", "do not analyse the run at the end (the transaction log is still written; run xpu_analyze OUT later)")
         ("no-txlog", "write no transaction log (OUT/txlog.*) and so no analysis: the fastest replay")
         ("dump-config", "print the effective platform configuration (defaults filled in) and exit")
@@ -169,7 +184,9 @@ int sc_main(int argc, char* argv[]) {
     const bool txlog_on = !vm.count("no-txlog"), analysis_on = txlog_on && !vm.count("no-analysis");
     const std::string txlog_path = (std::filesystem::path(out_dir) / "txlog.bin").string();
     const std::string trace_copy = (std::filesystem::path(out_dir) / "txlog.trace.bin").string();
-    for (const char* f : {"txlog.bin", "txlog.trace.bin", "report.txt", "analysis.json", "report.html", "timeline.json"})
+    const std::string platform_copy = (std::filesystem::path(out_dir) / "platform.yaml").string();
+    outs.files.push_back(platform_copy);
+    for (const char* f : {"txlog.bin", "txlog.trace.bin", "report.txt", "analysis.json", "report.html", "timeline.json", "verification.txt"})
         outs.files.push_back((std::filesystem::path(out_dir) / f).string());
     if (vm.count("vcd")) {  // the VCD and the files VcdWriter writes beside it
         std::string vcd_path = vm["vcd"].as<std::string>(), stem = vcd_path;
@@ -281,6 +298,7 @@ int sc_main(int argc, char* argv[]) {
             txlog->finish(xpu::ns_to_ticks(result.simulated_ns), status);
         }
         write_stats_json(stats_path, in, result, sim->platform());
+        write_text_file(platform_copy, dump_config(cfg));  // the run's effective platform: what replays run on
     } catch (const std::exception& e) {
         outs.discard();
         return fail(kOutput, e.what());
@@ -301,6 +319,11 @@ int sc_main(int argc, char* argv[]) {
     if (analysis_on) {
         xpu::analysis::OutputOptions ao;
         ao.print = !quiet;
+        ao.verify.enabled = !vm.count("no-verify") && (!vm.count("verify") || vm["verify"].as<std::size_t>() > 0);
+        if (vm.count("verify")) ao.verify.candidates = vm["verify"].as<std::size_t>();
+        if (vm.count("verify-budget")) ao.verify.budget_seconds = vm["verify-budget"].as<double>();
+        ao.verify.stop_requested = stop_requested;
+        if (!quiet) ao.verify.progress = &std::cerr;
         try {
             if (!quiet) std::cout << "\n";
             xpu::analysis::analyze_folder(out_dir, std::cout, ao);
@@ -309,6 +332,7 @@ int sc_main(int argc, char* argv[]) {
             return fail(kOutput, std::string("the analysis of the run failed: ") + e.what());
         }
         if (!quiet) std::cout << "analysis   " << out_dir << "/{report.txt, analysis.json, report.html, timeline.json}\n";
+        if (!quiet) std::cout << "platform   " << platform_copy << " (the effective description: replays of this run use it)\n";
         if (g_signal) return interrupted(outs, " while analysing the run");
     }
     switch (result.stop) {

@@ -138,4 +138,10 @@ JsonWriter& JsonWriter::field(const char* key, bool v) {
     return *this;
 }
 
+JsonWriter& JsonWriter::null_field(const char* key) {
+    prefix(key);
+    os_ << "null";
+    return *this;
+}
+
 }  // namespace xpu

@@ -31,6 +31,7 @@ public:
     JsonWriter& field(const char* key, double v);
     JsonWriter& field(const char* key, std::uint64_t v);
     JsonWriter& field(const char* key, bool v);
+    JsonWriter& null_field(const char* key);  // "key": null (a figure that was not measured)
     JsonWriter& value(const std::string& v) { return field(nullptr, v); }
     static std::string escape(const std::string& s);  // json_escape_to, as a string
     static std::string number(double v);

@@ -1,0 +1,90 @@
+#include "analysis/bounds.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "analysis/report.h"
+
+namespace xpu::analysis {
+
+namespace {
+
+// ps needed to move `bytes` at `gbps` (1 GB/s = 1 byte/ns = 1/1000 byte/ps), rounded down so
+// that the bound never exceeds what the resource could do.
+Tick transfer_ps(double bytes, double gbps) {
+    if (gbps <= 0) return 0;
+    return static_cast<Tick>(std::floor(bytes * 1000.0 / gbps));
+}
+
+void keep_max(std::vector<Bound>& out, const char* name, const std::string& where, Tick t) {
+    if (t == 0) return;
+    for (auto& b : out)
+        if (b.name == name) {
+            if (t > b.time) b = {name, where, t};
+            return;
+        }
+    out.push_back({name, where, t});
+}
+
+}  // namespace
+
+RunBounds run_bounds(const RunData& run, const std::vector<UnitAccount>& units, Tick end) {
+    RunBounds r;
+    // HBM, per chip: all its controllers together.
+    std::map<int, std::pair<double, double>> hbm;  // chip -> (bytes, peak GB/s)
+    std::vector<double> bytes_of(run.units.size(), 0.0);
+    for (const HbmPiece& p : run.hbm_pieces)
+        if (p.controller < bytes_of.size()) bytes_of[p.controller] += static_cast<double>(p.bytes);
+    for (const MemTxn& m : run.mems)
+        if (m.target < run.units.size() && run.units[m.target].role == Role::Link) bytes_of[m.target] += static_cast<double>(m.bytes);
+    for (std::size_t u = 0; u < run.units.size(); ++u) {
+        const Unit& unit = run.units[u];
+        if (unit.role == Role::Hbm) {
+            hbm[unit.chip].first += bytes_of[u];
+            hbm[unit.chip].second += unit.peak_gbps;
+        } else if (unit.role == Role::Link) {
+            keep_max(r.bounds, "link", unit.path, transfer_ps(bytes_of[u], unit.peak_gbps));
+        }
+    }
+    for (const auto& [chip, bp] : hbm)
+        keep_max(r.bounds, "HBM", "chip" + std::to_string(chip) + " HBM", transfer_ps(bp.first, bp.second));
+    for (const UnitAccount& u : units)
+        if (u.role == Role::Vector || u.role == Role::Matrix)
+            keep_max(r.bounds, "compute", u.name, u.time[static_cast<std::size_t>(Cause::Busy)]);
+    // A fixed order (HBM, link, compute) whatever came first.
+    auto rank = [](const Bound& b) { return b.name == "HBM" ? 0 : b.name == "link" ? 1 : 2; };
+    std::stable_sort(r.bounds.begin(), r.bounds.end(), [&](const Bound& a, const Bound& b) { return rank(a) < rank(b); });
+    for (std::size_t i = 0; i < r.bounds.size(); ++i)
+        if (r.bounds[i].time > r.lower) {
+            r.lower = r.bounds[i].time;
+            r.limiting = i;
+        }
+    r.headroom = end > r.lower ? end - r.lower : 0;
+    return r;
+}
+
+void cap_estimates(const RunBounds& b, std::vector<Suggestion>& s) {
+    for (auto& x : s) x.estimated_saving = std::min(x.estimated_saving, b.headroom);
+    s.erase(std::remove_if(s.begin(), s.end(), [](const Suggestion& x) { return x.estimated_saving == 0; }), s.end());
+    std::stable_sort(s.begin(), s.end(), [](const Suggestion& x, const Suggestion& y) { return x.estimated_saving > y.estimated_saving; });
+    for (std::size_t i = 0; i < s.size(); ++i) s[i].candidate = static_cast<std::uint32_t>(i + 1);
+}
+
+std::string describe_headroom(const RunBounds& b, Tick end) {
+    std::ostringstream os;
+    if (b.bounds.empty()) {
+        os << "no resource bound known for this run (no HBM, link or unit work was logged)";
+        return os.str();
+    }
+    const Bound& l = b.bounds[b.limiting];
+    const double over = l.time > 0 ? 100.0 * (static_cast<double>(end) - static_cast<double>(l.time)) / static_cast<double>(l.time) : 0;
+    os.setf(std::ios::fixed);
+    os.precision(1);
+    os << "this run is within " << over << "% of its " << l.name << " bound (" << l.where << ", "
+       << format_time(l.time) << "): at most " << format_time(b.headroom) << " can be saved";
+    return os.str();
+}
+
+}  // namespace xpu::analysis

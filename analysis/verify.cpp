@@ -1,0 +1,206 @@
+#include "analysis/verify.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/patch.h"
+#include "analysis/replay.h"
+#include "analysis/report.h"
+#include "traces/crc32.h"
+
+namespace xpu::analysis {
+
+namespace fs = std::filesystem;
+
+const char* verdict_key(Verdict v) {
+    switch (v) {
+        case Verdict::Verified: return "verified";
+        case Verdict::NoGain: return "no_gain";
+        case Verdict::NotVerified: break;
+    }
+    return "not_verified";
+}
+
+Tick verify_floor(Tick end) { return std::max<Tick>(1000, end / 1000); }
+
+std::uint32_t file_crc(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::vector<char> buf(1 << 20);
+    std::uint32_t crc = 0;
+    while (f) {
+        f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+        const auto n = f.gcount();
+        if (n > 0) crc = trace::crc32(buf.data(), static_cast<std::size_t>(n), crc);
+    }
+    return crc;
+}
+
+namespace {
+
+int group(const Suggestion& s) { return s.verdict == Verdict::Verified ? 0 : s.verdict == Verdict::NotVerified ? 1 : 2; }
+
+Tick ps_of_ns(double ns) { return static_cast<Tick>(std::llround(ns * 1000.0)); }
+
+// A suggestion that can be replayed: it patches this trace (moves or edits instructions).
+bool replayable(const Suggestion& s) { return !s.moves.empty() || !s.edits.empty(); }
+
+void set_measured(Suggestion& s, std::int64_t saving, Tick floor) {
+    s.measured = true;
+    s.measured_saving = saving;
+    s.verdict = saving > static_cast<std::int64_t>(floor) ? Verdict::Verified : Verdict::NoGain;
+    if (s.verdict == Verdict::NoGain)
+        s.verdict_note = saving < 0 ? "replayed: the patched trace ran " + format_time(static_cast<Tick>(-saving)) + " slower"
+                                    : "replayed: a gain of " + format_time(static_cast<Tick>(saving)) + ", not above the floor";
+}
+
+}  // namespace
+
+void rank_suggestions(std::vector<Suggestion>& s) {
+    std::stable_sort(s.begin(), s.end(), [](const Suggestion& x, const Suggestion& y) {
+        if (group(x) != group(y)) return group(x) < group(y);
+        if (group(x) == 1) return x.estimated_saving > y.estimated_saving;
+        return x.measured_saving > y.measured_saving;
+    });
+}
+
+void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis& a, const VerifyOptions& opt) {
+    a.verified = false;
+    const std::string platform = (fs::path(out_dir) / "platform.yaml").string();
+    const std::string sim = opt.sim_main.empty() ? find_sim_main() : opt.sim_main;
+    auto skip = [&](const std::string& why) {
+        a.verify_note = "suggestions not verified: " + why;
+        for (auto& s : a.suggestions) s.verdict_note = why;
+    };
+    if (a.suggestions.empty()) return;
+    if (run.status != 0) return skip("the run did not complete");
+    if (!fs::exists(platform)) return skip(platform + " is missing (a run of an older sim_main?)");
+    if (sim.empty()) return skip("no sim_main beside this program to replay with");
+
+    const std::string work = (fs::path(out_dir) / "verify.tmp").string();
+    std::error_code ec;
+    fs::remove_all(work, ec);
+    fs::create_directories(work);
+    // Job 0: the original trace, the reference. Then the candidates, best estimate first.
+    std::vector<ReplayJob> jobs = {{(fs::path(out_dir) / "txlog.trace.bin").string(), {}}};
+    std::vector<std::size_t> which;  // suggestion of job k+1
+    for (std::size_t i = 0; i < a.suggestions.size() && which.size() < opt.candidates; ++i) {
+        Suggestion& s = a.suggestions[i];
+        if (!replayable(s)) {
+            s.verdict_note = "a change of lowering, not a patch of this trace: re-simulate the other lowering to measure it";
+            continue;
+        }
+        const std::string path = (fs::path(work) / ("candidate" + std::to_string(s.candidate) + ".bin")).string();
+        try {
+            write_patched_trace(run, s, path);
+        } catch (const std::exception& e) {
+            s.verdict_note = std::string("the patched trace could not be written: ") + e.what();
+            continue;
+        }
+        s.patch_crc = file_crc(path);
+        jobs.push_back({path, {}});
+        which.push_back(i);
+    }
+    for (std::size_t i = 0; i < a.suggestions.size(); ++i)
+        if (std::find(which.begin(), which.end(), i) == which.end() && a.suggestions[i].verdict_note.empty())
+            a.suggestions[i].verdict_note = "not replayed: only the best " + std::to_string(opt.candidates) + " estimates are (--verify K)";
+
+    ReplayOptions ro;
+    ro.sim_main = sim;
+    ro.platform = platform;
+    ro.work_dir = work;
+    ro.jobs = opt.jobs;
+    ro.budget_seconds = opt.budget_seconds;
+    ro.stop_requested = opt.stop_requested;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (opt.progress)
+        ro.progress = [&](std::size_t done, std::size_t total) {
+            const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            const double eta = done ? el / static_cast<double>(done) * static_cast<double>(total - done) : 0;
+            char line[160];
+            std::snprintf(line, sizeof line, "verify: %zu of %zu replays done (%.0f%%), %.1f s, ETA %.1f s\n", done, total,
+                          100.0 * static_cast<double>(done) / static_cast<double>(total), el, eta);
+            *opt.progress << line << std::flush;
+        };
+    const std::vector<ReplayResult> r = replay_all(jobs, ro);
+    fs::remove_all(work, ec);
+
+    if (!r[0].ok) return skip("the replay of the original trace failed: " + r[0].error);
+    const Tick base = ps_of_ns(r[0].simulated_ns);
+    const Tick diff = base > run.end ? base - run.end : run.end - base;
+    if (diff > 1000)
+        return skip("the replay of the original trace took " + format_time(base) + ", the run " + format_time(run.end) +
+                    ": OUT/platform.yaml does not reproduce the run");
+    const Tick floor = verify_floor(base);
+    std::size_t replayed = 0;
+    for (std::size_t k = 0; k < which.size(); ++k) {
+        Suggestion& s = a.suggestions[which[k]];
+        const ReplayResult& rr = r[k + 1];
+        if (!rr.ok) {
+            s.verdict_note = rr.run ? "the replay failed: " + rr.error : rr.error;
+            continue;
+        }
+        ++replayed;
+        set_measured(s, static_cast<std::int64_t>(base) - static_cast<std::int64_t>(ps_of_ns(rr.simulated_ns)), floor);
+    }
+    a.verified = true;
+    std::ostringstream note;
+    note << replayed << " of " << a.suggestions.size() << " suggestions replayed on " << platform << " (the original replays in "
+         << format_time(base) << ", as the run); verified means faster by more than " << format_time(floor);
+    a.verify_note = note.str();
+    rank_suggestions(a.suggestions);
+}
+
+void write_verification(const std::string& path, const Analysis& a) {
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream f(tmp, std::ios::binary);
+        f << "# xpusim verification: rank candidate verdict measured_saving_ps patch_crc32 (xpu_analyze --apply reads it)\n";
+        for (std::size_t i = 0; i < a.suggestions.size(); ++i) {
+            const Suggestion& s = a.suggestions[i];
+            f << i + 1 << ' ' << s.candidate << ' ' << verdict_key(s.verdict) << ' '
+              << (s.measured ? std::to_string(s.measured_saving) : std::string("-")) << ' ' << s.patch_crc << '\n';
+        }
+        if (!f) throw std::runtime_error(tmp + ": cannot write");
+    }
+    fs::rename(tmp, path);
+}
+
+bool read_verification(const std::string& path, Analysis& a) {
+    std::ifstream f(path);
+    if (!f) return false;
+    std::vector<Suggestion> ranked;
+    std::string line;
+    int n = 0;
+    while (std::getline(f, line)) {
+        ++n;
+        if (line.empty() || line[0] == '#') continue;
+        std::istringstream is(line);
+        std::size_t rank = 0, cand = 0;
+        std::string verdict, measured;
+        std::uint32_t crc = 0;
+        if (!(is >> rank >> cand >> verdict >> measured >> crc) || cand < 1 || cand > a.suggestions.size())
+            throw std::runtime_error(path + ": line " + std::to_string(n) + ": expected 'RANK CANDIDATE VERDICT MEASURED CRC' with a candidate of this run's " +
+                                     std::to_string(a.suggestions.size()) + " suggestions");
+        Suggestion s = a.suggestions[cand - 1];
+        s.patch_crc = crc;
+        if (measured != "-") {
+            s.measured = true;
+            s.measured_saving = std::stoll(measured);
+        }
+        s.verdict = verdict == "verified" ? Verdict::Verified : verdict == "no_gain" ? Verdict::NoGain : Verdict::NotVerified;
+        ranked.push_back(std::move(s));
+    }
+    if (ranked.size() != a.suggestions.size())
+        throw std::runtime_error(path + ": lists " + std::to_string(ranked.size()) + " suggestions, the analysis of this run finds " +
+                                 std::to_string(a.suggestions.size()));
+    a.suggestions = std::move(ranked);
+    a.verified = true;
+    return true;
+}
+
+}  // namespace xpu::analysis

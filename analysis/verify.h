@@ -1,0 +1,52 @@
+// Verification by replay: the top candidates of the analysis are applied and re-simulated on the
+// run's effective platform (OUT/platform.yaml, every --set applied), in parallel worker processes
+// without the transaction log, and ranked by what the replay measured. A suggestion is presented
+// as a saving only when its replay was faster than the original by more than the floor.
+//
+// The floor: max(1 ns, 0.1% of the run). The simulator is deterministic, so any gain is real, but
+// one below 0.1% of the run is not worth a change to a program; it is reported as no_gain with its
+// measured effect.
+#pragma once
+
+#include <functional>
+#include <ostream>
+#include <string>
+
+#include "analysis/analysis.h"
+
+namespace xpu::analysis {
+
+struct VerifyOptions {
+    bool enabled = true;
+    std::size_t candidates = 5;   // the best by estimate that are replayed
+    double budget_seconds = 300;  // wall time for all replays (0 = none); the rest stay not_verified
+    unsigned jobs = 0;            // worker processes, 0 = the number of cores
+    std::string sim_main;         // empty: the sim_main beside this executable (find_sim_main)
+    std::function<bool()> stop_requested;
+    std::ostream* progress = nullptr;  // "verify: ..." lines with percent and ETA
+};
+
+Tick verify_floor(Tick end);
+
+// Replays the original trace (the reference: it must reproduce the run) and the top candidates,
+// fills each suggestion's measurement and verdict, and ranks: verified by measured saving, then
+// not verified by estimate, then no gain. Writes the patched traces under OUT/verify.tmp (removed
+// after). Sets a.verified and a.verify_note.
+void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis& a, const VerifyOptions& opt);
+
+// The ranking: verified (measured saving, largest first), not verified (estimate), no gain
+// (measured, largest first); ties keep the estimate order.
+void rank_suggestions(std::vector<Suggestion>& s);
+
+// OUT/verification.txt: the presented order, so that xpu_analyze OUT --apply N applies the
+// suggestion the report shows as N, and checks that it writes the very trace that was replayed.
+void write_verification(const std::string& path, const Analysis& a);
+// Re-applies a verification file to a fresh analysis of the same run (suggestions in estimate
+// order): fills the measurements and verdicts and ranks them as the file says. False if the file
+// does not exist; throws std::runtime_error if it does not fit the analysis.
+bool read_verification(const std::string& path, Analysis& a);
+
+// CRC-32 of a file's bytes (the patched trace that was replayed).
+std::uint32_t file_crc(const std::string& path);
+
+}  // namespace xpu::analysis
