@@ -750,7 +750,7 @@ Analysis analyze(const RunData& run, const AnalyzeOptions& opt) {
     if (bk.n) utilisation_series(a, bk, a.series);
     dma_pass(cx, a);
     make_suggestions(cx, a, opt.max_suggestions);
-    a.bounds = run_bounds(run, a.units, a.end);
+    a.bounds = run_bounds(run, a.end);
     cap_estimates(a.bounds, a.suggestions);
     path.get();
     return a;

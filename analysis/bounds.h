@@ -2,7 +2,7 @@
 // what the run moved and computed, whatever the order of its instructions. Every suggestion
 // keeps the work (the bytes each HBM and link moves, the operations each unit executes), so no
 // suggestion can make the run end before the largest bound: the headroom (end - bound) caps every
-// estimated saving, and the report states it ("within 5.8% of its HBM bound: at most 0.674 ms can
+// estimated saving, and the report states it ("5.8% above its HBM bound: at most 0.674 ms can
 // be saved").
 #pragma once
 
@@ -17,15 +17,15 @@ namespace xpu::analysis {
 
 // HBM: the bytes each chip's HBM controllers moved (as pieces on their channels, a reducing
 // write counted twice) over their peak bandwidth. Link: the bytes each inter-chip link carried
-// over its bandwidth. Compute: the busy time of each vector and matrix unit (the occupancy of
-// its operations, which depends on their shapes, not on their order).
-RunBounds run_bounds(const RunData& run, const std::vector<UnitAccount>& units, Tick end);
+// over its bandwidth. Compute: the summed streaming time of each matrix unit's matmuls (their
+// shapes set it, not their order).
+RunBounds run_bounds(const RunData& run, Tick end);
 
 // Caps every estimate at the headroom (no suggestion can save more), drops those left at 0, ranks
 // them by estimate and numbers them (Suggestion::candidate).
 void cap_estimates(const RunBounds& b, std::vector<Suggestion>& s);
 
-// "this run is within 5.8% of its HBM bound (chip0 HBM, 11.722 ms): at most 674.0 us can be saved"
+// "this run is 5.8% above its HBM bound (chip0 HBM, 11.722 ms): at most 674.230 us can be saved"
 std::string describe_headroom(const RunBounds& b, Tick end);
 
 }  // namespace xpu::analysis
