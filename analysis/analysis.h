@@ -169,6 +169,13 @@ struct Analysis {
     std::vector<Series> series;       // HBM bandwidth, link traffic, VMEM occupancy, utilisation
     std::vector<Suggestion> suggestions;  // ranked: verified by measured saving, then not verified by estimate, then no gain
     RunBounds bounds;                      // the run's lower bounds and its headroom (analysis/bounds.h)
+    // The verified suggestions that compose (analysis/compose.h), applied together and replayed.
+    struct Together {
+        std::vector<std::uint32_t> ranks;  // 1-based positions in `suggestions`; empty: fewer than two compose
+        bool measured = false;
+        std::int64_t measured_saving = 0;  // ps
+        std::uint32_t patch_crc = 0;
+    } together;
     bool verified = false;                 // the suggestions were replayed (verify_suggestions ran)
     std::string verify_note;               // how the replay went (baseline, budget), for the reports
 };

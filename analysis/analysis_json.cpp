@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "analysis/report.h"
+#include "analysis/verify.h"
 #include "traces/json_writer.h"
 
 namespace xpu::analysis {
@@ -128,6 +129,13 @@ void write_analysis_json(std::ostream& os, const RunData& run, const Analysis& a
     j.end_array();
     j.end_object();
     j.field("suggestions_verified", a.verified);
+    if (!a.together.ranks.empty()) {  // the verified suggestions that compose, replayed together
+        j.begin_object("verified_together");
+        j.field("apply", ranks_text(a.together.ranks));
+        if (a.together.measured) j.field("measured_saving_ns", static_cast<double>(a.together.measured_saving) / 1000.0);
+        else j.null_field("measured_saving_ns");
+        j.end_object();
+    }
     if (!a.verify_note.empty()) j.field("verification", a.verify_note);
     j.begin_array("suggestions");
     int rank = 0;

@@ -10,6 +10,7 @@
 
 #include "analysis/bounds.h"
 #include "analysis/render_util.h"
+#include "analysis/verify.h"
 
 namespace xpu::analysis {
 
@@ -508,6 +509,11 @@ void write_report_html(const std::string& path, const RunData& run, const Analys
             h += "<p>";
             esc(h, a.verify_note);
             h += ".</p>\n";
+        }
+        if (!a.together.ranks.empty() && a.together.measured) {
+            h += "<p>Verified suggestions " + ranks_text(a.together.ranks) + " compose; applied together (<code>--apply " +
+                 ranks_text(a.together.ranks) + "</code>) they save " + duration(static_cast<Tick>(std::llabs(a.together.measured_saving))) +
+                 " (" + percent(static_cast<double>(a.together.measured_saving), static_cast<double>(a.end)) + " of the run, measured by replay).</p>\n";
         }
         if (sug.empty()) {
             h += "<p class=\"none\">No suggestion.</p>\n";

@@ -1,11 +1,13 @@
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iomanip>
 #include <map>
 #include <sstream>
 
 #include "analysis/bounds.h"
 #include "analysis/report.h"
+#include "analysis/verify.h"
 
 namespace xpu::analysis {
 
@@ -97,6 +99,15 @@ void print_report(std::ostream& os, const RunData& run, const Analysis& a, std::
             os << "not verified: estimated ~" << format_time(s.estimated_saving) << " (" << pct(s.estimated_saving, T)
                << " of the run, an estimate)" << (s.verdict_note.empty() ? "" : "; " + s.verdict_note);
         os << "\n     finding: " << s.cause << "\n     action:  " << s.action << "\n";
+    }
+    if (!a.together.ranks.empty()) {
+        os << "  together: the verified suggestions " << ranks_text(a.together.ranks) << " compose (xpu_analyze OUT --apply "
+           << ranks_text(a.together.ranks) << " -o patched.bin): ";
+        if (a.together.measured)
+            os << (a.together.measured_saving < 0 ? "slower by " : "saves ") << format_time(static_cast<Tick>(std::llabs(a.together.measured_saving)))
+               << " (" << pct(static_cast<Tick>(std::llabs(a.together.measured_saving)), T) << " of the run, measured by replay)\n";
+        else
+            os << "not replayed (budget)\n";
     }
 }
 

@@ -1,6 +1,7 @@
 #include "analysis/verify.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "analysis/compose.h"
 #include "analysis/patch.h"
 #include "analysis/replay.h"
 #include "analysis/report.h"
@@ -58,7 +60,68 @@ void set_measured(Suggestion& s, std::int64_t saving, Tick floor) {
                                     : "replayed: a gain of " + format_time(static_cast<Tick>(saving)) + ", not above the floor";
 }
 
+// The verified suggestions that compose with every one before them, in rank order.
+std::vector<std::uint32_t> composing_verified(const Analysis& a) {
+    std::vector<std::uint32_t> ranks;
+    for (std::size_t i = 0; i < a.suggestions.size(); ++i) {
+        if (a.suggestions[i].verdict != Verdict::Verified) continue;
+        bool ok = true;
+        for (std::uint32_t r : ranks) ok = ok && composable(a.suggestions[r - 1], a.suggestions[i]);
+        if (ok) ranks.push_back(static_cast<std::uint32_t>(i + 1));
+    }
+    return ranks;
+}
+
+// Replays the verified suggestions that compose, applied together (when there are two or more).
+void verify_together(const RunData& run, Analysis& a, ReplayOptions ro, const std::string& work, Tick base, double spent) {
+    a.together = {};
+    const std::vector<std::uint32_t> ranks = composing_verified(a);
+    if (ranks.size() < 2) return;
+    if (ro.budget_seconds > 0) {
+        if (spent >= ro.budget_seconds) return;
+        ro.budget_seconds -= spent;
+    }
+    std::vector<const Suggestion*> parts;
+    for (std::uint32_t r : ranks) parts.push_back(&a.suggestions[r - 1]);
+    std::error_code ec;
+    fs::create_directories(work, ec);
+    const std::string path = (fs::path(work) / "together.bin").string();
+    try {
+        write_patched_trace(run, compose(parts), path);
+    } catch (const std::exception&) {
+        return;
+    }
+    a.together.ranks = ranks;
+    a.together.patch_crc = file_crc(path);
+    ro.progress = nullptr;
+    const std::vector<ReplayResult> r = replay_all({{path, {}}}, ro);
+    fs::remove_all(work, ec);
+    if (!r[0].ok) return;
+    a.together.measured = true;
+    a.together.measured_saving = static_cast<std::int64_t>(base) - static_cast<std::int64_t>(ps_of_ns(r[0].simulated_ns));
+}
+
 }  // namespace
+
+std::vector<std::uint32_t> parse_ranks(const std::string& text) {
+    std::vector<std::uint32_t> out;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        std::size_t j = i;
+        while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+        if (j == i || j - i > 9 || (j < text.size() && text[j] != ',')) return {};
+        out.push_back(static_cast<std::uint32_t>(std::stoul(text.substr(i, j - i))));
+        i = j + 1;
+        if (j < text.size() && i == text.size()) return {};  // a trailing comma
+    }
+    return out;
+}
+
+std::string ranks_text(const std::vector<std::uint32_t>& ranks) {
+    std::string s;
+    for (std::uint32_t r : ranks) s += (s.empty() ? "" : ",") + std::to_string(r);
+    return s;
+}
 
 void rank_suggestions(std::vector<Suggestion>& s) {
     std::stable_sort(s.begin(), s.end(), [](const Suggestion& x, const Suggestion& y) {
@@ -147,12 +210,13 @@ void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis
         ++replayed;
         set_measured(s, static_cast<std::int64_t>(base) - static_cast<std::int64_t>(ps_of_ns(rr.simulated_ns)), floor);
     }
+    rank_suggestions(a.suggestions);
+    verify_together(run, a, ro, work, base, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     a.verified = true;
     std::ostringstream note;
     note << replayed << " of " << a.suggestions.size() << " suggestions replayed on " << platform << " (the original replays in "
          << format_time(base) << ", as the run); verified means faster by more than " << format_time(floor);
     a.verify_note = note.str();
-    rank_suggestions(a.suggestions);
 }
 
 void write_verification(const std::string& path, const Analysis& a) {
@@ -165,6 +229,9 @@ void write_verification(const std::string& path, const Analysis& a) {
             f << i + 1 << ' ' << s.candidate << ' ' << verdict_key(s.verdict) << ' '
               << (s.measured ? std::to_string(s.measured_saving) : std::string("-")) << ' ' << s.patch_crc << '\n';
         }
+        if (!a.together.ranks.empty())
+            f << "together " << ranks_text(a.together.ranks) << ' '
+              << (a.together.measured ? std::to_string(a.together.measured_saving) : std::string("-")) << ' ' << a.together.patch_crc << '\n';
         if (!f) throw std::runtime_error(tmp + ": cannot write");
     }
     fs::rename(tmp, path);
@@ -180,6 +247,14 @@ bool read_verification(const std::string& path, Analysis& a) {
         ++n;
         if (line.empty() || line[0] == '#') continue;
         std::istringstream is(line);
+        if (line.rfind("together ", 0) == 0) {
+            std::string word, ranks, measured;
+            is >> word >> ranks >> measured >> a.together.patch_crc;
+            a.together.ranks = parse_ranks(ranks);
+            a.together.measured = measured != "-";
+            if (a.together.measured) a.together.measured_saving = std::stoll(measured);
+            continue;
+        }
         std::size_t rank = 0, cand = 0;
         std::string verdict, measured;
         std::uint32_t crc = 0;

@@ -30,7 +30,8 @@ Tick verify_floor(Tick end);
 
 // Replays the original trace (the reference: it must reproduce the run) and the top candidates,
 // fills each suggestion's measurement and verdict, and ranks: verified by measured saving, then
-// not verified by estimate, then no gain. Writes the patched traces under OUT/verify.tmp (removed
+// not verified by estimate, then no gain; then replays the verified ones that compose applied
+// together (Analysis::together). Writes the patched traces under OUT/verify.tmp (removed
 // after). Sets a.verified and a.verify_note.
 void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis& a, const VerifyOptions& opt);
 
@@ -45,6 +46,10 @@ void write_verification(const std::string& path, const Analysis& a);
 // order): fills the measurements and verdicts and ranks them as the file says. False if the file
 // does not exist; throws std::runtime_error if it does not fit the analysis.
 bool read_verification(const std::string& path, Analysis& a);
+
+// "1,3" <-> {1, 3}; parse_ranks gives {} for anything else than comma-separated positive numbers.
+std::vector<std::uint32_t> parse_ranks(const std::string& text);
+std::string ranks_text(const std::vector<std::uint32_t>& ranks);
 
 // CRC-32 of a file's bytes (the patched trace that was replayed).
 std::uint32_t file_crc(const std::string& path);

@@ -1,7 +1,7 @@
 // xpu_analyze: the stall analysis of a finished run, from its output folder's transaction log.
 //   xpu_analyze OUT                          report on the terminal + OUT/{report.txt, analysis.json,
 //                                            report.html, timeline.json}
-//   xpu_analyze OUT --apply N -o patched.bin the trace with suggestion N applied (re-simulate it
+//   xpu_analyze OUT --apply N[,M...] -o patched.bin the trace with suggestion N (and M...) applied (re-simulate it
 //                                            to measure the gain against the estimate)
 //   xpu_analyze --compare OUT_A OUT_B        two runs side by side
 //   xpu_analyze OUT --verify K | --no-verify  replay the K best suggestions (default 5) and rank them
@@ -17,6 +17,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "analysis/compose.h"
 #include "analysis/outputs.h"
 #include "analysis/patch.h"
 #include "analysis/report.h"
@@ -43,17 +44,72 @@ void print_timing(const PhaseTimes& t) {
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         std::fprintf(stderr, "xpu_analyze timing: peak_rss %llu bytes\n", static_cast<unsigned long long>(ru.ru_maxrss) * 1024);  // KiB on Linux
 }
+
+// --apply LIST: the trace with the suggestions at these ranks applied (in the ranking the report
+// showed, the replays' one when the run was verified), written to `out`.
+int apply_suggestions(const std::string& dir, const std::string& list, const std::string& out, bool quiet) {
+    const RunData run = load_run(dir);
+    Analysis a = analyze(run);
+    try {
+        read_verification((std::filesystem::path(dir) / "verification.txt").string(), a);
+    } catch (const std::runtime_error& e) {
+        return fail(kBadLog, e.what());
+    }
+    const std::vector<std::uint32_t> ranks = parse_ranks(list);
+    if (ranks.empty()) return fail(kUsage, "--apply '" + list + "': expected a suggestion number, or several separated by commas (1,3)");
+    std::vector<const Suggestion*> parts;
+    for (std::uint32_t r : ranks) {
+        if (r < 1 || r > a.suggestions.size())
+            return fail(kUsage, "--apply " + list + ": this run has " + std::to_string(a.suggestions.size()) +
+                                    " suggestions (numbered from 1; see the report)");
+        const Suggestion& s = a.suggestions[r - 1];
+        if (s.moves.empty() && s.edits.empty())
+            return fail(kUsage, "--apply " + list + ": suggestion " + std::to_string(r) + " [" + s.kind +
+                                    "] changes how the program is lowered, which no patch of this trace expresses: " + s.action);
+        for (const Suggestion* p : parts)
+            if (!composable(*p, s))
+                return fail(kUsage, "--apply " + list + ": suggestion " + std::to_string(r) + " [" + s.kind + "] changes instructions among those of [" +
+                                        p->kind + "]: they cannot be applied together");
+        parts.push_back(&s);
+    }
+    const Suggestion s = parts.size() == 1 ? *parts[0] : compose(parts);
+    const bool together = parts.size() > 1;
+    // What was replayed for exactly this choice, if anything: a measured trace must come back identical.
+    const bool measured = together ? a.together.measured && a.together.ranks == ranks : s.measured;
+    const std::int64_t saving = together ? a.together.measured_saving : s.measured_saving;
+    const std::uint32_t crc = together ? a.together.patch_crc : s.patch_crc;
+    std::size_t n = 0;
+    try {
+        n = write_patched_trace(run, s, out);
+    } catch (const std::runtime_error& e) {
+        return fail(kOutput, e.what());
+    }
+    if (measured && file_crc(out) != crc)
+        return fail(kBadLog, out + ": the patched trace differs from the one replayed for --apply " + list + " (CRC-32 " +
+                                 std::to_string(file_crc(out)) + ", replayed " + std::to_string(crc) + "): analyse the run again");
+    if (quiet) return kOk;
+    std::cout << "applied suggestion" << (together ? "s " : " ") << list << " [" << s.kind << "] at " << s.where << ": " << n
+              << (s.edits.empty() ? " instructions moved or dropped" : " instructions moved, dropped or rewritten") << "; ";
+    if (measured)
+        std::cout << (together ? "replayed together" : verdict_key(s.verdict)) << ", measured saving " << (saving < 0 ? "-" : "")
+                  << format_time(static_cast<xpu::Tick>(std::llabs(saving))) << " (estimated " << format_time(s.estimated_saving) << ")\n";
+    else
+        std::cout << "not verified, estimated saving " << format_time(s.estimated_saving) << "\n";
+    std::cout << "patched trace " << out << "; re-simulate it:\n  sim_main --platform "
+              << (std::filesystem::path(dir) / "platform.yaml").string() << " --trace " << out << "\n";
+    return kOk;
+}
 }  // namespace
 
 int main(int argc, char* argv[]) {
     po::options_description opts("xpu_analyze: where a run's time went, why, and what to change");
     std::vector<std::string> dirs;
     std::string out;
-    int apply = 0;
+    std::string apply;
     std::size_t top = 10, verify_k = 5;
     double verify_budget = 300;
     opts.add_options()
-        ("apply", po::value(&apply), "write the trace with suggestion N (1 = the top one) applied; needs -o")
+        ("apply", po::value(&apply), "write the trace with suggestion N (1 = the top one) applied, or several that compose (1,3); needs -o")
         ("output,o", po::value(&out), "where --apply writes the patched trace")
         ("compare", "compare two output folders: xpu_analyze --compare OUT_A OUT_B")
         ("top", po::value(&top), "rows per table in the terminal report (default 10)")
@@ -97,45 +153,7 @@ int main(int argc, char* argv[]) {
         if (dirs.size() != 1) return fail(kUsage, "expected one output folder (of sim_main --out), see --help");
         if (vm.count("apply")) {
             if (out.empty()) return fail(kUsage, "--apply N needs -o PATCHED.bin");
-            const RunData run = load_run(dirs[0]);
-            Analysis a = analyze(run);
-            // The ranking the report showed: the one of the replays, if the suggestions were verified.
-            try {
-                read_verification((std::filesystem::path(dirs[0]) / "verification.txt").string(), a);
-            } catch (const std::runtime_error& e) {
-                return fail(kBadLog, e.what());
-            }
-            if (apply < 1 || static_cast<std::size_t>(apply) > a.suggestions.size())
-                return fail(kUsage, "--apply " + std::to_string(apply) + ": this run has " + std::to_string(a.suggestions.size()) +
-                                        " suggestions (numbered from 1; see the report)");
-            const Suggestion& s = a.suggestions[static_cast<std::size_t>(apply - 1)];
-            if (s.moves.empty() && s.edits.empty())
-                return fail(kUsage, "--apply " + std::to_string(apply) + ": suggestion " + std::to_string(apply) + " [" + s.kind +
-                                        "] changes how the program is lowered, which no patch of this trace expresses: " + s.action);
-            std::size_t n = 0;
-            try {
-                n = write_patched_trace(run, s, out);
-            } catch (const std::runtime_error& e) {
-                return fail(kOutput, e.what());
-            }
-            // A measured suggestion must give back the very trace that was replayed.
-            if (s.measured && file_crc(out) != s.patch_crc)
-                return fail(kBadLog, out + ": the patched trace differs from the one replayed for suggestion " + std::to_string(apply) +
-                                         " (CRC-32 " + std::to_string(file_crc(out)) + ", replayed " + std::to_string(s.patch_crc) +
-                                         "): analyse the run again");
-            if (!quiet) {
-                std::cout << "applied suggestion " << apply << " [" << s.kind << "] at " << s.where << ": " << n
-                          << (s.edits.empty() ? " instructions moved or dropped" : " instructions moved, dropped or rewritten") << "; ";
-                if (s.measured)
-                    std::cout << verdict_key(s.verdict) << ", measured saving " << (s.measured_saving < 0 ? "-" : "")
-                              << format_time(static_cast<xpu::Tick>(std::llabs(s.measured_saving))) << " (estimated "
-                              << format_time(s.estimated_saving) << ")\n";
-                else
-                    std::cout << "not verified, estimated saving " << format_time(s.estimated_saving) << "\n";
-                std::cout << "patched trace " << out << "; re-simulate it:\n  sim_main --platform "
-                          << (std::filesystem::path(dirs[0]) / "platform.yaml").string() << " --trace " << out << "\n";
-            }
-            return kOk;
+            return apply_suggestions(dirs[0], apply, out, quiet);
         }
         OutputOptions o;
         o.print = !quiet;

@@ -70,8 +70,19 @@ PYEOF
 
 "$ANA" "$WORK/planted" --apply 1 -o "$WORK/patched.bin" > "$WORK/apply.txt" || fail "xpu_analyze --apply 1 failed"
 grep -q "applied suggestion 1" "$WORK/apply.txt" || fail "no confirmation from --apply"
-"$SIM" --platform "$PLATFORM" --trace "$WORK/patched.bin" --out "$WORK/patched" -q --no-analysis \
+"$SIM" --platform "$PLATFORM" --trace "$WORK/patched.bin" --out "$WORK/patched" -q \
     || fail "the patched trace does not run (a move broke a dependency?)"
+
+# A fixed point: the patched run, analysed and verified again, does not propose the applied change
+# again (no verified suggestion of the same kind at the same place).
+"$PY" - "$WORK/planted/analysis.json" "$WORK/patched/analysis.json" <<'PYEOF' || fail "fixed point"
+import json, sys
+top = json.load(open(sys.argv[1]))["suggestions"][0]
+again = [s for s in json.load(open(sys.argv[2]))["suggestions"]
+         if s["kind"] == top["kind"] and s["where"] == top["where"] and s["status"] == "verified"]
+assert not again, "the patched run proposes [%s] at %s again, verified: %s" % (top["kind"], top["where"], again)
+print("fixed point: the patched run does not propose [%s] at %s again" % (top["kind"], top["where"]))
+PYEOF
 
 "$PY" - "$WORK" "$MIN" <<'PYEOF' || fail "recovery"
 import json, sys
