@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/run_data.h"
+#include "analysis/sensitivity.h"
 
 namespace xpu::analysis {
 
@@ -177,6 +178,7 @@ struct Analysis {
         std::uint32_t patch_crc = 0;
     } together;
     bool verified = false;                 // the suggestions were replayed (verify_suggestions ran)
+    std::vector<SensitivityLine> sensitivity;  // measured with --sensitivity (analysis/sensitivity.h), else empty
     std::string verify_note;               // how the replay went (baseline, budget), for the reports
 };
 

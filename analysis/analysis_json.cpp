@@ -137,6 +137,26 @@ void write_analysis_json(std::ostream& os, const RunData& run, const Analysis& a
         j.end_object();
     }
     if (!a.verify_note.empty()) j.field("verification", a.verify_note);
+    j.begin_array("sensitivity");  // empty unless measured (--sensitivity)
+    for (const SensitivityLine& l : a.sensitivity) {
+        j.begin_object();
+        j.field("key", l.key);
+        j.field("resource", l.resource);
+        j.field("factor", l.factor);
+        if (l.measured) {
+            j.field("simulated_time_ns", l.simulated_time_ns);
+            j.field("speedup", l.speedup);
+        } else {
+            j.null_field("simulated_time_ns");
+            j.null_field("speedup");
+            j.field("error", l.error);
+        }
+        j.begin_array("sets");
+        for (const auto& set : l.sets) j.value(set);
+        j.end_array();
+        j.end_object();
+    }
+    j.end_array();
     j.begin_array("suggestions");
     int rank = 0;
     for (const Suggestion& s : a.suggestions) {

@@ -55,6 +55,10 @@ Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const Outp
         verify_suggestions(run, out_dir, a, opt.verify);
         clock.lap("verify");
     }
+    if (opt.sensitivity) {
+        a.sensitivity = measure_sensitivity(out_dir, static_cast<double>(run.end) / 1000.0, opt.sensitivity_options);
+        clock.lap("sensitivity");
+    }
     try {
         if (a.verified) write_verification(path("verification.txt"), a);
         std::ostringstream text;

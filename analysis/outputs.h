@@ -27,6 +27,8 @@ struct OutputOptions {
     bool html = true, timeline = true;
     PhaseTimes* timing = nullptr;  // if set, filled with the phases' wall times
     VerifyOptions verify;          // replay the top candidates (enabled by default)
+    bool sensitivity = false;      // also replay with each major resource scaled (analysis/sensitivity.h)
+    SensitivityOptions sensitivity_options;
 };
 
 // Reads OUT's transaction log, analyses it, verifies the top suggestions by replay (unless

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 
 #include "analysis/bounds.h"
 #include "analysis/render_util.h"
 #include "analysis/verify.h"
+#include "traces/json_writer.h"
 
 namespace xpu::analysis {
 
@@ -585,6 +587,27 @@ void write_report_html(const std::string& path, const RunData& run, const Analys
     h += "</section>\n";
 
     // --- per unit ------------------------------------------------------------------------------
+    if (!a.sensitivity.empty()) {
+        h += "<section id=\"sensitivity\"><h2>Hardware sensitivity</h2>\n<p>The trace replayed with one resource at a time made " +
+             JsonWriter::number(a.sensitivity[0].factor) + "x as capable; the <code>--set</code> reproduces each line.</p>\n";
+        h += "<table><thead><tr><th>speedup</th><th>resource</th><th>simulated time</th><th>--set</th></tr></thead><tbody>\n";
+        for (const SensitivityLine& l : a.sensitivity) {
+            h += "<tr><td class=\"n\">";
+            h += l.measured ? JsonWriter::number(std::round(l.speedup * 1000) / 1000) + "x" : std::string("&mdash;");
+            h += "</td><td>";
+            esc(h, l.resource);
+            h += "</td><td class=\"n\">";
+            h += l.measured ? duration(static_cast<Tick>(l.simulated_time_ns * 1000.0 + 0.5)) : std::string("&mdash;");
+            h += "</td><td><small>";
+            for (const auto& set : l.sets) {
+                h += "--set ";
+                esc(h, set);
+                h += " ";
+            }
+            h += "</small></td></tr>\n";
+        }
+        h += "</tbody></table></section>\n";
+    }
     h += "<section id=\"units\"><h2>Time per unit</h2>\n<p>Every unit's time from 0 to the end (" + duration(a.end) +
          "), split by what it was doing: busy, stalled (by cause) or idle.";
     if (a.units.size() > kMaxUnitRows)

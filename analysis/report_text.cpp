@@ -100,6 +100,17 @@ void print_report(std::ostream& os, const RunData& run, const Analysis& a, std::
                << " of the run, an estimate)" << (s.verdict_note.empty() ? "" : "; " + s.verdict_note);
         os << "\n     finding: " << s.cause << "\n     action:  " << s.action << "\n";
     }
+    if (!a.sensitivity.empty()) {
+        os << "\nhardware sensitivity (each resource x" << a.sensitivity[0].factor << " as capable, the trace replayed on it)\n";
+        for (const SensitivityLine& l : a.sensitivity) {
+            char b[64];
+            if (l.measured) std::snprintf(b, sizeof b, "%7.3fx  %12s", l.speedup, format_time(static_cast<Tick>(l.simulated_time_ns * 1000.0 + 0.5)).c_str());
+            else std::snprintf(b, sizeof b, "%7s  %12s", "-", "not run");
+            os << "  " << b << "  " << l.resource << "\n             ";
+            for (const auto& set : l.sets) os << " --set " << set;
+            os << "\n";
+        }
+    }
     if (!a.together.ranks.empty()) {
         os << "  together: the verified suggestions " << ranks_text(a.together.ranks) << " compose (xpu_analyze OUT --apply "
            << ranks_text(a.together.ranks) << " -o patched.bin): ";

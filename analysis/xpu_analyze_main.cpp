@@ -6,6 +6,7 @@
 //   xpu_analyze --compare OUT_A OUT_B        two runs side by side
 //   xpu_analyze OUT --verify K | --no-verify  replay the K best suggestions (default 5) and rank them
 //                                            by measured saving, or do not replay
+//   xpu_analyze OUT --sensitivity [--factor F] also the measured speedup of each resource scaled by F
 //   xpu_analyze OUT --timing                 also the seconds of each phase on stderr (scripts/bench.sh)
 // Exit codes: 0 done, 2 usage, 4 unreadable log or trace, 6 an output could not be written.
 #include <cstdio>
@@ -107,13 +108,15 @@ int main(int argc, char* argv[]) {
     std::string out;
     std::string apply;
     std::size_t top = 10, verify_k = 5;
-    double verify_budget = 300;
+    double verify_budget = 300, factor = 2;
     opts.add_options()
         ("apply", po::value(&apply), "write the trace with suggestion N (1 = the top one) applied, or several that compose (1,3); needs -o")
         ("output,o", po::value(&out), "where --apply writes the patched trace")
         ("compare", "compare two output folders: xpu_analyze --compare OUT_A OUT_B")
         ("top", po::value(&top), "rows per table in the terminal report (default 10)")
         ("verify", po::value(&verify_k), "replay the K best suggestions by estimate on the run's platform and rank by measured saving (default 5)")
+        ("sensitivity", "also replay the trace with each major resource of its platform scaled (--factor), a table of measured speedups")
+        ("factor", po::value(&factor), "how much more capable --sensitivity makes each resource (default 2)")
         ("no-verify", "do not replay: suggestions ranked by estimate, marked not verified")
         ("verify-budget", po::value(&verify_budget), "wall seconds for all replays (default 300; 0 = none); the rest stay not verified")
         ("quiet,q", "print nothing but errors")
@@ -162,6 +165,10 @@ int main(int argc, char* argv[]) {
         o.verify.candidates = verify_k;
         o.verify.budget_seconds = verify_budget;
         if (!quiet) o.verify.progress = &std::cerr;
+        o.sensitivity = vm.count("sensitivity") > 0;
+        if (!(factor > 0 && factor <= 1e6)) return fail(kUsage, "--factor " + std::to_string(factor) + ": expected a number above 0");
+        o.sensitivity_options.factor = factor;
+        if (!quiet) o.sensitivity_options.progress = &std::cerr;
         PhaseTimes timing;
         if (vm.count("timing")) o.timing = &timing;
         try {

@@ -143,6 +143,7 @@ int sc_main(int argc, char* argv[]) {
         ("vcd-signals", po::value<std::string>(), "only these signals: comma-separated globs, e.g. '*.mxu0.busy,*.scalar.*'")
         ("vcd-window", po::value<std::string>(), "only this time window, START_NS:END_NS (either side may be empty)")
         ("verify", po::value<std::size_t>(), "replay the K best suggestions by estimate on the effective platform and rank by measured saving (default 5)")
+        ("sensitivity", "also replay the trace with each major resource scaled x2 (HBM, DMA, vector units, VMEM, clock, ICI links): measured speedups")
         ("no-verify", "do not replay the suggestions: ranked by estimate, marked not verified")
         ("verify-budget", po::value<double>(), "wall seconds for all replays (default 300; 0 = none); the rest stay not verified")
         ("no-analysis", "do not analyse the run at the end (the transaction log is still written; run xpu_analyze OUT later)")
@@ -324,6 +325,9 @@ int sc_main(int argc, char* argv[]) {
         if (vm.count("verify-budget")) ao.verify.budget_seconds = vm["verify-budget"].as<double>();
         ao.verify.stop_requested = stop_requested;
         if (!quiet) ao.verify.progress = &std::cerr;
+        ao.sensitivity = vm.count("sensitivity") > 0;
+        ao.sensitivity_options.stop_requested = stop_requested;
+        if (!quiet) ao.sensitivity_options.progress = &std::cerr;
         try {
             if (!quiet) std::cout << "\n";
             xpu::analysis::analyze_folder(out_dir, std::cout, ao);
