@@ -29,6 +29,7 @@
 
 namespace xpu {
 
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
 struct DmaEngineParams {
     unsigned queue_depth = 16;
     unsigned chunk_bytes = 4096;

@@ -18,6 +18,7 @@
 
 namespace xpu {
 
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
 struct HbmParams {
     std::uint64_t capacity = 32ull << 30;
     unsigned channels = 32;

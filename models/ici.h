@@ -25,6 +25,7 @@
 
 namespace xpu {
 
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
 struct IciPortParams {
     Tick latency = 2'000;  // ps
 

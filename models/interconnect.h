@@ -22,6 +22,7 @@ struct AddressRange {
     }
 };
 
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
 struct InterconnectParams {
     Tick latency = 2'000;  // ps
 

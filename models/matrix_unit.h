@@ -22,6 +22,7 @@
 
 namespace xpu {
 
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
 struct MatrixUnitParams {
     unsigned rows = 128;
     unsigned cols = 128;

@@ -19,6 +19,7 @@
 
 namespace xpu {
 
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
 struct ScalarCoreParams {
     std::uint16_t core = 0;  // with the chip: which trace stream this core runs
     unsigned fetch_width = 4;

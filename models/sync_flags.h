@@ -19,6 +19,7 @@
 
 namespace xpu {
 
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
 struct SyncFlagsParams {
     unsigned flags = 1024;
 

@@ -17,6 +17,7 @@
 namespace xpu {
 
 // No user parameters: what it plays is derived from the bindings.
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
 struct TraceInjectorParams {
     void declare(ParamVisitor&) {}
 };

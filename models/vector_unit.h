@@ -15,6 +15,7 @@
 
 namespace xpu {
 
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
 struct VectorUnitParams {
     unsigned lanes = 128;
     unsigned sublanes = 8;

@@ -16,6 +16,7 @@
 
 namespace xpu {
 
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
 struct VmemParams {
     std::uint64_t capacity = 32ull << 20;
     unsigned ports = 4;

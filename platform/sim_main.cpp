@@ -155,6 +155,7 @@ int sc_main(int argc, char* argv[]) {
         std::cout << "xpusim sim_main " << XPU_VERSION << " (SystemC " << sc_core::sc_version() << ")\n";
         return kOk;
     }
+    if (vm.count("markdown") && !vm.count("list-types")) return fail(kUsage, "--markdown goes with --list-types (see --help)");
     if (vm.count("list-types")) {
         std::cout << (vm.count("markdown") ? param_reference_markdown() : param_reference_text());
         return kOk;
