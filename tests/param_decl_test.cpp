@@ -85,7 +85,9 @@ TEST(ParamDeclarations, KeysAreUniqueDocumentedAndNumbersHaveUnitsAndRanges) {
             EXPECT_FALSE(d.range.empty()) << where << " is a number without a range";
             EXPECT_FALSE(d.def.empty()) << where << " has no default";
         }
-        if (g.module_type) EXPECT_EQ(keys.count("type"), 0u) << g.name << ": `type` names the module type";
+        if (g.module_type) {
+            EXPECT_EQ(keys.count("type"), 0u) << g.name << ": `type` names the module type";
+        }
     }
     EXPECT_GE(groups.size(), 6u + 10u);  // the description's own mappings and the shipped types
 }
