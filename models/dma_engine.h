@@ -23,19 +23,33 @@
 #include <tlm_utils/simple_target_socket.h>
 
 #include "models/busy_tracker.h"
+#include "models/params.h"
 #include "models/unit_command.h"
 #include "models/xpu_module.h"
 
 namespace xpu {
 
-struct DmaEngineConfig {
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
+struct DmaEngineParams {
+    unsigned queue_depth = 16;
+    unsigned chunk_bytes = 4096;
+    unsigned max_outstanding = 64;
+    double bandwidth_gbps = 1200;
+    unsigned setup_latency = 16;
+
+    void declare(ParamVisitor& v) {
+        v.u32("queue_depth", queue_depth, 1, 4096, "descriptors", "descriptors waiting to start");
+        v.u32("chunk_bytes", chunk_bytes, 1, 1u << 24, "bytes", "bytes per memory transaction");
+        v.u32("max_outstanding", max_outstanding, 1, 1u << 20, "chunks", "chunks in flight");
+        v.real("bandwidth_gbps", bandwidth_gbps, 0.001, 1e7, "GB/s", "chunk issue rate, GB/s");
+        v.u32("setup_latency", setup_latency, 0, 100000, "cycles", "cycles from dequeue to the first chunk");
+    }
+};
+
+// The parameters and what the builder derives.
+struct DmaEngineConfig : DmaEngineParams {
     std::uint16_t chip = 0;
     Tick cycle = 1000;
-    unsigned queue_depth = 16;        // descriptors waiting to start
-    unsigned chunk_bytes = 4096;
-    unsigned max_outstanding = 64;    // chunks in flight
-    double bandwidth_gbps = 1200;     // chunk issue rate
-    unsigned setup_latency = 16;      // cycles from dequeue to the first chunk
     std::array<std::uint64_t, 2> space_base{};  // global address of Space::Vmem, Space::Hbm
     std::uint64_t flags_base = 0;    // global address of the chips' SyncFlags (remote completion flags)
     bool flags_mapped = false;       // ... when the address map has one

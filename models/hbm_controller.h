@@ -12,20 +12,40 @@
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include "models/bandwidth_calendar.h"
+#include "models/params.h"
 #include "models/unit_command.h"
 #include "models/xpu_module.h"
 
 namespace xpu {
 
-struct HbmConfig {
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
+struct HbmParams {
     std::uint64_t capacity = 32ull << 30;
-    std::uint64_t base = 0;
     unsigned channels = 32;
     double channel_bandwidth_gbps = 37.5;  // GB/s = bytes per ns
     Tick latency = 100'000;                // ps
     unsigned interleave_bytes = 1024;
     unsigned queue_depth = 64;             // pieces per channel
-    Tick bucket = 64'000;                  // calendar resolution, ps
+    Tick bucket = 64'000;                  // ps
+
+    void declare(ParamVisitor& v) {
+        v.bytes("capacity", capacity, 1024, 1ull << 50, "bytes of HBM");
+        v.u32("channels", channels, 1, 4096, "channels", "independent channels");
+        v.real("channel_bandwidth_gbps", channel_bandwidth_gbps, 0.001, 1e6, "GB/s", "GB/s per channel (1 GB/s = 1 byte/ns)");
+        v.ticks_ns("latency_ns", latency, 0, 1e6, "data returns this long after its transfer slot");
+        v.u32("interleave_bytes", interleave_bytes, 1, 1u << 20, "bytes", "address interleave granule across channels");
+        v.u32("queue_depth", queue_depth, 1, 1u << 20, "requests", "requests a channel queues before back-pressure");
+        // A knob of the simulator, not of the hardware: the dump shows it only when set.
+        v.ticks_ns("calendar_bucket_ns", bucket, 1, 1e6,
+                   "resolution of a channel's bandwidth calendar (rounded down to a power of two ps): "
+                   "no bucket carries more than bandwidth x bucket; finer is more exact and slower",
+                   Dump::WhenSet);
+    }
+};
+
+// The parameters and what the builder derives.
+struct HbmConfig : HbmParams {
+    std::uint64_t base = 0;  // where the address map put it
 };
 
 class HbmController : public XpuModule {

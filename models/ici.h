@@ -19,16 +19,24 @@
 #include <tlm_utils/simple_target_socket.h>
 
 #include "models/bandwidth_calendar.h"
+#include "models/params.h"
 #include "models/unit_command.h"
 #include "models/xpu_module.h"
 
 namespace xpu {
 
-struct IciPortConfig {
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
+struct IciPortParams {
+    Tick latency = 2'000;  // ps
+
+    void declare(ParamVisitor& v) { v.ticks_ns("latency_ns", latency, 0, 1e6, "latency through the port"); }
+};
+
+// The parameters and what the builder derives (from the description's topology).
+struct IciPortConfig : IciPortParams {
     std::uint16_t chip = 0;
     std::vector<unsigned> dims;        // torus dimensions (a ring: one), product = chips
     unsigned links_per_neighbour = 1;  // parallel links per direction
-    Tick latency = 2'000;              // ps through the port
 };
 
 class IciPort : public XpuModule {
@@ -56,13 +64,25 @@ private:
     std::uint64_t forwarded_ = 0, delivered_ = 0;
 };
 
-struct IciLinkConfig {
-    double bandwidth_gbps = 50;       // per direction
-    Tick latency = 500'000;           // ps per hop
+// The links are not modules of the description: the builder creates them from `topology`, whose
+// `link` mapping holds these parameters.
+struct IciLinkParams {
+    double bandwidth_gbps = 50;  // per direction
+    Tick latency = 500'000;      // ps per hop
     unsigned packet_bytes = 1024;
     unsigned packet_overhead_bytes = 64;
-    std::uint64_t buffer_bytes = 256 * 1024;  // in flight before back-pressure
+    std::uint64_t buffer_bytes = 256 * 1024;
+
+    void declare(ParamVisitor& v) {
+        v.real("bandwidth_gbps", bandwidth_gbps, 0.001, 1e6, "GB/s", "GB/s per direction of one link");
+        v.ticks_ns("latency_ns", latency, 0, 1e6, "per hop");
+        v.u32("packet_bytes", packet_bytes, 1, 1u << 24, "bytes", "payload bytes per packet");
+        v.u32("packet_overhead_bytes", packet_overhead_bytes, 0, 1u << 20, "bytes", "header/CRC bytes per packet");
+        v.bytes("buffer_bytes", buffer_bytes, 1, 1ull << 40, "bytes in flight on a link before back-pressure");
+    }
 };
+
+struct IciLinkConfig : IciLinkParams {};
 
 class IciLink : public XpuModule {
 public:

@@ -9,6 +9,7 @@
 #include <tlm_utils/multi_passthrough_initiator_socket.h>
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
+#include "models/params.h"
 #include "models/xpu_module.h"
 
 namespace xpu {
@@ -21,9 +22,16 @@ struct AddressRange {
     }
 };
 
-struct InterconnectConfig {
-    Tick latency = 2'000;  // ps per traversal
-    std::vector<AddressRange> routes;
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
+struct InterconnectParams {
+    Tick latency = 2'000;  // ps
+
+    void declare(ParamVisitor& v) { v.ticks_ns("latency_ns", latency, 0, 1e6, "traversal latency per transaction"); }
+};
+
+// The parameters and what the builder derives.
+struct InterconnectConfig : InterconnectParams {
+    std::vector<AddressRange> routes;  // the address map of the memories bound to out[i]
 };
 
 class Interconnect : public XpuModule {

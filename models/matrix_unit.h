@@ -16,19 +16,34 @@
 #include <tlm_utils/simple_target_socket.h>
 
 #include "models/busy_tracker.h"
+#include "models/params.h"
 #include "models/unit_command.h"
 #include "models/xpu_module.h"
 
 namespace xpu {
 
-struct MatrixUnitConfig {
-    Tick cycle = 1000;
-    unsigned rows = 128;            // K dimension held in the array (weight rows)
-    unsigned cols = 128;            // N dimension (weight columns = outputs per row)
-    bool double_buffer = true;      // shadow weight buffer
-    unsigned queue_depth = 32;      // instructions waiting (lookahead that hides weight loads)
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
+struct MatrixUnitParams {
+    unsigned rows = 128;
+    unsigned cols = 128;
+    bool double_buffer = true;
+    unsigned queue_depth = 32;  // the lookahead that hides weight loads
     unsigned pop_rows_per_cycle = 8;
-    unsigned pop_latency = 4;       // cycles
+    unsigned pop_latency = 4;
+
+    void declare(ParamVisitor& v) {
+        v.u32("rows", rows, 1, 4096, "rows", "systolic array rows (weight rows, the K of a tile)");
+        v.u32("cols", cols, 1, 4096, "columns", "systolic array columns (the N of a tile)");
+        v.boolean("double_buffer", double_buffer, "shadow weight buffer: load the next tile while streaming");
+        v.u32("queue_depth", queue_depth, 1, 4096, "instructions", "instructions waiting in the unit");
+        v.u32("pop_rows_per_cycle", pop_rows_per_cycle, 1, 4096, "rows/cycle", "result rows popped per cycle");
+        v.u32("pop_latency", pop_latency, 0, 1000, "cycles", "pop latency, cycles");
+    }
+};
+
+// The parameters and what the builder derives.
+struct MatrixUnitConfig : MatrixUnitParams {
+    Tick cycle = 1000;
 };
 
 class MatrixUnit : public XpuModule {

@@ -13,23 +13,42 @@
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include "models/busy_tracker.h"
+#include "models/params.h"
 #include "models/unit_command.h"
 #include "models/xpu_module.h"
 
 namespace xpu {
 
-struct ScalarCoreConfig {
-    std::uint16_t chip = 0, core = 0;  // which trace stream this core runs (for messages)
-    Tick cycle = 1000;              // ps per cycle
-    unsigned fetch_width = 4;       // instructions the front end delivers per cycle
-    unsigned issue_width = 4;       // instructions that may leave the core per cycle (VLIW slots)
-    unsigned iqueue_depth = 32;     // fetched, not yet issued
-    unsigned salu_latency = 1;      // cycles
-    unsigned branch_latency = 2;    // cycles
-    unsigned sync_latency = 1;      // cycles for a flag op to take effect
-    unsigned batch = 256;           // instructions per fetch from the injector (host-side batching)
-    Tick quantum = 1'000'000;       // temporal decoupling: local time may lead the kernel by this
-    std::size_t annotations = 0;    // strings in the trace: time is attributed per annotation id
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
+struct ScalarCoreParams {
+    std::uint16_t core = 0;  // with the chip: which trace stream this core runs
+    unsigned fetch_width = 4;
+    unsigned issue_width = 4;
+    unsigned iqueue_depth = 32;
+    unsigned salu_latency = 1;
+    unsigned branch_latency = 2;
+    unsigned sync_latency = 1;
+    unsigned batch = 256;
+
+    void declare(ParamVisitor& v) {
+        v.u16("core", core, 0, 255, "core id", "core id: runs the trace stream (this chip, core)");
+        v.u32("fetch_width", fetch_width, 1, 64, "instructions/cycle", "instructions the front end delivers per cycle");
+        v.u32("issue_width", issue_width, 1, 64, "instructions/cycle", "instructions issued per cycle (VLIW slots)");
+        v.u32("iqueue_depth", iqueue_depth, 1, 4096, "instructions", "fetched but not yet issued instructions");
+        v.u32("salu_latency", salu_latency, 1, 1000, "cycles", "scalar ALU latency, cycles");
+        v.u32("branch_latency", branch_latency, 1, 1000, "cycles", "branch latency, cycles");
+        v.u32("sync_latency", sync_latency, 1, 1000, "cycles", "cycles for a flag operation to take effect");
+        v.u32("batch", batch, 1, 65536, "instructions",
+              "instructions per fetch from the trace (host-side batching, no timing effect)");
+    }
+};
+
+// The parameters and what the builder derives.
+struct ScalarCoreConfig : ScalarCoreParams {
+    std::uint16_t chip = 0;       // with the core: which trace stream this core runs (for messages)
+    Tick cycle = 1000;            // ps per cycle
+    Tick quantum = 1'000'000;     // temporal decoupling: local time may lead the kernel by this
+    std::size_t annotations = 0;  // strings in the trace: time is attributed per annotation id
 };
 
 // Width-limited slots per cycle (fetch, issue): next(t) is the earliest slot at or after t.

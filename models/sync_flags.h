@@ -13,13 +13,21 @@
 
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
+#include "models/params.h"
 #include "models/unit_command.h"
 #include "models/xpu_module.h"
 
 namespace xpu {
 
-struct SyncFlagsConfig {
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
+struct SyncFlagsParams {
     unsigned flags = 1024;
+
+    void declare(ParamVisitor& v) { v.u32("flags", flags, 1, 65536, "flags", "number of sync flags"); }
+};
+
+// The parameters and what the builder derives.
+struct SyncFlagsConfig : SyncFlagsParams {
     unsigned barrier_participants = 1;  // cores that meet at a barrier
 };
 

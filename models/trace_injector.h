@@ -10,12 +10,20 @@
 
 #include <tlm_utils/simple_target_socket.h>
 
+#include "models/params.h"
 #include "models/xpu_module.h"
 #include "traces/trace_reader.h"
 
 namespace xpu {
 
-struct TraceInjectorConfig {
+// No user parameters: what it plays is derived from the bindings.
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
+struct TraceInjectorParams {
+    void declare(ParamVisitor&) {}
+};
+
+// What the builder derives.
+struct TraceInjectorConfig : TraceInjectorParams {
     const trace::TraceFile* trace = nullptr;  // opened by the caller, outlives the module
     std::size_t stream = 0;                    // index in trace->streams()
 };

@@ -9,23 +9,41 @@
 #include <tlm_utils/simple_target_socket.h>
 
 #include "models/busy_tracker.h"
+#include "models/params.h"
 #include "models/unit_command.h"
 #include "models/xpu_module.h"
 
 namespace xpu {
 
-struct VectorUnitConfig {
-    Tick cycle = 1000;
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
+struct VectorUnitParams {
     unsigned lanes = 128;
     unsigned sublanes = 8;
-    unsigned queue_depth = 8;            // instructions waiting in the unit
-    unsigned alu_latency = 2;            // cycles
-    unsigned trans_cycles_per_vreg = 4;  // transcendental throughput (cycles per register)
+    unsigned queue_depth = 8;
+    unsigned alu_latency = 2;
+    unsigned trans_cycles_per_vreg = 4;
     unsigned trans_latency = 12;
-    unsigned xlu_cycles_per_vreg = 2;    // reduce / permute throughput
+    unsigned xlu_cycles_per_vreg = 2;
     unsigned xlu_latency = 8;
-    unsigned ldst_bytes_per_cycle = 4096;  // load/store path width
-    std::uint64_t vmem_base = 0;         // global address of the local VMEM space
+    unsigned ldst_bytes_per_cycle = 4096;
+
+    void declare(ParamVisitor& v) {
+        v.u32("lanes", lanes, 1, 4096, "lanes", "lanes per vector register");
+        v.u32("sublanes", sublanes, 1, 256, "sublanes", "sublanes per vector register");
+        v.u32("queue_depth", queue_depth, 1, 4096, "instructions", "instructions waiting in the unit");
+        v.u32("alu_latency", alu_latency, 1, 1000, "cycles", "elementwise op latency, cycles");
+        v.u32("trans_cycles_per_vreg", trans_cycles_per_vreg, 1, 1000, "cycles", "transcendental throughput, cycles per vector register");
+        v.u32("trans_latency", trans_latency, 1, 1000, "cycles", "transcendental latency, cycles");
+        v.u32("xlu_cycles_per_vreg", xlu_cycles_per_vreg, 1, 1000, "cycles", "reduce/permute throughput, cycles per vector register");
+        v.u32("xlu_latency", xlu_latency, 1, 1000, "cycles", "reduce/permute latency, cycles");
+        v.u32("ldst_bytes_per_cycle", ldst_bytes_per_cycle, 1, 1u << 20, "bytes/cycle", "load/store path width, bytes per cycle");
+    }
+};
+
+// The parameters and what the builder derives.
+struct VectorUnitConfig : VectorUnitParams {
+    Tick cycle = 1000;
+    std::uint64_t vmem_base = 0;  // global address of the local VMEM space
 };
 
 class VectorUnit : public XpuModule {

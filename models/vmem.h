@@ -10,18 +10,31 @@
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include "models/bandwidth_calendar.h"
+#include "models/params.h"
 #include "models/unit_command.h"
 #include "models/xpu_module.h"
 
 namespace xpu {
 
-struct VmemConfig {
-    Tick cycle = 1000;
+// What a platform description sets: the module type's keys (declare(), docs/platform.md).
+struct VmemParams {
     std::uint64_t capacity = 32ull << 20;
-    std::uint64_t base = 0;
     unsigned ports = 4;
     unsigned port_bytes_per_cycle = 1024;
-    unsigned latency = 2;  // cycles
+    unsigned latency = 2;
+
+    void declare(ParamVisitor& v) {
+        v.bytes("capacity", capacity, 1024, 1ull << 40, "bytes of on-chip vector memory");
+        v.u32("ports", ports, 1, 256, "ports", "independent access ports");
+        v.u32("port_bytes_per_cycle", port_bytes_per_cycle, 1, 1u << 20, "bytes/cycle", "bytes per cycle per port");
+        v.u32("latency", latency, 0, 1000, "cycles", "access latency after the transfer, cycles");
+    }
+};
+
+// The parameters and what the builder derives.
+struct VmemConfig : VmemParams {
+    Tick cycle = 1000;
+    std::uint64_t base = 0;  // where the address map put it
 };
 
 class Vmem : public XpuModule {

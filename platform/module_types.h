@@ -1,6 +1,7 @@
-// The registry of module types a platform description can instantiate. Each type declares its
-// parameters once (name, range, unit, meaning) by reading them into its model's plain config
-// struct; the models themselves never see YAML. Adding a model = one entry here.
+// The registry of module types a platform description can instantiate: a type name maps to a
+// model, its config struct (whose params part declares the type's keys, models/params.h) and
+// what the builder fills into it. The models themselves never see YAML. Adding a model = one
+// entry in the shipped list (module_types.cpp), or one register_module_type() from outside.
 #pragma once
 
 #include <array>
@@ -12,7 +13,7 @@
 
 #include "models/interconnect.h"
 #include "models/xpu_module.h"
-#include "platform/param_reader.h"
+#include "platform/param_catalog.h"
 
 namespace xpu::trace {
 class TraceFile;
@@ -36,15 +37,55 @@ struct BuildContext {
     unsigned links_per_neighbour = 1;
 };
 
-class ModuleSpec {
+// A module of the description before elaboration: its parameters (a ParamSet, read from its
+// mapping in the description), what the loader needs to know of it, and how to build it.
+class ModuleSpec : public ParamSet {
 public:
-    virtual ~ModuleSpec() = default;
-    virtual void params(ParamReader& p) = 0;
     // Memories: bytes they serve (the address map gives them a base).
     virtual std::optional<std::uint64_t> capacity() const { return std::nullopt; }
     // ScalarCore: the core id of the trace stream it runs.
     virtual std::optional<std::uint16_t> core_id() const { return std::nullopt; }
     virtual std::unique_ptr<XpuModule> build(const std::string& name, const BuildContext& ctx) const = 0;
+};
+
+// The spec of a model whose config is Config (its params struct plus what the builder fills in).
+template <class Config>
+class ConfigSpec : public ModuleSpec {
+public:
+    void declare(ParamVisitor& v) override { config_.declare(v); }
+    const Config& config() const { return config_; }
+
+protected:
+    Config config_;
+};
+
+// How a model becomes a module of the description: what the builder fills into its config, and
+// (optionally) what the loader asks of it.
+template <class Config>
+struct ModelRecipe {
+    void (*fill)(Config&, const BuildContext&) = nullptr;
+    std::optional<std::uint64_t> (*capacity)(const Config&) = nullptr;
+    std::optional<std::uint16_t> (*core_id)(const Config&) = nullptr;
+};
+
+template <class Model, class Config>
+class ModelSpec : public ConfigSpec<Config> {
+public:
+    explicit ModelSpec(ModelRecipe<Config> r) : recipe_(r) {}
+    std::optional<std::uint64_t> capacity() const override {
+        return recipe_.capacity ? recipe_.capacity(this->config_) : std::nullopt;
+    }
+    std::optional<std::uint16_t> core_id() const override {
+        return recipe_.core_id ? recipe_.core_id(this->config_) : std::nullopt;
+    }
+    std::unique_ptr<XpuModule> build(const std::string& name, const BuildContext& ctx) const override {
+        Config k = this->config_;
+        if (recipe_.fill) recipe_.fill(k, ctx);
+        return std::make_unique<Model>(name.c_str(), k);
+    }
+
+private:
+    ModelRecipe<Config> recipe_;
 };
 
 struct ModuleType {
@@ -53,9 +94,28 @@ struct ModuleType {
     std::function<std::unique_ptr<ModuleSpec>()> make;
 };
 
+// The type `name` of Model, configured by Config (whose declare() names its keys).
+template <class Model, class Config>
+ModuleType model_type(std::string name, std::string doc, ModelRecipe<Config> recipe = {}) {
+    return {std::move(name), std::move(doc), [recipe] { return std::make_unique<ModelSpec<Model, Config>>(recipe); }};
+}
+
+// The shipped types, then any registered since; a name is registered once.
 const std::vector<ModuleType>& module_types();
 const ModuleType* find_module_type(const std::string& name);
-// Human-readable reference of every type's parameters (sim_main --list-types).
-std::string describe_module_types();
+// Adds a type (a model outside xpusim, a test's stub); throws std::logic_error on a taken name.
+void register_module_type(ModuleType type);
+
+// Registers a type at static initialisation: `static ModuleTypeRegistrar r{model_type<...>(...)};`
+struct ModuleTypeRegistrar {
+    explicit ModuleTypeRegistrar(ModuleType type) { register_module_type(std::move(type)); }
+};
+
+// The typed config of a declared module, or null if it is not of that config type.
+template <class Config>
+const Config* config_of(const ModuleSpec& spec) {
+    auto* s = dynamic_cast<const ConfigSpec<Config>*>(&spec);
+    return s ? &s->config() : nullptr;
+}
 
 }  // namespace xpu::platform

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "models/sim_time.h"
+
 namespace xpu::platform {
 
 bool parse_u64(const std::string& raw, std::uint64_t& out) {
@@ -70,6 +72,22 @@ bool parse_bytes(const std::string& s, std::uint64_t& out, std::string& why) {
     return true;
 }
 
+std::string param_number_text(double v) {
+    std::ostringstream os;
+    os << v;
+    return os.str();
+}
+
+std::string param_size_text(std::uint64_t b) {
+    static const char* u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (i < 4 && b >= 1024 && b % 1024 == 0) {
+        b /= 1024;
+        ++i;
+    }
+    return std::to_string(b) + u[i];
+}
+
 ParamReader::ParamReader(const YamlSource* src, YAML::Node node, std::string path)
     : src_(src), node_(node), path_(std::move(path)), effective_(YAML::NodeType::Map) {
     if (node_.IsDefined() && !node_.IsNull() && !node_.IsMap()) {
@@ -99,80 +117,67 @@ YAML::Node ParamReader::take(const char* key) {
     return n;
 }
 
-void ParamReader::record(const char* key, const std::string& type, const std::string& range,
-                         const std::string& def, const char* doc) {
-    docs_.push_back({key, type, range, def, doc});
-}
-
-template <class T>
-static std::string str(T v) {
-    std::ostringstream os;
-    os << v;
-    return os.str();
-}
-
-void ParamReader::u64(const char* key, std::uint64_t& v, std::uint64_t lo, std::uint64_t hi, const char* doc) {
-    record(key, "integer", str(lo) + ".." + str(hi), str(v), doc);
+void ParamReader::u64(const char* key, std::uint64_t& v, std::uint64_t lo, std::uint64_t hi, const char*,
+                      const char*) {
     YAML::Node n = take(key);
     if (n.IsDefined()) {
         std::uint64_t x;
         if (!parse_u64(n.Scalar(), x)) fail(key, "expected a non-negative integer, got '" + n.Scalar() + "'");
-        if (x < lo || x > hi) fail(key, "expected a value in " + str(lo) + ".." + str(hi) + ", got " + str(x));
+        if (x < lo || x > hi)
+            fail(key, "expected a value in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + std::to_string(x));
         v = x;
     }
     effective_[key] = v;
 }
 
-void ParamReader::u32(const char* key, unsigned& v, unsigned lo, unsigned hi, const char* doc) {
+void ParamReader::u32(const char* key, unsigned& v, unsigned lo, unsigned hi, const char* unit, const char* doc) {
     std::uint64_t x = v;
-    u64(key, x, lo, hi, doc);
+    u64(key, x, lo, hi, unit, doc);
     v = static_cast<unsigned>(x);
 }
 
-void ParamReader::u16(const char* key, std::uint16_t& v, unsigned lo, unsigned hi, const char* doc) {
+void ParamReader::u16(const char* key, std::uint16_t& v, unsigned lo, unsigned hi, const char* unit, const char* doc) {
     std::uint64_t x = v;
-    u64(key, x, lo, hi, doc);
+    u64(key, x, lo, hi, unit, doc);
     v = static_cast<std::uint16_t>(x);
 }
 
-static std::string size_str(std::uint64_t b) {
-    static const char* u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int i = 0;
-    while (i < 4 && b >= 1024 && b % 1024 == 0) {
-        b /= 1024;
-        ++i;
-    }
-    return str(b) + u[i];
-}
-
-void ParamReader::bytes(const char* key, std::uint64_t& v, std::uint64_t lo, std::uint64_t hi, const char* doc) {
-    record(key, "size", size_str(lo) + ".." + size_str(hi), size_str(v), doc);
+void ParamReader::bytes(const char* key, std::uint64_t& v, std::uint64_t lo, std::uint64_t hi, const char*) {
     YAML::Node n = take(key);
     if (n.IsDefined()) {
         std::uint64_t x;
         std::string why;
         if (!parse_bytes(n.Scalar(), x, why)) fail(key, why + ", got '" + n.Scalar() + "'");
         if (x < lo || x > hi)
-            fail(key, "expected a size in " + size_str(lo) + ".." + size_str(hi) + ", got " + n.Scalar());
+            fail(key, "expected a size in " + param_size_text(lo) + ".." + param_size_text(hi) + ", got " + n.Scalar());
         v = x;
     }
-    effective_[key] = size_str(v);
+    effective_[key] = param_size_text(v);
 }
 
-void ParamReader::real(const char* key, double& v, double lo, double hi, const char* doc) {
-    record(key, "number", str(lo) + ".." + str(hi), str(v), doc);
+void ParamReader::real(const char* key, double& v, double lo, double hi, const char*, const char*) {
     YAML::Node n = take(key);
     if (n.IsDefined()) {
         double x;
         if (!parse_real(n.Scalar(), x)) fail(key, "expected a number, got '" + n.Scalar() + "'");
-        if (x < lo || x > hi) fail(key, "expected a value in " + str(lo) + ".." + str(hi) + ", got " + n.Scalar());
+        if (x < lo || x > hi)
+            fail(key, "expected a value in " + param_number_text(lo) + ".." + param_number_text(hi) + ", got " + n.Scalar());
         v = x;
     }
     effective_[key] = v;
 }
 
-void ParamReader::boolean(const char* key, bool& v, const char* doc) {
-    record(key, "bool", "true|false", v ? "true" : "false", doc);
+void ParamReader::ticks_ns(const char* key, Tick& v, double lo_ns, double hi_ns, const char* doc, Dump dump) {
+    if (dump == Dump::WhenSet && !node(key).IsDefined()) {
+        seen_.emplace_back(key);
+        return;
+    }
+    double ns = ticks_to_ns(v);
+    real(key, ns, lo_ns, hi_ns, "ns", doc);
+    v = ns_to_ticks(ns);
+}
+
+void ParamReader::boolean(const char* key, bool& v, const char*) {
     YAML::Node n = take(key);
     if (n.IsDefined()) {
         const std::string& s = n.Scalar();
@@ -183,12 +188,13 @@ void ParamReader::boolean(const char* key, bool& v, const char* doc) {
     effective_[key] = v;
 }
 
-void ParamReader::text(const char* key, std::string& v, const char* doc) {
-    record(key, "string", "", v, doc);
+void ParamReader::text(const char* key, std::string& v, const char*) {
     YAML::Node n = take(key);
     if (n.IsDefined()) v = n.Scalar();
     effective_[key] = v;
 }
+
+void ParamReader::section(const char* key, const char*, const char*) { seen_.emplace_back(key); }
 
 void ParamReader::skip(const char* key) { seen_.emplace_back(key); }
 

@@ -7,6 +7,7 @@
 
 #include "models/address.h"
 #include "models/sim_time.h"
+#include "platform/param_reader.h"
 #include "platform/yaml_source.h"
 
 namespace xpu::platform {
@@ -21,6 +22,42 @@ const ModuleDecl* PlatformConfig::module(const std::string& path) const {
     for (const auto& m : modules)
         if (m.path == path) return &m;
     return nullptr;
+}
+
+void DescriptionParams::declare(ParamVisitor& v) {
+    v.u32("xpusim", xpusim, 1, 1, "version", "platform description format version");
+    v.text("name", name, "platform name");
+    v.u32("chips", chips, 1, 4096, "chips", "number of chips (each an instance of `chip`)");
+    v.section("sim", "mapping", "simulation settings (sim: below)");
+    v.section("chip", "mapping", "the description of one chip (chip: below); required");
+    v.section("topology", "mapping", "how the chips connect (topology: below); required with more than one chip");
+}
+
+void SimParams::declare(ParamVisitor& v) {
+    v.real("quantum_ns", quantum_ns, 0.001, 1e9, "ns",
+           "temporal decoupling quantum: how far a model's local time may lead the kernel");
+}
+
+void ChipParams::declare(ParamVisitor& v) {
+    v.real("clock_ghz", clock_ghz, 0.001, 100, "GHz", "chip clock, GHz");
+    v.section("modules", "mapping",
+              "module instances: a mapping with `type: TYPE` and that type's keys (below) is a module, "
+              "one without `type` a container of modules; required");
+    v.section("address_map", "list of mappings", "global address windows (chip.address_map[i]: below)");
+    v.section("bindings", "list of strings", "socket bindings, 'MODULE.SOCKET[i] -> MODULE.SOCKET'");
+}
+
+void AddressMapParams::declare(ParamVisitor& v) {
+    v.text("space", space, "vmem, hbm, flags or remote");
+    v.text("target", target, "module instance serving the range");
+    v.u64("base", base, 0, UINT64_MAX, "address", "global base address");
+}
+
+void TopologyParams::declare(ParamVisitor& v) {
+    v.text("kind", kind, "ring, torus2d or torus3d");
+    v.section("dims", "list of integers", "dimension sizes 1..4096: [X] for a ring, [X, Y], [X, Y, Z]; product = chips");
+    v.section("link", "mapping", "the inter-chip links (topology.link: below)");
+    v.u32("links_per_neighbour", links_per_neighbour, 1, 16, "links", "parallel links per direction to each neighbour");
 }
 
 namespace {
@@ -75,7 +112,7 @@ void collect_modules(const YamlSource& src, const YAML::Node& node, const std::s
         d.where = src.where(body);
         ParamReader p(&src, body, kp);
         p.skip("type");
-        d.spec->params(p);
+        d.spec->declare(p);
         p.finish();
         YAML::Node eff(YAML::NodeType::Map);
         eff["type"] = d.type;
@@ -108,144 +145,108 @@ SocketName parse_socket(const YamlSource& src, const YAML::Node& n, const std::s
     return out;
 }
 
-}  // namespace
+// Reads the mapping `node` at `path` into `params`; its effective values go to `effective`.
+template <class Params>
+void read_params(const YamlSource& src, const YAML::Node& node, const std::string& path, Params& params,
+                 YAML::Node effective) {
+    ParamReader p(&src, node, path);
+    params.declare(p);
+    p.finish();
+    for (auto e = p.effective().begin(); e != p.effective().end(); ++e) effective[e->first.Scalar()] = e->second;
+}
 
-static PlatformConfig load_platform_impl(const std::string& file, const std::vector<std::string>& sets) {
-    YamlSource src = YamlSource::load(file);
-    for (const auto& s : sets) src.apply_set(s);
-    YAML::Node root = src.root();
-    PlatformConfig cfg;
-    cfg.file = file;
-    cfg.effective = YAML::Node(YAML::NodeType::Map);
+// topology.dims: as many sizes as the kind has dimensions, multiplying to the chip count.
+void read_dims(const YamlSource& src, const YAML::Node& topo, unsigned chips, Topology& t) {
+    const unsigned want = t.kind == "ring" ? 1 : t.kind == "torus2d" ? 2 : t.kind == "torus3d" ? 3 : 0;
+    YAML::Node dims = topo["dims"];
+    if (!dims.IsDefined() || !dims.IsSequence() || dims.size() != want)
+        src.fail(dims.IsDefined() ? dims : topo, "topology.dims",
+                 "expected a list of " + std::to_string(want) + " dimension size(s) for a " + t.kind);
+    unsigned product = 1;
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+        std::uint64_t d = 0;
+        if (!dims[i].IsScalar() || !parse_u64(dims[i].Scalar(), d) || d < 1 || d > 4096)
+            src.fail(dims[i], "topology.dims[" + std::to_string(i) + "]", "expected a dimension size 1..4096");
+        t.dims.push_back(static_cast<unsigned>(d));
+        product *= static_cast<unsigned>(d);
+    }
+    if (product != chips)
+        src.fail(dims, "topology.dims", "the dimensions multiply to " + std::to_string(product) + " chips, but chips is " +
+                                            std::to_string(chips));
+}
 
-    ParamReader top(&src, root, "");
-    unsigned version = 1;
-    top.u32("xpusim", version, 1, 1, "platform description format version");
-    top.text("name", cfg.name, "platform name");
-    top.u32("chips", cfg.chips, 1, 4096, "number of chips (each an instance of `chip`)");
-    top.skip("sim");
-    top.skip("chip");
-    top.skip("topology");
-    top.finish();
-    for (auto e = top.effective().begin(); e != top.effective().end(); ++e)
-        cfg.effective[e->first.Scalar()] = e->second;
-
-    // Topology: how the chips connect (multi-chip platforms).
+// How the chips connect (multi-chip platforms).
+void read_topology(const YamlSource& src, const YAML::Node& root, PlatformConfig& cfg) {
     YAML::Node topo = root["topology"];
-    if (topo.IsDefined()) {
+    if (!topo.IsDefined()) {
+        if (cfg.chips > 1)
+            src.fail(root, "topology", "missing: " + std::to_string(cfg.chips) + " chips need a topology (ring, torus2d or torus3d)");
+        return;
+    }
+    Topology& t = cfg.topology;
+    YAML::Node eff(YAML::NodeType::Map);
+    {
         ParamReader tp(&src, topo, "topology");
-        Topology& t = cfg.topology;
-        tp.text("kind", t.kind, "ring, torus2d or torus3d");
-        tp.skip("dims");
-        tp.skip("link");
-        tp.u32("links_per_neighbour", t.links_per_neighbour, 1, 16, "parallel links per direction to each neighbour");
+        t.declare(tp);
         tp.finish();
-        const unsigned want = t.kind == "ring" ? 1 : t.kind == "torus2d" ? 2 : t.kind == "torus3d" ? 3 : 0;
-        if (!want) tp.fail("kind", "expected ring, torus2d or torus3d, got '" + t.kind + "'");
-        YAML::Node dims = topo["dims"];
-        if (!dims.IsDefined() || !dims.IsSequence() || dims.size() != want)
-            src.fail(dims.IsDefined() ? dims : topo, "topology.dims",
-                     "expected a list of " + std::to_string(want) + " dimension size(s) for a " + t.kind);
-        unsigned product = 1;
-        for (std::size_t i = 0; i < dims.size(); ++i) {
-            std::uint64_t d = 0;
-            if (!dims[i].IsScalar() || !parse_u64(dims[i].Scalar(), d) || d < 1 || d > 4096)
-                src.fail(dims[i], "topology.dims[" + std::to_string(i) + "]", "expected a dimension size 1..4096");
-            t.dims.push_back(static_cast<unsigned>(d));
-            product *= static_cast<unsigned>(d);
-        }
-        if (product != cfg.chips)
-            src.fail(dims, "topology.dims", "the dimensions multiply to " + std::to_string(product) + " chips, but chips is " +
-                                                std::to_string(cfg.chips));
-        ParamReader lk(&src, topo["link"], "topology.link");
-        double ns = ticks_to_ns(t.link.latency);
-        lk.real("bandwidth_gbps", t.link.bandwidth_gbps, 0.001, 1e6, "GB/s per direction of one link");
-        lk.real("latency_ns", ns, 0, 1e6, "per hop");
-        lk.u32("packet_bytes", t.link.packet_bytes, 1, 1u << 24, "payload bytes per packet");
-        lk.u32("packet_overhead_bytes", t.link.packet_overhead_bytes, 0, 1u << 20, "header/CRC bytes per packet");
-        lk.bytes("buffer_bytes", t.link.buffer_bytes, 1, 1ull << 40, "bytes in flight on a link before back-pressure");
-        lk.finish();
-        t.link.latency = ns_to_ticks(ns);
-        YAML::Node eff(YAML::NodeType::Map);
-        eff["kind"] = t.kind;
-        YAML::Node ed(YAML::NodeType::Sequence);
-        ed.SetStyle(YAML::EmitterStyle::Flow);
-        for (unsigned d : t.dims) ed.push_back(d);
-        eff["dims"] = ed;
-        eff["links_per_neighbour"] = t.links_per_neighbour;
-        eff["link"] = lk.effective();
-        cfg.effective["topology"] = eff;
-    } else if (cfg.chips > 1) {
-        src.fail(root, "topology", "missing: " + std::to_string(cfg.chips) + " chips need a topology (ring, torus2d or torus3d)");
+        if (t.kind != "ring" && t.kind != "torus2d" && t.kind != "torus3d")
+            tp.fail("kind", "expected ring, torus2d or torus3d, got '" + t.kind + "'");
     }
+    read_dims(src, topo, cfg.chips, t);
+    YAML::Node eff_link(YAML::NodeType::Map);
+    read_params(src, topo["link"], "topology.link", t.link, eff_link);
+    eff["kind"] = t.kind;
+    YAML::Node ed(YAML::NodeType::Sequence);
+    ed.SetStyle(YAML::EmitterStyle::Flow);
+    for (unsigned d : t.dims) ed.push_back(d);
+    eff["dims"] = ed;
+    eff["links_per_neighbour"] = t.links_per_neighbour;
+    eff["link"] = eff_link;
+    cfg.effective["topology"] = eff;
+}
 
-    ParamReader sim(&src, root["sim"], "sim");
-    sim.real("quantum_ns", cfg.quantum_ns, 0.001, 1e9,
-             "temporal decoupling quantum: how far a model's local time may lead the kernel");
-    sim.finish();
-    cfg.effective["sim"] = sim.effective();
+Window window_of(const std::string& space) {
+    if (space == "vmem") return Window::Vmem;
+    if (space == "flags") return Window::Flags;
+    if (space == "remote") return Window::Remote;
+    return Window::Hbm;
+}
 
-    YAML::Node chip = root["chip"];
-    if (!chip.IsDefined()) src.fail(root, "chip", "missing: the description of one chip (modules, address_map, bindings)");
-    ParamReader cp(&src, chip, "chip");
-    cp.real("clock_ghz", cfg.clock_ghz, 0.001, 100, "chip clock, GHz");
-    cp.skip("modules");
-    cp.skip("address_map");
-    cp.skip("bindings");
-    cp.finish();
-    YAML::Node eff_chip(YAML::NodeType::Map);
-    eff_chip["clock_ghz"] = cfg.clock_ghz;
+// One entry of chip.address_map, checked against the modules; its effective form to `eff_am`.
+void read_address_map_entry(const YamlSource& src, const YAML::Node& e, const std::string& kp, PlatformConfig& cfg,
+                            YAML::Node eff_am) {
+    ParamReader p(&src, e, kp);
+    AddressMapParams a;
+    a.declare(p);
+    p.finish();
+    if (a.space != "vmem" && a.space != "hbm" && a.space != "flags" && a.space != "remote")
+        p.fail("space", "expected vmem, hbm, flags or remote, got '" + a.space + "'");
+    AddressMapEntry m;
+    m.window = window_of(a.space);
+    m.target = a.target;
+    m.base = a.base;
+    m.where = src.where(e);
+    const ModuleDecl* t = cfg.module(a.target);
+    if (!t) p.fail("target", "no module '" + a.target + "' in chip.modules");
+    if (!t->spec->capacity()) p.fail("target", "'" + a.target + "' is a " + t->type + ", not a memory");
+    const std::string want = m.window == Window::Flags ? "SyncFlags" : m.window == Window::Remote ? "IciPort" : "";
+    if (!want.empty() && t->type != want)
+        p.fail("target", "space " + a.space + " needs a " + want + ", '" + a.target + "' is a " + t->type);
+    if (m.window == Window::Remote && a.base != kRemoteWindow)
+        p.fail("base", "the remote window starts at 0x8000000000000000 (bit 63: see docs/platform.md)");
+    cfg.address_map.push_back(m);
+    YAML::Node x(YAML::NodeType::Map);
+    x.SetStyle(YAML::EmitterStyle::Flow);
+    x["space"] = a.space;
+    x["target"] = a.target;
+    std::ostringstream hex;
+    hex << "0x" << std::hex << a.base;
+    x["base"] = hex.str();
+    eff_am.push_back(x);
+}
 
-    YAML::Node mods = chip["modules"];
-    if (!mods.IsDefined()) src.fail(chip, "chip.modules", "missing: the chip's module instances");
-    YAML::Node eff_mods(YAML::NodeType::Map);
-    collect_modules(src, mods, "", "chip.modules", cfg, eff_mods);
-    eff_chip["modules"] = eff_mods;
-
-    // Address map.
-    YAML::Node am = chip["address_map"];
-    YAML::Node eff_am(YAML::NodeType::Sequence);
-    if (am.IsDefined()) {
-        if (!am.IsSequence()) src.fail(am, "chip.address_map", "expected a list of {space, target, base}");
-        for (std::size_t i = 0; i < am.size(); ++i) {
-            YAML::Node e = am[i];
-            std::string kp = "chip.address_map[" + std::to_string(i) + "]";
-            ParamReader p(&src, e, kp);
-            std::string space, target;
-            std::uint64_t base = 0;
-            p.text("space", space, "vmem, hbm, flags or remote");
-            p.text("target", target, "module instance serving the range");
-            p.u64("base", base, 0, UINT64_MAX, "global base address");
-            p.finish();
-            AddressMapEntry m;
-            if (space == "vmem") m.window = Window::Vmem;
-            else if (space == "hbm") m.window = Window::Hbm;
-            else if (space == "flags") m.window = Window::Flags;
-            else if (space == "remote") m.window = Window::Remote;
-            else p.fail("space", "expected vmem, hbm, flags or remote, got '" + space + "'");
-            m.target = target;
-            m.base = base;
-            m.where = src.where(e);
-            const ModuleDecl* t = cfg.module(target);
-            if (!t) p.fail("target", "no module '" + target + "' in chip.modules");
-            if (!t->spec->capacity()) p.fail("target", "'" + target + "' is a " + t->type + ", not a memory");
-            const std::string want = m.window == Window::Flags ? "SyncFlags" : m.window == Window::Remote ? "IciPort" : "";
-            if (!want.empty() && t->type != want)
-                p.fail("target", "space " + space + " needs a " + want + ", '" + target + "' is a " + t->type);
-            if (m.window == Window::Remote && base != kRemoteWindow)
-                p.fail("base", "the remote window starts at 0x8000000000000000 (bit 63: see docs/platform.md)");
-            cfg.address_map.push_back(m);
-            YAML::Node x(YAML::NodeType::Map);
-            x.SetStyle(YAML::EmitterStyle::Flow);
-            x["space"] = space;
-            x["target"] = target;
-            std::ostringstream hex;
-            hex << "0x" << std::hex << base;
-            x["base"] = hex.str();
-            eff_am.push_back(x);
-        }
-    }
-    // Ranges must not overlap.
+// Ranges must not overlap.
+void check_overlaps(const PlatformConfig& cfg) {
     for (std::size_t i = 0; i < cfg.address_map.size(); ++i)
         for (std::size_t j = 0; j < i; ++j) {
             const auto& a = cfg.address_map[i];
@@ -256,36 +257,66 @@ static PlatformConfig load_platform_impl(const std::string& file, const std::vec
                 throw ConfigError(a.where + ": chip.address_map[" + std::to_string(i) + "]: range of '" + a.target +
                                   "' overlaps that of '" + b.target + "' (" + b.where + ")");
         }
-    eff_chip["address_map"] = eff_am;
+}
 
-    // Bindings: "from.socket[i] -> to.socket".
+YAML::Node read_address_map(const YamlSource& src, const YAML::Node& chip, PlatformConfig& cfg) {
+    YAML::Node am = chip["address_map"];
+    YAML::Node eff_am(YAML::NodeType::Sequence);
+    if (am.IsDefined()) {
+        if (!am.IsSequence()) src.fail(am, "chip.address_map", "expected a list of {space, target, base}");
+        for (std::size_t i = 0; i < am.size(); ++i)
+            read_address_map_entry(src, am[i], "chip.address_map[" + std::to_string(i) + "]", cfg, eff_am);
+    }
+    check_overlaps(cfg);
+    return eff_am;
+}
+
+// Bindings: "from.socket[i] -> to.socket".
+YAML::Node read_bindings(const YamlSource& src, const YAML::Node& chip, PlatformConfig& cfg) {
     YAML::Node bs = chip["bindings"];
     YAML::Node eff_bs(YAML::NodeType::Sequence);
-    if (bs.IsDefined()) {
-        if (!bs.IsSequence()) src.fail(bs, "chip.bindings", "expected a list of 'MODULE.SOCKET -> MODULE.SOCKET'");
-        for (std::size_t i = 0; i < bs.size(); ++i) {
-            YAML::Node b = bs[i];
-            std::string kp = "chip.bindings[" + std::to_string(i) + "]";
-            if (!b.IsScalar()) src.fail(b, kp, "expected 'MODULE.SOCKET -> MODULE.SOCKET'");
-            const std::string& s = b.Scalar();
-            auto arrow = s.find("->");
-            if (arrow == std::string::npos) src.fail(b, kp, "expected 'MODULE.SOCKET -> MODULE.SOCKET', got '" + s + "'");
-            BindingDecl d;
-            d.from = parse_socket(src, b, kp, s.substr(0, arrow));
-            d.to = parse_socket(src, b, kp, s.substr(arrow + 2));
-            d.where = src.where(b);
-            d.text = s;
-            for (const SocketName* sn : {&d.from, &d.to})
-                if (!cfg.module(sn->module))
-                    src.fail(b, kp, "no module '" + sn->module + "' in chip.modules (binding '" + s + "')");
-            cfg.bindings.push_back(d);
-            eff_bs.push_back(s);
-        }
+    if (!bs.IsDefined()) return eff_bs;
+    if (!bs.IsSequence()) src.fail(bs, "chip.bindings", "expected a list of 'MODULE.SOCKET -> MODULE.SOCKET'");
+    for (std::size_t i = 0; i < bs.size(); ++i) {
+        YAML::Node b = bs[i];
+        std::string kp = "chip.bindings[" + std::to_string(i) + "]";
+        if (!b.IsScalar()) src.fail(b, kp, "expected 'MODULE.SOCKET -> MODULE.SOCKET'");
+        const std::string& s = b.Scalar();
+        auto arrow = s.find("->");
+        if (arrow == std::string::npos) src.fail(b, kp, "expected 'MODULE.SOCKET -> MODULE.SOCKET', got '" + s + "'");
+        BindingDecl d;
+        d.from = parse_socket(src, b, kp, s.substr(0, arrow));
+        d.to = parse_socket(src, b, kp, s.substr(arrow + 2));
+        d.where = src.where(b);
+        d.text = s;
+        for (const SocketName* sn : {&d.from, &d.to})
+            if (!cfg.module(sn->module))
+                src.fail(b, kp, "no module '" + sn->module + "' in chip.modules (binding '" + s + "')");
+        cfg.bindings.push_back(d);
+        eff_bs.push_back(s);
     }
-    eff_chip["bindings"] = eff_bs;
-    cfg.effective["chip"] = eff_chip;
+    return eff_bs;
+}
 
-    // Each core id at most once per chip.
+// The chip: its clock, modules, address map and bindings.
+void read_chip(const YamlSource& src, const YAML::Node& root, PlatformConfig& cfg) {
+    YAML::Node chip = root["chip"];
+    if (!chip.IsDefined()) src.fail(root, "chip", "missing: the description of one chip (modules, address_map, bindings)");
+    YAML::Node eff_chip(YAML::NodeType::Map);
+    read_params(src, chip, "chip", static_cast<ChipParams&>(cfg), eff_chip);
+
+    YAML::Node mods = chip["modules"];
+    if (!mods.IsDefined()) src.fail(chip, "chip.modules", "missing: the chip's module instances");
+    YAML::Node eff_mods(YAML::NodeType::Map);
+    collect_modules(src, mods, "", "chip.modules", cfg, eff_mods);
+    eff_chip["modules"] = eff_mods;
+    eff_chip["address_map"] = read_address_map(src, chip, cfg);
+    eff_chip["bindings"] = read_bindings(src, chip, cfg);
+    cfg.effective["chip"] = eff_chip;
+}
+
+// Each core id at most once per chip, and at least one.
+void check_cores(const YamlSource& src, const YAML::Node& root, const PlatformConfig& cfg) {
     std::map<unsigned, std::string> cores;
     for (const auto& m : cfg.modules)
         if (auto id = m.spec->core_id()) {
@@ -295,9 +326,27 @@ static PlatformConfig load_platform_impl(const std::string& file, const std::vec
                                   " is already used by " + it->second);
         }
     if (cores.empty())
-        throw ConfigError(src.where(mods) + ": chip.modules: a chip needs at least one ScalarCore to run a trace");
+        throw ConfigError(src.where(root["chip"]["modules"]) + ": chip.modules: a chip needs at least one ScalarCore to run a trace");
+}
+
+PlatformConfig load_platform_impl(const std::string& file, const std::vector<std::string>& sets) {
+    YamlSource src = YamlSource::load(file);
+    for (const auto& s : sets) src.apply_set(s);
+    YAML::Node root = src.root();
+    PlatformConfig cfg;
+    cfg.file = file;
+    cfg.effective = YAML::Node(YAML::NodeType::Map);
+    read_params(src, root, "", static_cast<DescriptionParams&>(cfg), cfg.effective);
+    read_topology(src, root, cfg);
+    YAML::Node eff_sim(YAML::NodeType::Map);
+    read_params(src, root["sim"], "sim", static_cast<SimParams&>(cfg), eff_sim);
+    cfg.effective["sim"] = eff_sim;
+    read_chip(src, root, cfg);
+    check_cores(src, root, cfg);
     return cfg;
 }
+
+}  // namespace
 
 PlatformConfig load_platform(const std::string& file, const std::vector<std::string>& sets) {
     // Every problem is a ConfigError; a yaml-cpp exception escaping the checks above (a node of

@@ -12,6 +12,7 @@
 
 #include "models/ici.h"
 #include "traces/instruction.h"
+#include "platform/config_error.h"
 #include "platform/module_types.h"
 
 namespace xpu::platform {
@@ -48,22 +49,53 @@ struct AddressMapEntry {
     std::string where;
 };
 
+// The description's own mappings, each declared once like a model's parameters
+// (models/params.h): the same declarations read the YAML, fill --dump-config and write the
+// reference (sim_main --list-types, docs/platform.md).
+
+// The top level; its mappings sim, chip and topology have their own structs.
+struct DescriptionParams {
+    unsigned xpusim = 1;  // format version
+    std::string name;
+    unsigned chips = 1;
+    void declare(ParamVisitor& v);
+};
+
+struct SimParams {
+    double quantum_ns = 1000;
+    void declare(ParamVisitor& v);
+};
+
+// One chip: its clock; its modules, address map and bindings are read by the loader.
+struct ChipParams {
+    double clock_ghz = 1.0;
+    void declare(ParamVisitor& v);
+};
+
+// One entry of chip.address_map, as written.
+struct AddressMapParams {
+    std::string space;  // vmem, hbm, flags or remote
+    std::string target;
+    std::uint64_t base = 0;
+    void declare(ParamVisitor& v);
+};
+
 // How the chips connect: a ring or torus of `dims` (product = chips), with one IciLink per
 // direction per neighbour (times links_per_neighbour).
-struct Topology {
+struct TopologyParams {
     std::string kind = "none";  // none (one chip), ring, torus2d, torus3d
-    std::vector<unsigned> dims;
     unsigned links_per_neighbour = 1;
+    void declare(ParamVisitor& v);
+};
+
+struct Topology : TopologyParams {
+    std::vector<unsigned> dims;  // its length depends on kind: read by the loader
     IciLinkConfig link;
 };
 
-struct PlatformConfig {
+struct PlatformConfig : DescriptionParams, SimParams, ChipParams {
     std::string file;
-    std::string name;
-    double quantum_ns = 1000;
-    unsigned chips = 1;
     Topology topology;
-    double clock_ghz = 1.0;
     std::vector<ModuleDecl> modules;
     std::vector<AddressMapEntry> address_map;
     std::vector<BindingDecl> bindings;

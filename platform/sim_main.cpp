@@ -15,7 +15,8 @@
 #include <systemc>
 
 #include "models/sim_time.h"
-#include "platform/module_types.h"
+#include "platform/param_catalog.h"
+#include "platform/param_reader.h"
 #include "platform/platform_config.h"
 #include "platform/run_report.h"
 #include "platform/simulation.h"
@@ -149,7 +150,9 @@ int sc_main(int argc, char* argv[]) {
         ("no-analysis", "do not analyse the run at the end (the transaction log is still written; run xpu_analyze OUT later)")
         ("no-txlog", "write no transaction log (OUT/txlog.*) and so no analysis: the fastest replay")
         ("dump-config", "print the effective platform configuration (defaults filled in) and exit")
-        ("list-types", "list the module types and their parameters and exit")
+        ("list-types", "list every key of a platform description and of each module type (type, range, unit, "
+                       "default, meaning) and exit")
+        ("markdown", "with --list-types: as the Markdown tables of docs/platform.md")
         ("quiet,q", "print nothing but errors")
         ("version", "print the version and exit")
         ("help,h", "this help");
@@ -168,8 +171,9 @@ int sc_main(int argc, char* argv[]) {
         std::cout << "xpusim sim_main " << XPU_VERSION << " (SystemC " << sc_core::sc_version() << ")\n";
         return kOk;
     }
+    if (vm.count("markdown") && !vm.count("list-types")) return fail(kUsage, "--markdown goes with --list-types (see --help)");
     if (vm.count("list-types")) {
-        std::cout << describe_module_types();
+        std::cout << (vm.count("markdown") ? param_reference_markdown() : param_reference_text());
         return kOk;
     }
     const bool quiet = vm.count("quiet") > 0;

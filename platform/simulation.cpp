@@ -94,29 +94,19 @@ std::vector<std::string> bound_targets(const PlatformConfig& cfg, const std::str
     return out;
 }
 
-const YAML::Node child(const YAML::Node& n, const std::string& key) { return n[key]; }  // const: never inserts
+// The sync flags of the SyncFlags module at `module` (0 if there is none).
+std::uint64_t sync_flag_count(const PlatformConfig& cfg, const std::string& module) {
+    const ModuleDecl* m = cfg.module(module);
+    const SyncFlagsConfig* f = m ? config_of<SyncFlagsConfig>(*m->spec) : nullptr;
+    return f ? f->flags : 0;
+}
 
-// An integer parameter of a module, from the effective configuration (0 if absent). Walks
-// with const handles and reset(): a yaml-cpp Node assignment would rewrite the tree.
-std::uint64_t param_of(const PlatformConfig& cfg, const std::string& module, const char* key) {
-    YAML::Node n;
-    n.reset(child(child(cfg.effective, "chip"), "modules"));
-    std::size_t pos = 0;
-    while (true) {
-        if (!n.IsDefined() || !n.IsMap()) return 0;
-        auto dot = module.find('.', pos);
-        YAML::Node next;
-        next.reset(child(n, module.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos)));
-        n.reset(next);
-        if (dot == std::string::npos) break;
-        pos = dot + 1;
-    }
-    if (!n.IsDefined() || !n.IsMap()) return 0;
-    YAML::Node v;
-    v.reset(child(n, key));
-    std::uint64_t x = 0;
-    if (!v.IsDefined() || !v.IsScalar() || !parse_u64(v.Scalar(), x)) return 0;
-    return x;
+// The array of the MatrixUnit at `module`, rows x cols ({0, 0} if there is none).
+std::pair<std::uint64_t, std::uint64_t> matrix_unit_shape(const PlatformConfig& cfg, const std::string& module) {
+    const ModuleDecl* m = cfg.module(module);
+    const MatrixUnitConfig* u = m ? config_of<MatrixUnitConfig>(*m->spec) : nullptr;
+    if (!u) return {0, 0};
+    return {u->rows, u->cols};
 }
 
 struct MapRange {
@@ -168,7 +158,7 @@ bool Simulation::check_trace(const std::function<bool()>& stop_requested) const 
     }
     std::uint64_t remote_flag_count = 0;  // flags of the SyncFlags in the flags window
     for (const auto& m : map)
-        if (m.window == Window::Flags) remote_flag_count = param_of(cfg_, m.target, "flags");
+        if (m.window == Window::Flags) remote_flag_count = sync_flag_count(cfg_, m.target);
 
     // One view per (chip, core id).
     std::map<std::pair<unsigned, unsigned>, CoreView> views;
@@ -182,12 +172,12 @@ bool Simulation::check_trace(const std::function<bool()>& stop_requested) const 
             if (auto* p = self->port(fams[f])) v.units[f] = p->bound;
         if (auto* p = self->port("flags")) v.flags_bound = p->bound > 0;
         auto flags = bound_targets(cfg_, v.path, "flags");
-        if (!flags.empty()) v.flag_count = param_of(cfg_, flags.front(), "flags");
+        if (!flags.empty()) v.flag_count = sync_flag_count(cfg_, flags.front());
         for (const auto& mxu : bound_targets(cfg_, v.path, "mxu"))
-            v.mxu_shape.push_back({param_of(cfg_, mxu, "rows"), param_of(cfg_, mxu, "cols")});
+            v.mxu_shape.push_back(matrix_unit_shape(cfg_, mxu));
         for (const auto& dma : bound_targets(cfg_, v.path, "dma")) {
             auto f = bound_targets(cfg_, dma, "flags");
-            v.dma_flags.push_back({!f.empty(), f.empty() ? 0 : param_of(cfg_, f.front(), "flags")});
+            v.dma_flags.push_back({!f.empty(), f.empty() ? 0 : sync_flag_count(cfg_, f.front())});
         }
         for (const auto& vpu : bound_targets(cfg_, v.path, "vpu")) {
             auto mem = bound_targets(cfg_, vpu, "mem");

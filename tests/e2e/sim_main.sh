@@ -196,6 +196,12 @@ run_rc rc "$SIM" --list-types
 awk '/^MatrixUnit: /{m=1; next} /^[^ ]/{m=0} m && /^  rows \(integer/{found=1} END{exit !found}' "$WORK/out.txt" ||
     { show; fail "--list-types does not list MatrixUnit with its rows parameter"; }
 pass "--list-types lists MatrixUnit with rows"
+awk '/^sim: /{m=1; next} /^[^ ]/{m=0} m && /^  quantum_ns \(number/{found=1} END{exit !found}' "$WORK/out.txt" ||
+    { show; fail "--list-types does not list the description's own keys (sim.quantum_ns)"; }
+run_rc rc "$SIM" --list-types --markdown
+[[ $rc -eq 0 ]] && grep -q '^| `rows` | integer | 1\.\.4096 | rows | 128 |' "$WORK/out.txt" ||
+    { show; fail "--list-types --markdown: exit $rc or no table row for MatrixUnit.rows"; }
+pass "--list-types lists the description's own keys too; --markdown writes them as tables"
 
 # ---- the two-vector-unit variant -----------------------------------------------------------------
 OUT3="$WORK/out3"
