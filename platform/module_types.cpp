@@ -56,7 +56,6 @@ struct ScalarCoreSpec : ModuleSpec {
         k.chip = ctx.chip;
         k.annotations = ctx.trace ? ctx.trace->strings().size() : 0;
         k.cycle = ctx.cycle;
-        k.quantum = ctx.quantum;
         return std::make_unique<ScalarCore>(n.c_str(), k);
     }
 };
@@ -147,7 +146,6 @@ struct DmaEngineSpec : ModuleSpec {
         DmaEngineConfig k = c;
         k.chip = ctx.chip;
         k.cycle = ctx.cycle;
-        k.quantum = ctx.quantum;
         k.space_base = ctx.space_base;
         k.flags_mapped = ctx.flags_base.has_value();
         k.flags_base = ctx.flags_base.value_or(0);
