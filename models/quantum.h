@@ -23,7 +23,9 @@
 // local time t, `if (qk.past_quantum(t)) qk.sync_to(t);`.
 #pragma once
 
-#include <tlm_utils/tlm_quantumkeeper.h>
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/tlm_quantumkeeper.h>  // not self-contained: after <systemc> and <tlm>
 
 #include "models/sim_time.h"
 

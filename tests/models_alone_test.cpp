@@ -145,6 +145,42 @@ TEST(VectorUnitAlone, AnnotatedDelayAndPipelineOccupancy) {
     for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(core.sent(i).answered(), d) << i;
 }
 
+// A vld goes to VMEM on the unit's `mem` socket when it starts (offered with delay d on an idle
+// unit: at d), with the instruction's TxnOrigin; it completes when both its load/store pipeline
+// occupancy (ceil(bytes / ldst_bytes_per_cycle) cycles) and the memory's answer are done:
+// complete = d + max(occupancy, memory latency). Here 64 KiB at 4 KiB a cycle = 16 ns, against a
+// stub memory answering in 30 ns: 30 ns wins.
+TEST(VectorUnitAlone, LoadGoesToMemoryAtItsStartAndWaitsForTheAnswer) {
+    VectorUnitConfig cfg;
+    cfg.vmem_base = 1ull << 32;
+    const Tick c = cfg.cycle, d = 3'000, mem_latency = 30'000;
+    VectorUnit vpu("vpu", cfg);
+    StubInitiator core("core");
+    StubTarget vmem_stub("vmem", mem_latency);
+    core.socket.bind(vpu.cmd);
+    vpu.mem.bind(vmem_stub.socket);
+    Instruction in;
+    in.op = Opcode::VLoad;
+    in.mem_src = {Space::Vmem, kLocalChip, 0x400};
+    in.bytes = 65536;
+    in.set(kMemSrc | kBytes);
+    auto ld = unit_command(in, 9);
+    core.send(*ld, 0, d);
+    run();
+    ASSERT_EQ(vmem_stub.received().size(), 1u);
+    const Received& r = vmem_stub.received(0);
+    EXPECT_EQ(r.arrival(), d);
+    EXPECT_EQ(r.command, tlm::TLM_READ_COMMAND);
+    EXPECT_EQ(r.addr, cfg.vmem_base + 0x400);
+    EXPECT_EQ(r.bytes, 65536u);
+    EXPECT_EQ(r.initiator, vpu.name());
+    const Tick occupancy = (65536 / cfg.ldst_bytes_per_cycle) * c;
+    ASSERT_LT(occupancy, mem_latency);
+    EXPECT_EQ(ld->cmd->start, d);
+    EXPECT_EQ(ld->cmd->operands_read, d + occupancy);
+    EXPECT_EQ(ld->cmd->complete, d + mem_latency);
+}
+
 // ---------------------------------------------------------------------------------------------
 // DmaEngine (models/dma_engine.h): a descriptor starts setup_latency cycles after it is taken;
 // chunk k of chunk_bytes is read at start + k x chunk_bytes / bandwidth (the issue rate, with
@@ -162,7 +198,8 @@ struct DmaBench {
     Capture rec;
     static constexpr std::uint64_t kHbm = 1ull << 40;  // where Space::Hbm starts in global addresses
 
-    DmaBench() {
+    explicit DmaBench(unsigned queue_depth = 16) {
+        cfg.queue_depth = queue_depth;
         cfg.chunk_bytes = 4096;
         cfg.bandwidth_gbps = 1024;  // 4096 B in exactly 4 ns
         cfg.setup_latency = 16;     // cycles of 1 ns
@@ -264,6 +301,36 @@ TEST(DmaEngineAlone, AnnotatedDelayIsTheOfferTime) {
     expect_chunks(b, start, 0, 0);
     ASSERT_EQ(b.flags.received().size(), 1u);
     EXPECT_EQ(b.flags.received(0).arrival(), start + 3 * b.chunk_time());
+}
+
+// Back-pressure: descriptor n enters a queue of depth Q when descriptor n - Q leaves it, i.e.
+// when the engine dequeues it, once it has issued the previous descriptor's chunks. With Q = 1
+// and three 16 KiB descriptors offered at 0 (each 16 ns setup + 4 chunks of 4 ns = 32 ns of
+// engine time): d1 is taken at 0, d2 at 0 (d1 leaves the queue at once), d3 only when d2 leaves
+// it, at d1's start + 4 chunks = 32 ns. The caller of d3 is blocked in b_transport until the
+// engine dequeues d2 (kernel time 28 ns: the engine's last sync, at d1's last chunk), and the
+// returned annotation carries it on to 32 ns. Starts: 16, 48, 80 ns.
+TEST(DmaEngineAlone, FullQueueBlocksTheCallerUntilASlotFrees) {
+    DmaBench b(1);
+    const Tick setup = b.cfg.setup_latency * b.cfg.cycle, ct = b.chunk_time();
+    const Tick busy = setup + 4 * ct;  // engine time per descriptor
+    std::vector<std::unique_ptr<Payload>> ds;
+    for (int i = 0; i < 3; ++i) {
+        ds.push_back(unit_command(dma_op(hbm(0), vmem(0), 16384, 1, 1), i));
+        b.core.send(*ds.back(), 0);
+    }
+    run();
+    EXPECT_EQ(ds[0]->cmd->accept, 0u);
+    EXPECT_EQ(ds[1]->cmd->accept, 0u);
+    EXPECT_EQ(ds[2]->cmd->accept, setup + 4 * ct);  // d1 starts at setup, then 4 chunks
+    EXPECT_EQ(b.core.sent(2).returned, setup + 3 * ct);    // woken when d2 was dequeued
+    EXPECT_EQ(b.core.sent(2).answered(), ds[2]->cmd->accept);
+    ASSERT_EQ(b.rec.dmas.size(), 3u);
+    for (unsigned i = 0; i < 3; ++i) {
+        EXPECT_EQ(b.rec.dmas[i].start, setup + i * busy) << i;
+        EXPECT_EQ(b.rec.dmas[i].complete, setup + i * busy + 3 * ct) << i;
+    }
+    EXPECT_EQ(b.flags.received().size(), 3u);
 }
 
 // ---------------------------------------------------------------------------------------------
