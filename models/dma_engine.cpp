@@ -130,6 +130,8 @@ void DmaEngine::engine() {
                 t = max_tick(t, inflight_.front());
                 inflight_.pop_front();
             }
+            // Temporal decoupling. This thread waits only here and for work (then reset()): its
+            // memory targets answer without waiting, so the quantum counts from its last wait.
             if (qk_.past_quantum(t)) qk_.sync_to(t);
             Tick read_stall = 0, write_stall = 0;
             Tick read_done = transfer(tlm::TLM_READ_COMMAND, src + off, len, t, &read_stall, d);
