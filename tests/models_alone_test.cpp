@@ -12,6 +12,7 @@
 #include "models/quantum.h"
 #include "models/sim_time.h"
 #include "models/vector_unit.h"
+#include "models/vmem.h"
 #include "tests/model_harness.h"
 
 using namespace xpu;
@@ -288,6 +289,23 @@ TEST(DmaEngineAlone, RunsAheadOfTheKernelByAtMostOneQuantum) {
     }
 }
 
+// A local time exactly one quantum ahead is still allowed (QuantumKeeper syncs at *more* than
+// one quantum, models/quantum.h): with a quantum of 12 ns the engine syncs to the first chunk
+// (16 ns) and then sends the next three, 4 to 12 ns ahead, without waiting.
+TEST(DmaEngineAlone, ExactlyOneQuantumAheadIsStillAllowed) {
+    tlm_utils::tlm_quantumkeeper::set_global_quantum(sc_core::sc_time(12, sc_core::SC_NS));
+    DmaBench b;
+    const Tick start = b.cfg.setup_latency * b.cfg.cycle;
+    auto p = unit_command(dma_op(hbm(0), vmem(0), 16384, 1, 1));
+    b.core.send(*p, 0);
+    run();
+    expect_chunks(b, start, 0, 0);
+    for (unsigned k = 0; k < 4; ++k) {
+        EXPECT_EQ(b.mem.received(2 * k).now, start) << k;
+        EXPECT_EQ(b.mem.received(2 * k).delay, k * b.chunk_time()) << k;
+    }
+}
+
 // A descriptor offered with an annotated delay d is taken at d (returned annotation: d) and its
 // first chunk goes out setup_latency cycles later.
 TEST(DmaEngineAlone, AnnotatedDelayIsTheOfferTime) {
@@ -410,6 +428,29 @@ TEST(HbmControllerAlone, AddressOutsideItsRangeIsAnError) {
     run();
     EXPECT_EQ(init.sent(0).status, tlm::TLM_ADDRESS_ERROR_RESPONSE);
     EXPECT_EQ(hbm.bytes_read(), 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Vmem (models/vmem.h): ports x port_bytes_per_cycle bytes a cycle together (a calendar), one
+// request no faster than one port (ceil(bytes / port width) cycles), data there `latency` cycles
+// after it has moved. Four 64 KiB reads at once each take one of the 4 ports for 64 cycles: all
+// done at 64 + 2 cycles. A fifth at the same time finds the ports' 4 KiB a cycle used until 64
+// cycles: its 64 KiB take 16 more, done at 80 + 2 cycles.
+TEST(VmemAlone, OnePortPerRequestAndThePortsTogether) {
+    VmemConfig cfg;  // 4 ports of 1 KiB a cycle at 1 GHz, latency 2 cycles
+    Vmem vmem("vmem", cfg);
+    StubInitiator init("init");
+    init.socket.bind(vmem.port);
+    const Tick c = cfg.cycle;
+    std::vector<std::unique_ptr<Payload>> rs;
+    for (int i = 0; i < 5; ++i) {
+        rs.push_back(mem_request(tlm::TLM_READ_COMMAND, i * 65536ull, 65536));
+        init.send(*rs.back(), 0);
+    }
+    run();
+    for (unsigned i = 0; i < 4; ++i) EXPECT_EQ(init.sent(i).answered(), (64 + cfg.latency) * c) << i;
+    EXPECT_EQ(init.sent(4).answered(), (64 + 16 + cfg.latency) * c);
+    EXPECT_EQ(vmem.bytes_read(), 5 * 65536u);
 }
 
 // ---------------------------------------------------------------------------------------------
