@@ -80,6 +80,34 @@ void StubTarget::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time
     gp.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 
+StubImem::StubImem(const sc_core::sc_module_name& n, std::vector<Instruction> program)
+    : sc_core::sc_module(n), socket("socket"), program_(std::move(program)) {
+    socket.register_b_transport(this, &StubImem::b_transport);
+}
+
+void StubImem::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
+    auto* out = reinterpret_cast<Instruction*>(gp.get_data_ptr());
+    const std::size_t room = gp.get_data_length() / sizeof(Instruction);
+    std::size_t n = 0;
+    while (n < room && next_ < program_.size()) out[n++] = program_[next_++];
+    gp.set_data_length(static_cast<unsigned>(n * sizeof(Instruction)));
+    gp.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+StubUnit::StubUnit(const sc_core::sc_module_name& n, Tick latency)
+    : sc_core::sc_module(n), socket("socket"), latency_(latency) {
+    socket.register_b_transport(this, &StubUnit::b_transport);
+}
+
+void StubUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+    auto* c = gp.get_extension<UnitCommand>();
+    const Tick offered = now_ticks() + delay.value();
+    calls_.push_back({now_ticks(), delay.value(), c->index});
+    c->accept = c->start = c->operands_read = offered;
+    c->complete = offered + latency_;
+    gp.set_response_status(tlm::TLM_OK_RESPONSE);  // delay unchanged: taken at the offer
+}
+
 Instruction matrix_op(Opcode op, std::uint32_t m, std::uint32_t n, std::uint32_t k) {
     Instruction in;
     in.op = op;

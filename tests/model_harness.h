@@ -17,6 +17,7 @@
 #include <tlm>
 #include <tlm_utils/multi_passthrough_target_socket.h>
 #include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
 
 #include "models/recorder.h"
 #include "models/unit_command.h"
@@ -103,6 +104,39 @@ private:
     void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     Tick latency_;
     std::vector<Received> received_;
+};
+
+// An instruction memory for a ScalarCore's `imem` socket: serves `program` in batches (the
+// TraceInjector protocol, models/trace_injector.h), then an empty batch (end of stream).
+class StubImem : public sc_core::sc_module {
+public:
+    tlm_utils::simple_target_socket<StubImem> socket;
+    StubImem(const sc_core::sc_module_name& n, std::vector<Instruction> program);
+
+private:
+    void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    std::vector<Instruction> program_;
+    std::size_t next_ = 0;
+};
+
+// A unit for a core's vpu/mxu/dma sockets: takes every command at its offer time
+// (sc_time_stamp() + delay, unit_command.h), completes it `latency` later, and records the
+// kernel time and annotation of each call.
+class StubUnit : public sc_core::sc_module {
+public:
+    tlm_utils::simple_target_socket<StubUnit> socket;
+    struct Call {
+        Tick now = 0, delay = 0;
+        std::uint64_t index = 0;
+        Tick offered() const { return now + delay; }
+    };
+    explicit StubUnit(const sc_core::sc_module_name& n, Tick latency = 0);
+    const std::vector<Call>& calls() const { return calls_; }
+
+private:
+    void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    Tick latency_;
+    std::vector<Call> calls_;
 };
 
 // Every event the models report, kept (copies: event pointers live only during the call).

@@ -10,6 +10,7 @@
 #include "models/ici.h"
 #include "models/matrix_unit.h"
 #include "models/quantum.h"
+#include "models/scalar_core.h"
 #include "models/sim_time.h"
 #include "models/vector_unit.h"
 #include "models/vmem.h"
@@ -23,6 +24,38 @@ namespace {
 void run() { sc_core::sc_start(); }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// ScalarCore (models/scalar_core.h) with a stub instruction memory and a stub matrix unit that
+// takes every command at its offer time. Independent instructions issue issue_width a cycle:
+// instruction i is offered at floor(i / 4) cycles, and the unit sees it at kernel time + delay =
+// that slot. Temporal decoupling (models/quantum.h), global quantum Q = 2 cycles: the core
+// dispatches an instruction, then syncs if its issue time is more than Q past its last sync; so
+// it syncs after instructions 12, 24, 36 (slots 3, 6, 9 cycles), and instruction i >= 1 is
+// dispatched at kernel time 3 x floor((i - 1) / 12) cycles, at most Q + one cycle ahead.
+TEST(ScalarCoreAlone, OffersEachInstructionAtItsSlotAndSyncsOncePerQuantum) {
+    ScalarCoreConfig cfg;  // 1 GHz, fetch and issue width 4
+    const Tick c = cfg.cycle, q = 2 * c;
+    tlm_utils::tlm_quantumkeeper::set_global_quantum(to_sc(q));
+    std::vector<Instruction> program(40);
+    for (auto& in : program) in = matrix_op(Opcode::MPush, 0, 128, 128);
+    ScalarCore core("core", cfg);
+    StubImem imem("imem", program);
+    StubUnit mxu("mxu");
+    core.imem.bind(imem.socket);
+    core.mxu.bind(mxu.socket);
+    run();
+    ASSERT_EQ(mxu.calls().size(), program.size());
+    for (std::size_t i = 0; i < program.size(); ++i) {
+        const auto& call = mxu.calls()[i];
+        EXPECT_EQ(call.index, i);
+        EXPECT_EQ(call.offered(), (i / 4) * c) << i;
+        EXPECT_EQ(call.now, i == 0 ? 0 : 3 * c * ((i - 1) / 12)) << i;
+        EXPECT_LE(call.delay, q + c) << i;
+    }
+    EXPECT_TRUE(core.finished());
+    EXPECT_EQ(core.retired(), program.size());
+}
 
 // ---------------------------------------------------------------------------------------------
 // MatrixUnit (models/matrix_unit.h): mpush loads a tile in `rows` cycles; a matmul of M rows
