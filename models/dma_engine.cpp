@@ -37,9 +37,10 @@ void DmaEngine::fail(const std::string& what, const Descriptor& d) {
     throw std::logic_error("unreachable");
 }
 
-void DmaEngine::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
+void DmaEngine::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
     auto* c = gp.get_extension<UnitCommand>();
     const Instruction& in = *c->in;
+    const Tick offered = now_ticks() + delay.value();  // annotated time (unit_command.h)
     if (in.op != Opcode::Dma || !in.has(kMemSrc) || !in.has(kMemDst) || !in.has(kBytes) || in.bytes == 0) {
         c->error = "a DMA needs src=, dst= and bytes= > 0";
         gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
@@ -59,22 +60,23 @@ void DmaEngine::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
     // Back-pressure: descriptor n enters once descriptor n - queue_depth has left the queue
     // (started). The engine thread may not have dequeued it yet: then the core waits for it.
     if (queue_.size() >= cfg_.queue_depth) {
-        wait(until(c->issue));
+        wait(until(offered));
         while (queue_.size() >= cfg_.queue_depth) wait(space_);
     }
-    Tick accept = c->issue;
+    Tick accept = offered;
     if (accepted_ >= cfg_.queue_depth) accept = max_tick(accept, started_[accepted_ % cfg_.queue_depth]);
-    queue_wait_ += accept - c->issue;
+    queue_wait_ += accept - offered;
     ++accepted_;
     Descriptor d;
     d.in = in;
     d.index = c->index;
     d.core = c->core;
-    d.issue = c->issue;
+    d.issue = offered;
     d.accept = accept;
     queue_.push_back(d);
     work_.notify();
     c->accept = c->start = c->operands_read = accept;
+    delay = until(accept);  // the descriptor is taken at accept (after a full queue: from now)
     c->complete = accept + cfg_.cycle;
     gp.set_response_status(tlm::TLM_OK_RESPONSE);
 }
@@ -105,8 +107,12 @@ Tick DmaEngine::transfer(tlm::tlm_command command, std::uint64_t addr, std::uint
 }
 
 void DmaEngine::engine() {
+    qk_.reset();
     for (;;) {
-        while (queue_.empty()) wait(work_);
+        while (queue_.empty()) {
+            wait(work_);
+            qk_.reset();  // idle until now: a new quantum from here
+        }
         Descriptor d = queue_.front();
         queue_.pop_front();
         space_.notify();
@@ -124,7 +130,9 @@ void DmaEngine::engine() {
                 t = max_tick(t, inflight_.front());
                 inflight_.pop_front();
             }
-            if (t > now_ticks() + cfg_.quantum) wait(until(t));
+            // Temporal decoupling. This thread waits only here and for work (then reset()): its
+            // memory targets answer without waiting, so the quantum counts from its last wait.
+            if (qk_.past_quantum(t)) qk_.sync_to(t);
             Tick read_stall = 0, write_stall = 0;
             Tick read_done = transfer(tlm::TLM_READ_COMMAND, src + off, len, t, &read_stall, d);
             if (d.in.has(kDtype)) mem_gp_.set_extension(&reduce_);  // dst += src

@@ -10,8 +10,8 @@
 // raised on the destination chip, by a flag write that follows the data over the same path.
 //
 // The engine runs in its own thread with temporal decoupling: its local time may lead the
-// kernel by one quantum, which bounds how far out of time order its requests reach a shared
-// memory controller.
+// kernel by one quantum (the TLM global quantum, models/quantum.h), which bounds how far out of
+// time order its requests reach a shared memory controller.
 #pragma once
 
 #include <array>
@@ -24,6 +24,7 @@
 
 #include "models/busy_tracker.h"
 #include "models/params.h"
+#include "models/quantum.h"
 #include "models/unit_command.h"
 #include "models/xpu_module.h"
 
@@ -53,7 +54,6 @@ struct DmaEngineConfig : DmaEngineParams {
     std::array<std::uint64_t, 2> space_base{};  // global address of Space::Vmem, Space::Hbm
     std::uint64_t flags_base = 0;    // global address of the chips' SyncFlags (remote completion flags)
     bool flags_mapped = false;       // ... when the address map has one
-    Tick quantum = 1'000'000;
 };
 
 class DmaEngine : public XpuModule {
@@ -92,6 +92,7 @@ private:
     sc_core::sc_event work_, space_;
     std::deque<Tick> inflight_;  // completion times of chunks in flight
     Tick engine_free_ = 0;
+    QuantumKeeper qk_;  // of the engine thread
     std::list<Descriptor> finishing_;
     tlm_utils::peq_with_get<Descriptor> done_peq_;
     tlm::tlm_generic_payload mem_gp_, flag_gp_;

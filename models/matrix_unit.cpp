@@ -10,11 +10,12 @@ MatrixUnit::MatrixUnit(const sc_core::sc_module_name& n, const MatrixUnitConfig&
     expose_target("cmd", cmd, false);
 }
 
-void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
+void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
     auto* c = gp.get_extension<UnitCommand>();
     const Instruction& in = *c->in;
+    const Tick now = now_ticks(), offered = now + delay.value();  // annotated time (unit_command.h)
     const Tick cyc = cfg_.cycle;
-    Tick accept = queue_.accept(c->issue);
+    Tick accept = queue_.accept(offered);
     // Three in-order paths: weights in (mpush), LHS rows in (matmul), results out (mpop).
     // A push waits only for its buffer, a pop only for its accumulator (the core's
     // scoreboard) and earlier pops; neither waits for queued matmuls to start.
@@ -80,6 +81,7 @@ void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
     busy_.add(start, occupied_until);  // weight, LHS and result paths interleave
     busy_.settle(accept);              // later instructions are accepted no earlier
     c->accept = accept;
+    delay = to_sc(accept - now);  // the command is taken at accept
     c->start = start;
     c->operands_read = occupied_until;
     c->complete = complete;

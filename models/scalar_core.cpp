@@ -47,6 +47,7 @@ void ScalarCore::fail(const std::string& what, const Instruction& in) {
 }
 
 void ScalarCore::run() {
+    qk_.reset();
     for (;;) {
         fetch_gp_.set_command(tlm::TLM_READ_COMMAND);
         fetch_gp_.set_data_ptr(reinterpret_cast<unsigned char*>(buf_.data()));
@@ -138,10 +139,7 @@ void ScalarCore::execute(const Instruction& in) {
         recorder_->on_instruction(ev);
     }
     // Temporal decoupling: never lead the kernel by more than one quantum.
-    if (issue > kernel_now_ + cfg_.quantum) {
-        wait(until(issue));
-        kernel_now_ = now_ticks();
-    }
+    if (qk_.past_quantum(issue)) qk_.sync_to(issue);
 }
 
 Tick ScalarCore::dispatch_to_unit(FamilySocket& fam, const char* fam_name, const Instruction& in,
@@ -154,13 +152,18 @@ Tick ScalarCore::dispatch_to_unit(FamilySocket& fam, const char* fam_name, const
     }
     cmd_.in = &in;
     cmd_.index = index_;
-    cmd_.issue = t;
     cmd_.accept = cmd_.start = cmd_.operands_read = cmd_.complete = t;
     cmd_.error = nullptr;
     unit_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    sc_core::sc_time delay = to_sc(t > kernel_now_ ? t - kernel_now_ : 0);
+    // The instruction is offered at t: the annotated delay says how far t is ahead of the
+    // kernel (units take now + delay as the offer time, as memories take their arrival). The
+    // core's local time never lags the kernel here: it waits only to reach its own local time
+    // (quantum), in sync operations (it resumes at the kernel time) and in a full DMA queue,
+    // which accepts no earlier than the kernel time it wakes the core at.
+    const Tick now = now_ticks();
+    sc_core::sc_time delay = to_sc(t > now ? t - now : 0);
     fam[in.unit]->b_transport(unit_gp_, delay);
-    if (unit_kind(in.op) == UnitKind::Dma) kernel_now_ = now_ticks();  // a full DMA queue waits
+    if (unit_kind(in.op) == UnitKind::Dma) qk_.reset();  // a full DMA queue waits: a new quantum
     if (unit_gp_.is_response_error())
         fail(cmd_.error ? cmd_.error : "the unit rejected the instruction", in);
     complete = cmd_.complete;
@@ -193,7 +196,7 @@ Tick ScalarCore::sync_op(const Instruction& in, Tick t) {
     blocked_ = nullptr;
     if (flag_gp_.is_response_error()) fail("flag id out of range for " + std::string(flags.get_base_port().name()), in);
     Tick after = now_ticks();
-    kernel_now_ = after;
+    qk_.reset();  // this thread waited: a new quantum from here
     sync_wait_ += after - before;
     return after;
 }

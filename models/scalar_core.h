@@ -3,7 +3,8 @@
 // instructions a cycle in program order, executes scalar ops itself and hands vector, matrix
 // and DMA instructions to its units over TLM (LT, annotated time). It only yields to the
 // SystemC kernel where another block can change the answer: sync-flag operations, a full DMA
-// queue, the end of a temporal-decoupling quantum, and the end of its stream.
+// queue, the end of a temporal-decoupling quantum (the TLM global quantum, models/quantum.h),
+// and the end of its stream.
 #pragma once
 
 #include <array>
@@ -14,6 +15,7 @@
 
 #include "models/busy_tracker.h"
 #include "models/params.h"
+#include "models/quantum.h"
 #include "models/unit_command.h"
 #include "models/xpu_module.h"
 
@@ -47,7 +49,6 @@ struct ScalarCoreParams {
 struct ScalarCoreConfig : ScalarCoreParams {
     std::uint16_t chip = 0;       // with the core: which trace stream this core runs (for messages)
     Tick cycle = 1000;            // ps per cycle
-    Tick quantum = 1'000'000;     // temporal decoupling: local time may lead the kernel by this
     std::size_t annotations = 0;  // strings in the trace: time is attributed per annotation id
 };
 
@@ -131,7 +132,7 @@ private:
     Tick last_complete_ = 0;
     Tick last_issue_ = 0;
     std::vector<Tick> time_by_ann_;
-    Tick kernel_now_ = 0;  // sc_time_stamp(), refreshed whenever this thread may have waited
+    QuantumKeeper qk_;  // temporal decoupling (the TLM global quantum, models/quantum.h)
     BusyTracker busy_;
 
     std::uint64_t index_ = 0;

@@ -1,10 +1,14 @@
 // How the scalar core hands an instruction to a unit over TLM-2.0.
 //
 // The core calls b_transport on the unit's `cmd` socket with a generic payload that carries
-// this extension (command = IGNORE, no data). LT style with annotated time: the core fills
-// `issue` (absolute, may be ahead of sc_time_stamp() under temporal decoupling); the unit
-// computes, from its own busy state, when it accepted the instruction, when it started, when
-// its operands were read and when its result is ready, and returns at once without waiting.
+// this extension (command = IGNORE, no data). LT style with annotated time, as for the memories:
+// the instruction is offered at sc_time_stamp() + delay (the annotation says how far the core's
+// local time leads the kernel under temporal decoupling). The unit computes, from its own busy
+// state, when it accepted the instruction, when it started, when its operands were read and when
+// its result is ready (absolute times, in the extension), and returns the annotation moved on to
+// the acceptance: on return, sc_time_stamp() + delay = accept. Vector and matrix units answer at
+// once without waiting; a DMA engine whose descriptor queue is full blocks the caller until a
+// slot frees (then sc_time_stamp() has moved and delay is counted from there).
 #pragma once
 
 #include <vector>
@@ -20,8 +24,7 @@ struct UnitCommand : tlm::tlm_extension<UnitCommand> {
     const Instruction* in = nullptr;
     std::uint16_t chip = 0, core = 0;  // the issuing stream (for recording)
     std::uint64_t index = 0;  // instruction index in its stream (for recording)
-    Tick issue = 0;       // in: when the core offers the instruction
-    Tick accept = 0;      // out: when the unit's queue took it (>= issue; later = back-pressure)
+    Tick accept = 0;      // out: when the unit's queue took it (>= the offer; later = back-pressure)
     Tick start = 0;       // out: when it began executing
     Tick operands_read = 0;  // out: when its source registers are no longer needed (WAR)
     Tick complete = 0;    // out: when its result is available

@@ -28,10 +28,11 @@ Tick VectorUnit::memory_access(const Instruction& in, Tick start, bool write) {
     return base + delay.value();
 }
 
-void VectorUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
+void VectorUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
     auto* c = gp.get_extension<UnitCommand>();
     const Instruction& in = *c->in;
-    Tick accept = queue_.accept(c->issue);
+    const Tick now = now_ticks(), offered = now + delay.value();  // annotated time (unit_command.h)
+    Tick accept = queue_.accept(offered);
     unsigned per_vreg = cfg_.lanes * cfg_.sublanes;
     std::uint64_t elems = in.has(kCount) ? in.count : per_vreg;
     std::uint64_t vregs = (elems + per_vreg - 1) / per_vreg;
@@ -101,6 +102,7 @@ void VectorUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
     ++ops_;
 
     c->accept = accept;
+    delay = to_sc(accept - now);  // the command is taken at accept
     c->start = start;
     c->operands_read = start + occupancy;
     c->complete = complete;

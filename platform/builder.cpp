@@ -6,6 +6,7 @@
 #include <set>
 
 #include "models/ici.h"
+#include "models/quantum.h"
 #include "models/sim_time.h"
 
 namespace xpu::platform {
@@ -41,6 +42,9 @@ void Platform::set_recorder(Recorder* r) {
 
 Platform::Platform(const PlatformConfig& cfg, const trace::TraceFile* trace) {
     check_time_resolution();
+    // Temporal decoupling: the TLM-2.0 global quantum, set here once for every initiator
+    // (models/quantum.h).
+    tlm_utils::tlm_quantumkeeper::set_global_quantum(to_sc(ns_to_ticks(cfg.quantum_ns)));
     // Per-chip derived settings shared by all chips.
     std::array<std::uint64_t, 2> space_base{};
     std::array<bool, 2> has_space{};
@@ -137,7 +141,6 @@ Platform::Platform(const PlatformConfig& cfg, const trace::TraceFile* trace) {
                 BuildContext ctx;
                 ctx.chip = static_cast<std::uint16_t>(chip);
                 ctx.cycle = cycle_ticks(cfg.clock_ghz);
-                ctx.quantum = ns_to_ticks(cfg.quantum_ns);
                 ctx.space_base = space_base;
                 ctx.flags_base = flags_base;
                 ctx.dims = cfg.topology.dims;

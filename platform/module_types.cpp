@@ -30,7 +30,6 @@ void fill_core(ScalarCoreConfig& k, const BuildContext& ctx) {
     k.chip = ctx.chip;
     k.annotations = ctx.trace ? ctx.trace->strings().size() : 0;
     k.cycle = ctx.cycle;
-    k.quantum = ctx.quantum;
 }
 
 std::optional<std::uint16_t> core_of(const ScalarCoreConfig& k) { return k.core; }
@@ -56,7 +55,6 @@ std::optional<std::uint64_t> hbm_capacity(const HbmConfig& k) { return k.capacit
 void fill_dma(DmaEngineConfig& k, const BuildContext& ctx) {
     k.chip = ctx.chip;
     k.cycle = ctx.cycle;
-    k.quantum = ctx.quantum;
     k.space_base = ctx.space_base;
     k.flags_mapped = ctx.flags_base.has_value();
     k.flags_base = ctx.flags_base.value_or(0);

@@ -25,7 +25,6 @@ namespace xpu::platform {
 struct BuildContext {
     std::uint16_t chip = 0;
     Tick cycle = 1000;     // chip clock period, ps
-    Tick quantum = 1'000'000;
     std::array<std::uint64_t, 2> space_base{};  // Space::Vmem, Space::Hbm
     const trace::TraceFile* trace = nullptr;
     std::optional<std::size_t> stream;  // TraceInjector: which stream it plays

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "models/bandwidth_calendar.h"
+#include "models/quantum.h"
 #include "models/sim_time.h"
 #include "tests/sim_fixture.h"
 #include "traces/trace_text.h"
@@ -175,4 +176,12 @@ TEST(ScalarCore, RegisterIdOutOfRangeIsAClearError) {
         EXPECT_NE(m.find("instruction 1"), std::string::npos) << m;
         EXPECT_NE(m.find("register id out of range"), std::string::npos) << m;
     }
+}
+
+// Temporal decoupling from one place: the platform sets the TLM-2.0 global quantum once from
+// sim.quantum_ns, and that is what every initiator's QuantumKeeper reads (models/quantum.h).
+TEST(Platform, SetsTheTlmGlobalQuantumFromSimQuantumNs) {
+    auto run = simulate(xtr("q", "salu d=s1\n"), {"sim.quantum_ns=250"});
+    EXPECT_EQ(QuantumKeeper::global_quantum_ticks(), 250'000u);
+    EXPECT_EQ(tlm::tlm_global_quantum::instance().get(), sc_core::sc_time(250, sc_core::SC_NS));
 }
