@@ -17,7 +17,8 @@ namespace xpu::platform {
 
 struct UnitFigure {
     std::string name;  // SystemC path
-    std::string kind;
+    std::string kind;  // its type, for display
+    Role role = Role::Other;
     double busy_ns = 0;
     double utilization = 0;  // busy / simulated time
 };
