@@ -1,6 +1,7 @@
 #include "platform/module_types.h"
 
 #include <sstream>
+#include <stdexcept>
 
 #include "models/dma_engine.h"
 #include "models/hbm_controller.h"
@@ -204,8 +205,9 @@ ModuleType type(const char* name, const char* doc) {
 
 }  // namespace
 
-const std::vector<ModuleType>& module_types() {
-    static const std::vector<ModuleType> types = {
+namespace {
+std::vector<ModuleType>& registry() {
+    static std::vector<ModuleType> types = {
         type<TraceInjectorSpec>("TraceInjector", "replays one trace stream as the instruction memory of a core (socket: port)"),
         type<ScalarCoreSpec>("ScalarCore", "in-order issue, register scoreboard, dispatch, sync (sockets: imem, vpu[i], mxu[i], dma[i], flags)"),
         type<VectorUnitSpec>("VectorUnit", "SIMD unit: ALU, transcendental, cross-lane, load/store pipelines (sockets: cmd, mem)"),
@@ -218,6 +220,14 @@ const std::vector<ModuleType>& module_types() {
         type<IciPortSpec>("IciPort", "inter-chip port, dimension-order routing over the topology's links (sockets: in, local, links[i])"),
     };
     return types;
+}
+}  // namespace
+
+const std::vector<ModuleType>& module_types() { return registry(); }
+
+void register_module_type(ModuleType t) {
+    if (find_module_type(t.name)) throw std::invalid_argument("module type '" + t.name + "' is already registered");
+    registry().push_back(std::move(t));
 }
 
 const ModuleType* find_module_type(const std::string& name) {

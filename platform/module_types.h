@@ -54,6 +54,11 @@ struct ModuleType {
 };
 
 const std::vector<ModuleType>& module_types();
+// Adds a type (a model of one's own, a test's): descriptions can then name it in `type:`; the
+// builder, the log header, the waveforms and the run's accounting ask the module itself
+// (XpuModule: role, facts, waveforms), so nothing else needs to know it. Throws
+// std::invalid_argument if the name is taken.
+void register_module_type(ModuleType t);
 const ModuleType* find_module_type(const std::string& name);
 // Human-readable reference of every type's parameters (sim_main --list-types).
 std::string describe_module_types();
