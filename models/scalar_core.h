@@ -80,6 +80,7 @@ public:
     ModuleFacts facts() const override {
         ModuleFacts f;
         f.core = cfg_.core;
+        f.cycle = cfg_.cycle;
         f.issue_slot = cfg_.cycle / (cfg_.issue_width ? cfg_.issue_width : 1);
         return f;
     }

@@ -42,6 +42,7 @@ struct ModuleFacts {
     std::uint64_t bytes_sent = 0;    // a link: payload bytes sent so far
     int from_chip = -1;              // a link: the chip it leaves (its bytes count as that chip's)
     int core = -1;                   // a core: the id of the trace streams it runs
+    Tick cycle = 0;                  // a core: its clock period, ps
     Tick issue_slot = 0;             // a core: ps per issue slot (cycle / issue width)
     double flops = 0, peak_flops_per_s = 0;  // a compute unit: work done so far, and its peak
 };

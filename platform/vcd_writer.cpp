@@ -95,6 +95,11 @@ bool glob_match(const char* p, const char* s) {
     return *p == 0;
 }
 
+// The key of a core's instruction events: chip << 16 | core.
+std::uint32_t core_key(int chip, int core) {
+    return (static_cast<std::uint32_t>(chip) << 16) | static_cast<std::uint16_t>(core);
+}
+
 std::string vcd_id(std::size_t i) {
     std::string id;
     do {
@@ -354,8 +359,8 @@ VcdWriter::VcdWriter(const Platform& platform, VcdOptions opts) : opts_(std::mov
     declare_blocks(platform);
     for (std::size_t bi = 0; bi < blocks_.size(); ++bi) declare_signals(bi);
     select_signals();
-    follow_cores(platform);
-    follow_liveness(platform);
+    follow_cores();
+    follow_liveness();
     buf_cap_ = std::max<std::size_t>(opts_.memory_limit / sizeof(Record), 16);
     // Address space for the whole buffer now (pages are only backed as records fill them): no
     // reallocation, so memory stays 16 B per record up to the limit.
@@ -534,33 +539,33 @@ void VcdWriter::select_signals() {
     }
 }
 
-// Cores: (chip, core) of the instruction events -> the ScalarCore's block.
-void VcdWriter::follow_cores(const Platform& platform) {
-    for (const ScalarCore* core : platform.cores()) {
-        auto it = by_name_.find(core->name());
-        if (it == by_name_.end() || !it->second) continue;
-        Block* b = it->second;
+// Cores: (chip, core) of the instruction events -> the core's block (a module offering the
+// issue waveforms: its chip, and its facts' core id and clock period).
+void VcdWriter::follow_cores() {
+    for (Block& b : blocks_) {
+        if (b.type != BlockType::Core || !b.wanted) continue;
+        const ModuleFacts f = b.module->facts();
         auto cs = std::make_unique<CoreState>();
-        cs->block = b;
-        cs->cycle = core->config().cycle ? core->config().cycle : 1;
-        const Signal& op = signals_[b->sigs[0]];
-        const Signal& st = signals_[b->sigs[1]];
-        const Signal& iq = signals_[b->sigs[2]];
+        cs->block = &b;
+        cs->cycle = f.cycle ? f.cycle : 1;
+        const Signal& op = signals_[b.sigs[0]];
+        const Signal& st = signals_[b.sigs[1]];
+        const Signal& iq = signals_[b.sigs[2]];
         cs->opcode_ch = op.ch, cs->opcode = op.selected;
         cs->stall_ch = st.ch, cs->stall = st.selected;
         cs->iq_ch = iq.ch, cs->iq = iq.selected;
-        cores_[(std::uint32_t(core->config().chip) << 16) | core->config().core] = std::move(cs);
+        cores_[core_key(b.module->chip(), f.core)] = std::move(cs);
     }
 }
 
 // VMEM bytes allocated: each selected memory's bytes_allocated follows the liveness of the
 // streams that use it (the memory beside the stream's core, else the only one of its chip),
 // from their instructions and DMAs as reported.
-void VcdWriter::follow_liveness(const Platform& platform) {
-    for (const ScalarCore* core : platform.cores()) {
-        const std::string cname = core->name();
-        const std::string parent = cname.substr(0, cname.rfind('.') + 1);  // "xpu.chip0.core0."
-        const unsigned chip = core->config().chip;
+void VcdWriter::follow_liveness() {
+    for (const Block& core : blocks_) {
+        if (core.type != BlockType::Core) continue;
+        const std::string parent = core.name.substr(0, core.name.rfind('.') + 1);  // "xpu.chip0.core0."
+        const unsigned chip = static_cast<unsigned>(core.module->chip());
         Block *vm = nullptr, *only = nullptr;
         unsigned on_chip = 0;
         for (auto& b : blocks_) {
@@ -572,8 +577,8 @@ void VcdWriter::follow_liveness(const Platform& platform) {
         if (!vm || vm->nch < 3 || !channels_[vm->ch[2]].wanted) continue;
         auto ls = std::make_unique<LiveStream>(static_cast<std::uint16_t>(chip));
         ls->ch = vm->ch[2];
-        live_[(std::uint32_t(chip) << 16) | core->config().core] = std::move(ls);
-        live_sources_.push_back(core);
+        live_[core_key(core.module->chip(), core.module->facts().core)] = std::move(ls);
+        live_sources_.push_back(core.module);
         for (const auto& b : blocks_)  // its DMAs report their start and completion
             if (b.type == BlockType::Dma && b.chip == chip && b.module &&
                 std::find(live_sources_.begin(), live_sources_.end(), b.module) == live_sources_.end())
@@ -669,7 +674,7 @@ void VcdWriter::flush_level(std::uint32_t ch) {
 void VcdWriter::on_instruction(const InstrEvent& e) {
     if (finished_) return;
     if (!live_.empty() && e.in) {  // VMEM liveness: every VMEM instruction, whatever the window
-        auto lt = live_.find((std::uint32_t(e.chip) << 16) | e.core);
+        auto lt = live_.find(core_key(e.chip, e.core));
         if (lt != live_.end() && trace::touches_vmem(*e.in, lt->second->chip)) {
             LiveStream& ls = *lt->second;
             const bool dma = e.in->op == Opcode::Dma;  // times when the DMA reports
@@ -687,7 +692,7 @@ void VcdWriter::on_instruction(const InstrEvent& e) {
             }
         }
     }
-    auto it = cores_.find((std::uint32_t(e.chip) << 16) | e.core);
+    auto it = cores_.find(core_key(e.chip, e.core));
     if (it == cores_.end()) return;
     CoreState& cs = *it->second;
     // Past the window: this and every later instruction of the core only change signals after it.
@@ -743,7 +748,7 @@ void VcdWriter::advance_iq(CoreState& cs, Tick until, bool all) {
 void VcdWriter::on_dma(const DmaEvent& e) {
     if (finished_) return;
     if (!live_.empty()) {
-        auto lt = live_.find((std::uint32_t(e.chip) << 16) | e.core);
+        auto lt = live_.find(core_key(e.chip, e.core));
         if (lt != live_.end()) {
             LiveStream& ls = *lt->second;
             if (LiveStream::Op* op = ls.find(e.index)) {

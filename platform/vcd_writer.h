@@ -114,8 +114,8 @@ private:
     void declare_signals(std::size_t block);
     void declare_memory_channels(std::size_t block);
     void select_signals();
-    void follow_cores(const Platform& platform);
-    void follow_liveness(const Platform& platform);
+    void follow_cores();
+    void follow_liveness();
     // finish(), step by step.
     void close_pending();
     std::string vcd_header() const;
