@@ -234,3 +234,64 @@ TEST(ModuleType, ANewTypeRegisteredInATestShowsInTheWaveformsTheLogAndTheAnalysi
     analysis::analyze_folder(out, report, oo);
     EXPECT_TRUE(std::filesystem::exists(out + "/analysis.json"));
 }
+
+// What the standard models say of themselves on the 4-chip ring (configs/xpu-ring4.yaml): the
+// chip the builder set (a link: none, and the chip it leaves), the facts and the waveforms
+// each role offers.
+TEST(ModuleType, TheModelsDescribeThemselves) {
+    const platform::PlatformConfig cfg = platform::load_platform(source_path("configs/xpu-ring4.yaml"));
+    platform::Platform p(cfg, nullptr);
+    std::map<Role, int> seen;
+    for (XpuModule* m : p.modules()) {
+        const std::string name = m->name();
+        const ModuleFacts f = m->facts();
+        const Waveforms w = m->waveforms();
+        ++seen[m->role()];
+        if (m->role() == Role::Link) {
+            EXPECT_EQ(m->chip(), -1) << name;
+            EXPECT_EQ("xpu.links.chip" + std::to_string(f.from_chip) + "_", name.substr(0, name.find('_') + 1)) << name;
+            EXPECT_EQ(f.peak_gbps, 50) << name;
+            EXPECT_EQ(w.set, WaveSet::Wire) << name;
+            continue;
+        }
+        ASSERT_GE(m->chip(), 0) << name;
+        EXPECT_EQ(name.rfind("xpu.chip" + std::to_string(m->chip()) + ".", 0), 0u) << name;
+        switch (m->role()) {
+            case Role::Hbm:
+                EXPECT_EQ(f.peak_gbps, 1200) << name;
+                EXPECT_EQ(f.capacity, 32ull << 30) << name;
+                EXPECT_EQ(w.set, WaveSet::Traffic) << name;
+                EXPECT_EQ(w.channels, 32u) << name;
+                EXPECT_FALSE(w.allocation) << name;
+                break;
+            case Role::Vmem:
+                EXPECT_EQ(f.capacity, 32ull << 20) << name;
+                EXPECT_EQ(w.set, WaveSet::Traffic) << name;
+                EXPECT_EQ(w.channels, 0u) << name;
+                EXPECT_TRUE(w.allocation) << name;
+                break;
+            case Role::Dma:
+                EXPECT_EQ(f.peak_gbps, 1200) << name;
+                EXPECT_EQ(w.set, WaveSet::Queue) << name;
+                break;
+            case Role::Flags: EXPECT_GT(f.capacity, 0u) << name; break;
+            case Role::Core:
+                EXPECT_EQ(f.core, 0) << name;
+                EXPECT_GT(f.cycle, 0u) << name;
+                EXPECT_GT(f.issue_slot, 0u) << name;
+                EXPECT_LE(f.issue_slot, f.cycle) << name;
+                EXPECT_EQ(w.set, WaveSet::Issue) << name;
+                break;
+            case Role::Matrix:
+                EXPECT_GT(f.peak_flops_per_s, 0) << name;
+                EXPECT_EQ(w.set, WaveSet::Ops) << name;
+                break;
+            case Role::Vector: EXPECT_EQ(w.set, WaveSet::Ops) << name; break;
+            default: EXPECT_EQ(w.set, WaveSet::None) << name; break;
+        }
+    }
+    EXPECT_EQ(seen[Role::Link], 8);  // 4 chips x 2 directions
+    EXPECT_EQ(seen[Role::Hbm], 4);
+    EXPECT_EQ(seen[Role::IciPort], 4);
+    EXPECT_EQ(seen[Role::Core], 4);
+}
