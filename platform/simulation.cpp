@@ -569,6 +569,13 @@ RunResult Simulation::run(const RunOptions& opts) {
         case StopReason::Interrupted: r.diagnosis = position_diagnosis("interrupted"); break;
     }
 
+    collect_figures(r);
+    return r;
+}
+
+// The run's figures, from what each module says of itself: every unit's utilisation, the HBM
+// traffic against its peak, the compute against its peak, the breakdown by chip and op.
+void Simulation::collect_figures(RunResult& r) const {
     for (auto* m : platform_->modules()) {
         if (auto busy = m->busy_time()) {
             UnitFigure u;
@@ -594,7 +601,6 @@ RunResult Simulation::run(const RunOptions& opts) {
         }
     }
     r.breakdown = breakdown(*platform_, trace_.strings());
-    return r;
 }
 
 }  // namespace xpu::platform

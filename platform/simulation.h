@@ -88,6 +88,7 @@ public:
 private:
     std::string deadlock_diagnosis() const;
     std::string position_diagnosis(const char* why) const;
+    void collect_figures(RunResult& r) const;
     const PlatformConfig& cfg_;
     trace::TraceFile trace_;
     std::unique_ptr<Platform> platform_;

@@ -137,14 +137,16 @@ void write_small_file(const std::string& path, const std::string& text, const ch
     }
 }
 
+}  // namespace
+
 // Buffered output with cheap number formatting.
-class Out {
+class VcdOut {
 public:
-    Out(const std::string& path, const char* what) : path_(path), what_(what), buf_(kChunk + kSlack) {
+    VcdOut(const std::string& path, const char* what) : path_(path), what_(what), buf_(kChunk + kSlack) {
         f_ = std::fopen(path.c_str(), "wb");
         if (!f_) io_error(what_, path_);
     }
-    ~Out() {
+    ~VcdOut() {
         if (f_) std::fclose(f_);
     }
     void str(const std::string& s) {
@@ -204,7 +206,6 @@ private:
     std::size_t n_ = 0;
 };
 
-}  // namespace
 
 struct VcdWriter::Channel {
     ChannelType type = ChannelType::Counter;
@@ -671,27 +672,29 @@ void VcdWriter::flush_level(std::uint32_t ch) {
     add(ch, c.pend_t, kSet, c.pend_v);
 }
 
+// VMEM liveness: every VMEM instruction of a followed stream, whatever the window.
+void VcdWriter::live_instruction(const InstrEvent& e) {
+    auto lt = live_.find(core_key(e.chip, e.core));
+    if (lt == live_.end() || !trace::touches_vmem(*e.in, lt->second->chip)) return;
+    LiveStream& ls = *lt->second;
+    const bool dma = e.in->op == Opcode::Dma;  // times when the DMA reports
+    ls.ops.push_back({e.index, dma ? LiveStream::kUnknown : e.issue, dma ? LiveStream::kUnknown : e.complete});
+    ls.live.add(e.index, *e.in);
+    ls.live.take_closed(ls.closed);
+    for (const auto& l : ls.closed)
+        if (!live_interval(ls, l, false)) ls.pending.push_back(l);
+    ls.closed.clear();
+    if (ls.ops.size() >= ls.prune_at) {
+        std::uint64_t oldest = ls.live.oldest_index();
+        for (const auto& l : ls.pending) oldest = std::min(oldest, l.writer);
+        while (!ls.ops.empty() && ls.ops.front().index < oldest) ls.ops.pop_front();
+        ls.prune_at = std::max<std::size_t>(4096, 2 * ls.ops.size());
+    }
+}
+
 void VcdWriter::on_instruction(const InstrEvent& e) {
     if (finished_) return;
-    if (!live_.empty() && e.in) {  // VMEM liveness: every VMEM instruction, whatever the window
-        auto lt = live_.find(core_key(e.chip, e.core));
-        if (lt != live_.end() && trace::touches_vmem(*e.in, lt->second->chip)) {
-            LiveStream& ls = *lt->second;
-            const bool dma = e.in->op == Opcode::Dma;  // times when the DMA reports
-            ls.ops.push_back({e.index, dma ? LiveStream::kUnknown : e.issue, dma ? LiveStream::kUnknown : e.complete});
-            ls.live.add(e.index, *e.in);
-            ls.live.take_closed(ls.closed);
-            for (const auto& l : ls.closed)
-                if (!live_interval(ls, l, false)) ls.pending.push_back(l);
-            ls.closed.clear();
-            if (ls.ops.size() >= ls.prune_at) {
-                std::uint64_t oldest = ls.live.oldest_index();
-                for (const auto& l : ls.pending) oldest = std::min(oldest, l.writer);
-                while (!ls.ops.empty() && ls.ops.front().index < oldest) ls.ops.pop_front();
-                ls.prune_at = std::max<std::size_t>(4096, 2 * ls.ops.size());
-            }
-        }
-    }
+    if (!live_.empty() && e.in) live_instruction(e);
     auto it = cores_.find(core_key(e.chip, e.core));
     if (it == cores_.end()) return;
     CoreState& cs = *it->second;
@@ -1102,70 +1105,11 @@ std::string VcdWriter::vcd_header() const {
 // The VCD file (PATH.tmp, renamed to PATH): the header, the state at the window start as
 // initial values, then the changes of the selected signals in time order.
 void VcdWriter::write_vcd(Tick end) {
-    ChannelReplay replay(channels_);
     const std::string tmp = opts_.path + ".tmp";
     try {
-        Out out(tmp, "VCD file");
+        VcdOut out(tmp, "VCD file");
         out.str(vcd_header());
-        auto write_value = [&](const Signal& s, std::uint64_t v) {
-            if (s.width == 1) {
-                out.ch(v ? '1' : '0');
-            } else {
-                out.bin(v);
-                out.ch(' ');
-            }
-            out.str(s.id);
-            out.ch('\n');
-        };
-        RecordStream<Record> stream(buf_, runs_);
-        const Record* r = stream.next();
-        // Changes at the window start are part of the initial values.
-        for (; r && r->t <= opts_.start; r = stream.next()) {
-            replay.apply(*r);
-            replay.untouch(r->ch());
-        }
-        out.ch('#');
-        out.u64(opts_.start);
-        out.str("\n$dumpvars\n");
-        for (auto& s : signals_) {
-            if (!s.selected) continue;
-            s.last = replay.derived(s.ch, s.derive, s.width);
-            write_value(s, s.last);
-        }
-        out.str("$end\n");
-        Tick last_t = opts_.start;
-        std::vector<std::uint32_t> touched;
-        while (r) {
-            const Tick t = r->t;
-            for (; r && r->t == t; r = stream.next())
-                if (replay.apply(*r)) touched.push_back(r->ch());
-            bool stamped = false;
-            for (std::uint32_t ch : touched) {
-                replay.untouch(ch);
-                for (int si : {channels_[ch].sig_value, channels_[ch].sig_nonzero}) {
-                    if (si < 0) continue;
-                    Signal& s = signals_[si];
-                    std::uint64_t v = replay.derived(ch, s.derive, s.width);
-                    if (v == s.last) continue;
-                    if (!stamped) {
-                        out.ch('#');
-                        out.u64(t);
-                        out.ch('\n');
-                        stamped = true;
-                        last_t = t;
-                    }
-                    s.last = v;
-                    write_value(s, v);
-                }
-            }
-            touched.clear();
-        }
-        const Tick final_t = std::min(end, opts_.end);
-        if (final_t > last_t) {
-            out.ch('#');
-            out.u64(final_t);
-            out.ch('\n');
-        }
+        write_values(out, end);
         out.close();
     } catch (...) {
         std::remove(tmp.c_str());
@@ -1178,6 +1122,70 @@ void VcdWriter::write_vcd(Tick end) {
     for (const auto& p : runs_) std::remove(p.c_str());
     runs_.clear();
     std::vector<Record>().swap(buf_);
+}
+
+// The records, merged in time order, as value changes: the state at the window start (changes
+// at the start included) as $dumpvars, then each time a selected signal changes, up to `end`.
+void VcdWriter::write_values(VcdOut& out, Tick end) {
+    ChannelReplay replay(channels_);
+    auto write_value = [&](const Signal& s, std::uint64_t v) {
+        if (s.width == 1) {
+            out.ch(v ? '1' : '0');
+        } else {
+            out.bin(v);
+            out.ch(' ');
+        }
+        out.str(s.id);
+        out.ch('\n');
+    };
+    RecordStream<Record> stream(buf_, runs_);
+    const Record* r = stream.next();
+    for (; r && r->t <= opts_.start; r = stream.next()) {
+        replay.apply(*r);
+        replay.untouch(r->ch());
+    }
+    out.ch('#');
+    out.u64(opts_.start);
+    out.str("\n$dumpvars\n");
+    for (auto& s : signals_) {
+        if (!s.selected) continue;
+        s.last = replay.derived(s.ch, s.derive, s.width);
+        write_value(s, s.last);
+    }
+    out.str("$end\n");
+    Tick last_t = opts_.start;
+    std::vector<std::uint32_t> touched;
+    while (r) {
+        const Tick t = r->t;
+        for (; r && r->t == t; r = stream.next())
+            if (replay.apply(*r)) touched.push_back(r->ch());
+        bool stamped = false;
+        for (std::uint32_t ch : touched) {
+            replay.untouch(ch);
+            for (int si : {channels_[ch].sig_value, channels_[ch].sig_nonzero}) {
+                if (si < 0) continue;
+                Signal& s = signals_[si];
+                std::uint64_t v = replay.derived(ch, s.derive, s.width);
+                if (v == s.last) continue;
+                if (!stamped) {
+                    out.ch('#');
+                    out.u64(t);
+                    out.ch('\n');
+                    stamped = true;
+                    last_t = t;
+                }
+                s.last = v;
+                write_value(s, v);
+            }
+        }
+        touched.clear();
+    }
+    const Tick final_t = std::min(end, opts_.end);
+    if (final_t > last_t) {
+        out.ch('#');
+        out.u64(final_t);
+        out.ch('\n');
+    }
 }
 
 // Translate filters: the value as GTKWave displays it (hex, upper case) -> a name.

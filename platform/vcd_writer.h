@@ -34,6 +34,7 @@ struct VmemLive;
 namespace xpu::platform {
 
 class Platform;
+class VcdOut;
 
 struct VcdOptions {
     std::string path;  // OUT.vcd; OUT.gtkw, OUT.opcodes.txt and OUT.stalls.txt go beside it
@@ -120,9 +121,11 @@ private:
     void close_pending();
     std::string vcd_header() const;
     void write_vcd(Tick end);
+    void write_values(VcdOut& out, Tick end);
     void write_filters() const;
     void write_gtkw(Tick end) const;
     std::string gtkw_group(const Block& b) const;
+    void live_instruction(const InstrEvent& e);
     bool live_interval(LiveStream& ls, const trace::VmemLive& l, bool final);
     void finish_liveness();
     void add(std::uint32_t ch, Tick t, std::uint8_t kind, std::int64_t v);
