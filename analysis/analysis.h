@@ -88,6 +88,7 @@ struct DmaView {
 // A quantity over time, sampled in equal buckets.
 struct Series {
     std::string name, unit;  // e.g. "xpu.chip0.hbm bandwidth", "GB/s"
+    int chip = -1;           // the chip of the unit or stream it follows; -1: none (a link)
     Tick bucket = 0;
     std::vector<double> values;
     double ceiling = 0;  // the peak it can never exceed (0: none)

@@ -475,17 +475,6 @@ void dma_pass(Context& cx, Analysis& a) {
     }
 }
 
-// Bytes of a transaction spread evenly over [arrival, done] into buckets.
-void spread(std::vector<double>& v, Tick bucket, Tick b, Tick e, double bytes) {
-    if (v.empty() || bucket == 0) return;
-    if (e <= b) e = b + 1;
-    const double rate = bytes / static_cast<double>(e - b);
-    for (std::size_t k = static_cast<std::size_t>(b / bucket); k < v.size() && k * bucket < e; ++k) {
-        const Tick x = std::max<Tick>(b, k * bucket), y = std::min<Tick>(e, (k + 1) * bucket);
-        if (y > x) v[k] += rate * static_cast<double>(y - x);
-    }
-}
-
 // The time axis of the series: `n` buckets of `bucket` ps (none for an empty run).
 struct Buckets {
     Tick bucket = 0;
@@ -524,6 +513,7 @@ void bandwidth_series(const RunData& run, Buckets bk, std::vector<Series>& out) 
         if (v.empty()) continue;
         Series s;
         s.name = run.units[u].path + " bandwidth";
+        s.chip = run.units[u].chip;
         s.unit = "GB/s";
         s.bucket = bucket;
         s.ceiling = run.units[u].peak_gbps;
@@ -574,6 +564,7 @@ void vmem_series(const Context& cx, Buckets bk, std::vector<Series>& out) {
         std::merge(allocs.begin(), allocs.end(), frees.begin(), frees.end(), std::back_inserter(steps));
         Series v;
         v.name = run.streams[s].label() + " VMEM allocated";
+        v.chip = st.chip;
         v.unit = "bytes";
         v.bucket = bucket;
         v.values.assign(n, 0.0);
@@ -607,6 +598,7 @@ void utilisation_series(const Analysis& a, Buckets bk, std::vector<Series>& out)
     for (const UnitAccount& u : a.units) {
         Series s;
         s.name = u.name + " utilisation";
+        s.chip = u.chip;
         s.unit = "%";
         s.bucket = bucket;
         s.ceiling = 100;

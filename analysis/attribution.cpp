@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "traces/issue_stall.h"
+
 namespace xpu::analysis {
 
 Tick StallSplit::total() const {
@@ -37,10 +39,18 @@ StallSplit split_stall(const RunIndex& ix, std::uint32_t stream, std::uint64_t i
         e = std::clamp(e, b, end);
         if (e > b) s.pieces[s.n++] = {b, e, c};
     };
-    const Tick a = std::clamp(l.arrival, t0, end);
-    add(t0, a, Cause::Supply);
-    const Tick r = std::clamp(l.ready, a, end);
-    add(a, r, Cause::DataDep);
+    // Supply, then operands (the rule the waveforms' stall signal uses too); what follows
+    // (acceptance) is refined below.
+    trace::IssueGap gap[3];
+    const int ng = trace::split_issue_gap(t0, l.arrival, l.ready, l.issue, gap);
+    Tick r = end;
+    for (int k = 0; k < ng; ++k) {
+        if (gap[k].why == trace::IssueWait::Acceptance) {
+            r = gap[k].begin;
+            break;
+        }
+        add(gap[k].begin, gap[k].end, gap[k].why == trace::IssueWait::Supply ? Cause::Supply : Cause::DataDep);
+    }
     if (r >= end) return s;
     if (in.op == Opcode::SWait) {
         s.raise = ix.satisfying_raise(stream, index);

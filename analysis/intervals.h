@@ -1,5 +1,6 @@
 // Busy intervals: merging them, and how much of a window they cover. Shared by the DMA view
-// (overlap with compute) and the suggestions' bounds (engine and link idle time).
+// (overlap with compute) and the suggestions' bounds (engine and link idle time). And an
+// amount spread evenly over an interval into time buckets (the series, the suggestions).
 #pragma once
 
 #include <algorithm>
@@ -34,6 +35,19 @@ inline Tick covered(const std::vector<Interval>& merged, Tick a, Tick b) {
         if (y > x) t += y - x;
     }
     return t;
+}
+
+// Adds `amount` (bytes, busy time...) spread evenly over [b, e) to the buckets of `v` (bucket
+// k covers [k * bucket, (k + 1) * bucket)); an empty interval counts as [b, b + 1). Buckets
+// past the end of `v` are dropped.
+inline void spread(std::vector<double>& v, Tick bucket, Tick b, Tick e, double amount) {
+    if (v.empty() || bucket == 0) return;
+    if (e <= b) e = b + 1;
+    const double rate = amount / static_cast<double>(e - b);
+    for (std::size_t k = static_cast<std::size_t>(b / bucket); k < v.size() && k * bucket < e; ++k) {
+        const Tick x = std::max<Tick>(b, k * bucket), y = std::min<Tick>(e, (k + 1) * bucket);
+        if (y > x) v[k] += rate * static_cast<double>(y - x);
+    }
 }
 
 }  // namespace xpu::analysis

@@ -328,8 +328,7 @@ void write_timeline_json(const std::string& path, const RunData& run, const Anal
     for (const auto& u : a.units)
         if (u.chip >= 0 && (u.unit >= run.units.size() || run.units[u.unit].role != Role::Link)) chips.insert(u.chip);
     for (const auto& s : a.series) {
-        const int c = number_after(s.name, "chip");
-        if (c >= 0) chips.insert(c);
+        if (s.chip >= 0) chips.insert(s.chip);
     }
     const int max_chip = chips.empty() ? -1 : *chips.rbegin();
     const std::uint32_t shared_pid = static_cast<std::uint32_t>(max_chip + 2);
@@ -573,8 +572,7 @@ void write_timeline_json(const std::string& path, const RunData& run, const Anal
 
     // --- series, as counters of their chip's process (or the shared one) ---
     for (const auto& s : a.series) {
-        const int chip = number_after(s.name, "chip");
-        const std::uint32_t pid = chip >= 0 ? pid_of_chip(chip) : shared_pid;
+        const std::uint32_t pid = s.chip >= 0 ? pid_of_chip(s.chip) : shared_pid;
         if (pid == shared_pid) name_shared();
         const std::string name = s.unit.empty() ? s.name : s.name + " (" + s.unit + ")";
         for (std::size_t i = 0; i < s.values.size(); ++i) w.counter(pid, name, s.bucket * i, s.values[i]);

@@ -65,6 +65,11 @@ public:
     DmaEngine(const sc_core::sc_module_name& n, const DmaEngineConfig& cfg);
     const char* kind() const override { return "DmaEngine"; }
     Role role() const override { return Role::Dma; }
+    ModuleFacts facts() const override {
+        ModuleFacts f;
+        f.peak_gbps = cfg_.bandwidth_gbps;
+        return f;
+    }
     std::optional<Tick> busy_time() const override { return busy_.total(); }
     std::vector<Stat> stats() const override;
     std::uint64_t bytes_moved() const { return bytes_; }

@@ -57,6 +57,15 @@ public:
     HbmController(const sc_core::sc_module_name& n, const HbmConfig& cfg);
     const char* kind() const override { return "HbmController"; }
     Role role() const override { return Role::Hbm; }
+    ModuleFacts facts() const override {
+        ModuleFacts f;
+        f.peak_gbps = peak_gbps();
+        f.capacity = cfg_.capacity;
+        f.channels = cfg_.channels;
+        f.bytes_read = bytes_read_;
+        f.bytes_written = bytes_written_;
+        return f;
+    }
     std::optional<Tick> busy_time() const override;
     std::vector<Stat> stats() const override;
     std::uint64_t bytes_read() const { return bytes_read_; }

@@ -93,6 +93,15 @@ public:
     const IciLinkConfig& config() const { return cfg_; }
     const char* kind() const override { return "IciLink"; }
     Role role() const override { return Role::Link; }
+    ModuleFacts facts() const override {
+        ModuleFacts f;
+        f.peak_gbps = cfg_.bandwidth_gbps;
+        f.bytes_sent = bytes_;
+        f.from_chip = from_chip_;
+        return f;
+    }
+    // The chip it leaves from (set by whoever builds the links).
+    void set_from_chip(int c) { from_chip_ = c; }
     std::optional<Tick> busy_time() const override { return cal_.busy(); }
     std::vector<Stat> stats() const override;
     std::uint64_t bytes() const { return bytes_; }
@@ -103,6 +112,7 @@ private:
     IciLinkConfig cfg_;
     BandwidthCalendar cal_;
     std::uint64_t bytes_ = 0, wire_bytes_ = 0, transfers_ = 0;
+    int from_chip_ = -1;
     Tick backpressure_ = 0;
 };
 

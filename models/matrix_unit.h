@@ -53,6 +53,12 @@ public:
     MatrixUnit(const sc_core::sc_module_name& n, const MatrixUnitConfig& cfg);
     const char* kind() const override { return "MatrixUnit"; }
     Role role() const override { return Role::Matrix; }
+    ModuleFacts facts() const override {
+        ModuleFacts f;
+        f.flops = static_cast<double>(flops_);
+        f.peak_flops_per_s = peak_flops_per_s();
+        return f;
+    }
     std::optional<Tick> busy_time() const override { return busy_.total(); }
     std::vector<Stat> stats() const override;
     // Peak multiply-accumulates per second of this unit, for roofline bounds.

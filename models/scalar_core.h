@@ -97,6 +97,13 @@ public:
     ScalarCore(const sc_core::sc_module_name& n, const ScalarCoreConfig& cfg);
     const char* kind() const override { return "ScalarCore"; }
     Role role() const override { return Role::Core; }
+    ModuleFacts facts() const override {
+        ModuleFacts f;
+        f.core = cfg_.core;
+        f.cycle = cfg_.cycle;
+        f.issue_slot = cfg_.cycle / (cfg_.issue_width ? cfg_.issue_width : 1);
+        return f;
+    }
     std::optional<Tick> busy_time() const override { return busy_.total(); }
     std::vector<Stat> stats() const override;
 

@@ -51,6 +51,11 @@ public:
     SyncFlags(const sc_core::sc_module_name& n, const SyncFlagsConfig& cfg);
     const char* kind() const override { return "SyncFlags"; }
     Role role() const override { return Role::Flags; }
+    ModuleFacts facts() const override {
+        ModuleFacts f;
+        f.capacity = cfg_.flags;  // flags, not bytes
+        return f;
+    }
     std::vector<Stat> stats() const override;
     std::int64_t value(std::uint16_t flag) const { return values_.at(flag); }
     const std::vector<FlagWaiter>& waiters() const { return waiters_; }

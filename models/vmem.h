@@ -46,6 +46,13 @@ public:
     Vmem(const sc_core::sc_module_name& n, const VmemConfig& cfg);
     const char* kind() const override { return "Vmem"; }
     Role role() const override { return Role::Vmem; }
+    ModuleFacts facts() const override {
+        ModuleFacts f;
+        f.capacity = cfg_.capacity;
+        f.bytes_read = bytes_read_;
+        f.bytes_written = bytes_written_;
+        return f;
+    }
     std::optional<Tick> busy_time() const override;
     std::vector<Stat> stats() const override;
     std::uint64_t bytes_read() const { return bytes_read_; }

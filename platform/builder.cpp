@@ -6,7 +6,6 @@
 #include <set>
 
 #include "models/ici.h"
-#include "models/quantum.h"
 #include "models/sim_time.h"
 
 namespace xpu::platform {
@@ -28,6 +27,130 @@ struct Tree {
 
 }  // namespace
 
+SpaceBases space_bases(const PlatformConfig& cfg) {
+    SpaceBases s;
+    for (const auto& e : cfg.address_map) {
+        if (e.window == Window::Flags) s.flags = e.base;
+        if (e.window != Window::Vmem && e.window != Window::Hbm) continue;
+        auto k = static_cast<unsigned>(e.window == Window::Vmem ? Space::Vmem : Space::Hbm);
+        if (!s.has[k] || e.base < s.base[k]) s.base[k] = e.base;
+        s.has[k] = true;
+    }
+    return s;
+}
+
+BindingOrder binding_order(const PlatformConfig& cfg) {
+    BindingOrder by_initiator;
+    for (const auto& b : cfg.bindings) by_initiator[b.from.module + "." + b.from.socket].push_back(&b);
+    for (auto& [sock, list] : by_initiator) {
+        bool explicit_idx = list.front()->from.index >= 0;
+        for (const auto* b : list)
+            if ((b->from.index >= 0) != explicit_idx)
+                throw ConfigError(b->where + ": binding '" + b->text + "': give every binding of " + sock +
+                                  " an index [i], or none");
+        if (!explicit_idx) continue;
+        std::stable_sort(list.begin(), list.end(),
+                         [](const BindingDecl* a, const BindingDecl* b) { return a->from.index < b->from.index; });
+        for (std::size_t i = 0; i < list.size(); ++i)
+            if (list[i]->from.index != static_cast<int>(i))
+                throw ConfigError(list[i]->where + ": binding '" + list[i]->text + "': indices of " + sock +
+                                  " must be 0.." + std::to_string(list.size() - 1) + ", each once");
+    }
+    return by_initiator;
+}
+
+std::vector<std::string> bound_targets(const BindingOrder& order, const std::string& module, const std::string& socket) {
+    std::vector<std::string> out;
+    auto it = order.find(module + "." + socket);
+    if (it != order.end())
+        for (const BindingDecl* b : it->second) out.push_back(b->to.module);
+    return out;
+}
+
+// What the description implies for the modules of every chip, derived once.
+struct Platform::Plan {
+    const trace::TraceFile* trace = nullptr;
+    SpaceBases spaces;
+    unsigned cores_per_chip = 0;
+    BindingOrder order;                                            // initiator socket -> its bindings
+    std::map<std::string, std::vector<AddressRange>> routes;       // router path -> ranges of its out[i]
+    std::map<std::string, std::uint16_t> injector_core;            // injector path -> the core it feeds
+    std::map<std::pair<unsigned, unsigned>, std::size_t> stream_of;  // (chip, core) -> trace stream
+    Tree tree;                                                     // the description's nesting
+};
+
+namespace {
+
+// Which address ranges each router's out[i] reaches: the address-map entries of the module
+// bound there. (Any module whose `out` socket reaches mapped memories is a router.)
+std::map<std::string, std::vector<AddressRange>> routes_of(const PlatformConfig& cfg, const BindingOrder& order) {
+    std::map<const BindingDecl*, unsigned> index_of;
+    for (const auto& entry : order)
+        for (std::size_t i = 0; i < entry.second.size(); ++i) index_of[entry.second[i]] = static_cast<unsigned>(i);
+    std::map<std::string, std::vector<AddressRange>> routes;
+    for (const auto& b : cfg.bindings) {
+        if (b.from.socket != "out") continue;
+        const ModuleDecl* from = cfg.module(b.from.module);
+        for (const auto& e : cfg.address_map)
+            if (e.target == b.to.module)
+                routes[from->path].push_back({e.base, *cfg.module(e.target)->spec->capacity(), index_of[&b]});
+    }
+    return routes;
+}
+
+// Which injector feeds which core: the target of the core's imem binding.
+std::map<std::string, std::uint16_t> injector_cores(const PlatformConfig& cfg) {
+    std::map<std::string, std::uint16_t> injector_core;
+    for (const auto& b : cfg.bindings) {
+        const ModuleDecl* from = cfg.module(b.from.module);
+        if (from->spec->core_id() && b.from.socket == "imem") injector_core[b.to.module] = *from->spec->core_id();
+    }
+    return injector_core;
+}
+
+// The trace stream of each (chip, core); ConfigError if a stream has no core to run on.
+std::map<std::pair<unsigned, unsigned>, std::size_t> streams_of(const PlatformConfig& cfg, const trace::TraceFile* trace) {
+    std::map<std::pair<unsigned, unsigned>, std::size_t> stream_of;
+    if (!trace) return stream_of;
+    std::set<unsigned> core_ids;
+    for (const auto& m : cfg.modules)
+        if (auto id = m.spec->core_id()) core_ids.insert(*id);
+    for (std::size_t i = 0; i < trace->streams().size(); ++i) {
+        const auto& s = trace->streams()[i];
+        if (s.chip >= cfg.chips || !core_ids.count(s.core))
+            throw ConfigError(trace->path() + ": stream " + std::to_string(i) + " (chip " + std::to_string(s.chip) +
+                              ", core " + std::to_string(s.core) + ") has no core to run on: " + cfg.file + " has " +
+                              std::to_string(cfg.chips) + " chip(s) with " + std::to_string(core_ids.size()) +
+                              " core(s) each");
+        stream_of[{s.chip, s.core}] = i;
+    }
+    return stream_of;
+}
+
+Tree tree_of(const PlatformConfig& cfg) {
+    Tree tree;
+    for (const auto& m : cfg.modules) {
+        Tree* t = &tree;
+        std::size_t pos = 0;
+        while (true) {
+            auto dot = m.path.find('.', pos);
+            t = &t->children[m.path.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos)];
+            if (dot == std::string::npos) break;
+            pos = dot + 1;
+        }
+        t->decl = &m;
+    }
+    return tree;
+}
+
+std::string sockets_of(XpuModule* m) {
+    std::string s;
+    for (const auto& p : m->ports()) s += (s.empty() ? "" : ", ") + p.name + (p.initiator ? " (initiator)" : " (target)");
+    return s;
+}
+
+}  // namespace
+
 Platform::~Platform() = default;
 
 XpuModule* Platform::find(const std::string& full_name) const {
@@ -45,221 +168,153 @@ Platform::Platform(const PlatformConfig& cfg, const trace::TraceFile* trace) {
     // Temporal decoupling: the TLM-2.0 global quantum, set here once for every initiator
     // (models/quantum.h).
     tlm_utils::tlm_quantumkeeper::set_global_quantum(to_sc(ns_to_ticks(cfg.quantum_ns)));
-    // Per-chip derived settings shared by all chips.
-    std::array<std::uint64_t, 2> space_base{};
-    std::array<bool, 2> has_space{};
-    std::optional<std::uint64_t> flags_base;
-    for (const auto& e : cfg.address_map) {
-        if (e.window == Window::Flags) flags_base = e.base;
-        if (e.window != Window::Vmem && e.window != Window::Hbm) continue;
-        auto s = static_cast<unsigned>(e.window == Window::Vmem ? Space::Vmem : Space::Hbm);
-        if (!has_space[s] || e.base < space_base[s]) space_base[s] = e.base;
-        has_space[s] = true;
-    }
-    unsigned cores_per_chip = 0;
+    Plan plan;
+    plan.trace = trace;
+    plan.spaces = space_bases(cfg);
     for (const auto& m : cfg.modules)
-        if (m.spec->core_id()) ++cores_per_chip;
+        if (m.spec->core_id()) ++plan.cores_per_chip;
+    plan.order = binding_order(cfg);
+    plan.routes = routes_of(cfg, plan.order);
+    plan.injector_core = injector_cores(cfg);
+    plan.stream_of = streams_of(cfg, trace);
+    plan.tree = tree_of(cfg);
 
-    // Which out[i] of an Interconnect reaches which module: the order of its bindings, or
-    // the explicit indices. Same for every multi socket; checked contiguous.
-    std::map<std::string, std::vector<const BindingDecl*>> by_initiator;
-    for (const auto& b : cfg.bindings) by_initiator[b.from.module + "." + b.from.socket].push_back(&b);
-    std::map<const BindingDecl*, unsigned> index_of;
-    for (auto& [sock, list] : by_initiator) {
-        bool explicit_idx = list.front()->from.index >= 0;
-        for (const auto* b : list)
-            if ((b->from.index >= 0) != explicit_idx)
-                throw ConfigError(b->where + ": binding '" + b->text + "': give every binding of " + sock +
-                                  " an index [i], or none");
-        if (explicit_idx) {
-            std::stable_sort(list.begin(), list.end(),
-                             [](const BindingDecl* a, const BindingDecl* b) { return a->from.index < b->from.index; });
-            for (std::size_t i = 0; i < list.size(); ++i)
-                if (list[i]->from.index != static_cast<int>(i))
-                    throw ConfigError(list[i]->where + ": binding '" + list[i]->text + "': indices of " + sock +
-                                      " must be 0.." + std::to_string(list.size() - 1) + ", each once");
-        }
-        for (std::size_t i = 0; i < list.size(); ++i) index_of[list[i]] = static_cast<unsigned>(i);
-    }
-    std::map<std::string, std::vector<AddressRange>> routes;  // interconnect path -> ranges
-    for (const auto& b : cfg.bindings) {
-        const ModuleDecl* from = cfg.module(b.from.module);
-        if (from->type != "Interconnect" || b.from.socket != "out") continue;
-        for (const auto& e : cfg.address_map)
-            if (e.target == b.to.module)
-                routes[from->path].push_back({e.base, *cfg.module(e.target)->spec->capacity(), index_of[&b]});
-    }
-    // Which injector feeds which core: the target of the core's imem binding.
-    std::map<std::string, std::uint16_t> injector_core;
-    for (const auto& b : cfg.bindings) {
-        const ModuleDecl* from = cfg.module(b.from.module);
-        if (from->spec->core_id() && b.from.socket == "imem") injector_core[b.to.module] = *from->spec->core_id();
-    }
-
-    // Trace streams must each have a core to run on.
-    std::map<std::pair<unsigned, unsigned>, std::size_t> stream_of;
-    if (trace) {
-        std::set<unsigned> core_ids;
-        for (const auto& m : cfg.modules)
-            if (auto id = m.spec->core_id()) core_ids.insert(*id);
-        for (std::size_t i = 0; i < trace->streams().size(); ++i) {
-            const auto& s = trace->streams()[i];
-            if (s.chip >= cfg.chips || !core_ids.count(s.core))
-                throw ConfigError(trace->path() + ": stream " + std::to_string(i) + " (chip " + std::to_string(s.chip) +
-                                  ", core " + std::to_string(s.core) + ") has no core to run on: " + cfg.file +
-                                  " has " + std::to_string(cfg.chips) + " chip(s) with " +
-                                  std::to_string(core_ids.size()) + " core(s) each");
-            stream_of[{s.chip, s.core}] = i;
-        }
-    }
-
-    Tree tree;
-    for (const auto& m : cfg.modules) {
-        Tree* t = &tree;
-        std::size_t pos = 0;
-        while (true) {
-            auto dot = m.path.find('.', pos);
-            t = &t->children[m.path.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos)];
-            if (dot == std::string::npos) break;
-            pos = dot + 1;
-        }
-        t->decl = &m;
-    }
-
-    std::map<std::string, XpuModule*> by_path;  // "chipN/" + path
-    auto build_chip = [&](unsigned chip) {
-        std::function<void(const Tree&)> build = [&](const Tree& node) {
-            for (const auto& entry : node.children) {
-                // Not a structured binding: C++17 does not let a lambda capture one (clang rejects it).
-                const std::string& name = entry.first;
-                const Tree& child = entry.second;
-                if (!child.decl) {
-                    owned_.push_back(std::make_unique<Container>(name.c_str(), [&] { build(child); }));
-                    continue;
-                }
-                const ModuleDecl& d = *child.decl;
-                BuildContext ctx;
-                ctx.chip = static_cast<std::uint16_t>(chip);
-                ctx.cycle = cycle_ticks(cfg.clock_ghz);
-                ctx.space_base = space_base;
-                ctx.flags_base = flags_base;
-                ctx.dims = cfg.topology.dims;
-                ctx.links_per_neighbour = cfg.topology.links_per_neighbour;
-                ctx.trace = trace;
-                ctx.cores = cores_per_chip;
-                if (auto it = routes.find(d.path); it != routes.end()) ctx.routes = it->second;
-                for (const auto& e : cfg.address_map)
-                    if (e.target == d.path) ctx.base = e.base;
-                if (auto it = injector_core.find(d.path); it != injector_core.end()) {
-                    auto s = stream_of.find({chip, it->second});
-                    if (s != stream_of.end()) ctx.stream = s->second;
-                }
-                auto mod = d.spec->build(name, ctx);
-                XpuModule* raw = mod.get();
-                modules_.push_back(raw);
-                if (auto* core = dynamic_cast<ScalarCore*>(raw)) cores_.push_back(core);
-                by_path["chip" + std::to_string(chip) + "/" + d.path] = raw;
-                owned_.push_back(std::move(mod));
-            }
-        };
-        owned_.push_back(std::make_unique<Container>(("chip" + std::to_string(chip)).c_str(), [&] { build(tree); }));
-    };
-    // Inter-chip links: per chip, per dimension, per direction (+, -), links_per_neighbour
-    // each, in the order of the IciPort's links[] socket (see IciPort::route).
-    struct LinkPlan {
-        unsigned from, to;
-        IciLink* link;
-    };
-    std::vector<LinkPlan> link_plan;
-    auto build_links = [&] {
-        const auto& dims = cfg.topology.dims;
-        for (unsigned c = 0; c < cfg.chips; ++c) {
-            std::vector<unsigned> coord;
-            unsigned rest = c;
-            for (unsigned d : dims) {
-                coord.push_back(rest % d);
-                rest /= d;
-            }
-            for (std::size_t d = 0; d < dims.size(); ++d)
-                for (int dir = 0; dir < 2; ++dir)
-                    for (unsigned j = 0; j < cfg.topology.links_per_neighbour; ++j) {
-                        std::vector<unsigned> nc = coord;
-                        nc[d] = (coord[d] + (dir == 0 ? 1 : dims[d] - 1)) % dims[d];
-                        unsigned to = 0, mul = 1;
-                        for (std::size_t k = 0; k < dims.size(); ++k) {
-                            to += nc[k] * mul;
-                            mul *= dims[k];
-                        }
-                        std::string name = "chip" + std::to_string(c) + "_" + "xyz"[d] + (dir == 0 ? "p" : "m");
-                        if (cfg.topology.links_per_neighbour > 1) name += std::to_string(j);
-                        auto link = std::make_unique<IciLink>(name.c_str(), cfg.topology.link);
-                        link_plan.push_back({c, to, link.get()});
-                        modules_.push_back(link.get());
-                        owned_.push_back(std::move(link));
-                    }
-        }
-    };
     owned_.push_back(std::make_unique<Container>("xpu", [&] {
-        for (unsigned c = 0; c < cfg.chips; ++c) build_chip(c);
-        if (cfg.chips > 1) owned_.push_back(std::make_unique<Container>("links", build_links));
+        for (unsigned c = 0; c < cfg.chips; ++c)
+            owned_.push_back(std::make_unique<Container>(("chip" + std::to_string(c)).c_str(), [&] { build_chip(cfg, plan, c); }));
+        if (cfg.chips > 1) owned_.push_back(std::make_unique<Container>("links", [&] { build_links(cfg); }));
     }));
-    if (cfg.chips > 1) {
-        std::vector<IciPort*> ports(cfg.chips, nullptr);
-        for (auto* m : modules_)
-            if (auto* p = dynamic_cast<IciPort*>(m)) {
-                std::string n = m->name();  // xpu.chipN....
-                unsigned chip = static_cast<unsigned>(std::stoul(n.substr(8, n.find('.', 8) - 8)));
-                if (ports[chip])
-                    throw ConfigError(cfg.file + ": chip.modules: a chip has more than one IciPort; the links need exactly one");
-                ports[chip] = p;
-            }
-        if (!ports[0])
-            throw ConfigError(cfg.file + ": chip.modules: " + std::to_string(cfg.chips) +
-                              " chips need an IciPort per chip (type: IciPort) to connect their links");
-        for (const auto& lp : link_plan) {
-            ports[lp.from]->links.bind(lp.link->in);
-            lp.link->out.bind(ports[lp.to]->in);
-            ++ports[lp.from]->port("links")->bound;
-            ++ports[lp.to]->port("in")->bound;
-            ++lp.link->port("in")->bound;
-            ++lp.link->port("out")->bound;
-        }
-    }
+    if (cfg.chips > 1) connect_links(cfg);
+    for (unsigned chip = 0; chip < cfg.chips; ++chip) bind_chip(cfg, plan, chip);
+}
 
-    // Bind, in the order the description gives (multi sockets: in index order).
-    auto sockets_of = [](XpuModule* m) {
-        std::string s;
-        for (const auto& p : m->ports()) s += (s.empty() ? "" : ", ") + p.name + (p.initiator ? " (initiator)" : " (target)");
-        return s;
-    };
-    for (unsigned chip = 0; chip < cfg.chips; ++chip) {
-        std::string prefix = "chip" + std::to_string(chip) + "/";
-        for (const auto& [sock, list] : by_initiator)
-            for (const BindingDecl* b : list) {
-                XpuModule* from = by_path.at(prefix + b->from.module);
-                XpuModule* to = by_path.at(prefix + b->to.module);
-                SocketPort* fp = from->port(b->from.socket);
-                SocketPort* tp = to->port(b->to.socket);
-                std::string where = b->where + ": binding '" + b->text + "': ";
-                if (!fp) throw ConfigError(where + b->from.module + " (" + from->kind() + ") has no socket '" + b->from.socket + "' (sockets: " + sockets_of(from) + ")");
-                if (!tp) throw ConfigError(where + b->to.module + " (" + to->kind() + ") has no socket '" + b->to.socket + "' (sockets: " + sockets_of(to) + ")");
-                if (!fp->initiator) throw ConfigError(where + b->from.text() + " is a target socket; a binding goes initiator -> target");
-                if (tp->initiator) throw ConfigError(where + b->to.text() + " is an initiator socket; a binding goes initiator -> target");
-                if (!fp->multi && (fp->bound || b->from.index > 0))
-                    throw ConfigError(where + b->from.text() + " takes a single binding");
-                if (!tp->multi && tp->bound) throw ConfigError(where + b->to.text() + " is already bound; it takes a single binding");
-                fp->bind(*tp->target);
-                ++fp->bound;
-                ++tp->bound;
+// Instantiates one chip's modules (inside its container), in the description's nesting.
+void Platform::build_chip(const PlatformConfig& cfg, const Plan& plan, unsigned chip) {
+    std::function<void(const Tree&)> build = [&](const Tree& node) {
+        for (const auto& entry : node.children) {
+            // Not a structured binding: C++17 does not let a lambda capture one (clang rejects it).
+            const std::string& name = entry.first;
+            const Tree& child = entry.second;
+            if (!child.decl) {
+                owned_.push_back(std::make_unique<Container>(name.c_str(), [&] { build(child); }));
+                continue;
             }
-        for (auto* m : modules_) {
-            std::string n = m->name();
-            if (n.rfind("xpu." + prefix.substr(0, prefix.size() - 1) + ".", 0) != 0) continue;
-            for (const auto& p : m->ports())
-                if (p.required && !p.bound)
-                    throw ConfigError(cfg.file + ": " + n + " (" + m->kind() + "): socket '" + p.name +
-                                      "' is not bound; add a binding for it to chip.bindings");
+            const ModuleDecl& d = *child.decl;
+            BuildContext ctx;
+            ctx.chip = static_cast<std::uint16_t>(chip);
+            ctx.cycle = cycle_ticks(cfg.clock_ghz);
+            ctx.space_base = plan.spaces.base;
+            ctx.flags_base = plan.spaces.flags;
+            ctx.dims = cfg.topology.dims;
+            ctx.links_per_neighbour = cfg.topology.links_per_neighbour;
+            ctx.trace = plan.trace;
+            ctx.cores = plan.cores_per_chip;
+            if (auto it = plan.routes.find(d.path); it != plan.routes.end()) ctx.routes = it->second;
+            for (const auto& e : cfg.address_map)
+                if (e.target == d.path) ctx.base = e.base;
+            if (auto it = plan.injector_core.find(d.path); it != plan.injector_core.end()) {
+                auto s = plan.stream_of.find({chip, it->second});
+                if (s != plan.stream_of.end()) ctx.stream = s->second;
+            }
+            auto mod = d.spec->build(name, ctx);
+            XpuModule* raw = mod.get();
+            raw->set_chip(static_cast<int>(chip));
+            modules_.push_back(raw);
+            if (auto* core = dynamic_cast<ScalarCore*>(raw)) cores_.push_back(core);
+            by_path_["chip" + std::to_string(chip) + "/" + d.path] = raw;
+            owned_.push_back(std::move(mod));
         }
+    };
+    build(plan.tree);
+}
+
+// Inter-chip links: per chip, per dimension, per direction (+, -), links_per_neighbour each,
+// in the order of the IciPort's links[] socket (see IciPort::route).
+void Platform::build_links(const PlatformConfig& cfg) {
+    const auto& dims = cfg.topology.dims;
+    for (unsigned c = 0; c < cfg.chips; ++c) {
+        std::vector<unsigned> coord;
+        unsigned rest = c;
+        for (unsigned d : dims) {
+            coord.push_back(rest % d);
+            rest /= d;
+        }
+        for (std::size_t d = 0; d < dims.size(); ++d)
+            for (int dir = 0; dir < 2; ++dir)
+                for (unsigned j = 0; j < cfg.topology.links_per_neighbour; ++j) {
+                    std::vector<unsigned> nc = coord;
+                    nc[d] = (coord[d] + (dir == 0 ? 1 : dims[d] - 1)) % dims[d];
+                    unsigned to = 0, mul = 1;
+                    for (std::size_t k = 0; k < dims.size(); ++k) {
+                        to += nc[k] * mul;
+                        mul *= dims[k];
+                    }
+                    std::string name = "chip" + std::to_string(c) + "_" + "xyz"[d] + (dir == 0 ? "p" : "m");
+                    if (cfg.topology.links_per_neighbour > 1) name += std::to_string(j);
+                    auto link = std::make_unique<IciLink>(name.c_str(), cfg.topology.link);
+                    link->set_from_chip(static_cast<int>(c));  // on no chip: chip() stays -1
+                    link_plan_.push_back({c, to, link.get()});
+                    modules_.push_back(link.get());
+                    owned_.push_back(std::move(link));
+                }
+    }
+}
+
+// Binds each link between the IciPorts of the chips it joins (their links[] and in sockets).
+void Platform::connect_links(const PlatformConfig& cfg) {
+    std::vector<XpuModule*> ports(cfg.chips, nullptr);
+    for (auto* m : modules_)
+        if (m->role() == Role::IciPort) {
+            if (ports[static_cast<unsigned>(m->chip())])
+                throw ConfigError(cfg.file + ": chip.modules: a chip has more than one IciPort; the links need exactly one");
+            ports[static_cast<unsigned>(m->chip())] = m;
+        }
+    if (!ports[0])
+        throw ConfigError(cfg.file + ": chip.modules: " + std::to_string(cfg.chips) +
+                          " chips need an IciPort per chip (type: IciPort) to connect their links");
+    for (const auto& lp : link_plan_) {
+        SocketPort* out = ports[lp.from]->port("links");
+        SocketPort* in = ports[lp.to]->port("in");
+        if (!out || !in || !out->initiator || in->initiator)
+            throw ConfigError(cfg.file + ": chip.modules: " + (out && out->initiator ? ports[lp.to] : ports[lp.from])->kind() +
+                              " plays an IciPort but lacks its links (initiator) or in (target) socket");
+        out->bind(*lp.link->port("in")->target);
+        lp.link->port("out")->bind(*in->target);
+        ++out->bound;
+        ++in->bound;
+        ++lp.link->port("in")->bound;
+        ++lp.link->port("out")->bound;
+    }
+}
+
+// Binds one chip's sockets in the order the description gives (multi sockets: in index
+// order), then checks that every required socket of the chip is bound.
+void Platform::bind_chip(const PlatformConfig& cfg, const Plan& plan, unsigned chip) {
+    const std::string prefix = "chip" + std::to_string(chip) + "/";
+    for (const auto& [sock, list] : plan.order)
+        for (const BindingDecl* b : list) {
+            XpuModule* from = by_path_.at(prefix + b->from.module);
+            XpuModule* to = by_path_.at(prefix + b->to.module);
+            SocketPort* fp = from->port(b->from.socket);
+            SocketPort* tp = to->port(b->to.socket);
+            std::string where = b->where + ": binding '" + b->text + "': ";
+            if (!fp) throw ConfigError(where + b->from.module + " (" + from->kind() + ") has no socket '" + b->from.socket + "' (sockets: " + sockets_of(from) + ")");
+            if (!tp) throw ConfigError(where + b->to.module + " (" + to->kind() + ") has no socket '" + b->to.socket + "' (sockets: " + sockets_of(to) + ")");
+            if (!fp->initiator) throw ConfigError(where + b->from.text() + " is a target socket; a binding goes initiator -> target");
+            if (tp->initiator) throw ConfigError(where + b->to.text() + " is an initiator socket; a binding goes initiator -> target");
+            if (!fp->multi && (fp->bound || b->from.index > 0))
+                throw ConfigError(where + b->from.text() + " takes a single binding");
+            if (!tp->multi && tp->bound) throw ConfigError(where + b->to.text() + " is already bound; it takes a single binding");
+            fp->bind(*tp->target);
+            ++fp->bound;
+            ++tp->bound;
+        }
+    for (auto* m : modules_) {
+        if (m->chip() != static_cast<int>(chip)) continue;
+        for (const auto& p : m->ports())
+            if (p.required && !p.bound)
+                throw ConfigError(cfg.file + ": " + std::string(m->name()) + " (" + m->kind() + "): socket '" + p.name +
+                                  "' is not bound; add a binding for it to chip.bindings");
     }
 }
 

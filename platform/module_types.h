@@ -102,7 +102,10 @@ ModuleType model_type(std::string name, std::string doc, ModelRecipe<Config> rec
 // The shipped types, then any registered since; a name is registered once.
 const std::vector<ModuleType>& module_types();
 const ModuleType* find_module_type(const std::string& name);
-// Adds a type (a model outside xpusim, a test's stub); throws std::logic_error on a taken name.
+// Adds a type (a model outside xpusim, a test's): descriptions can then name it in `type:`; the
+// builder, the log header, the waveforms and the run's accounting ask the module itself
+// (XpuModule: role, facts, waveforms), so nothing else needs to know it. Throws
+// std::logic_error on a taken name.
 void register_module_type(ModuleType type);
 
 // Registers a type at static initialisation: `static ModuleTypeRegistrar r{model_type<...>(...)};`

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <map>
 
-#include "models/hbm_controller.h"
-#include "models/ici.h"
 #include "models/sim_time.h"
 
 namespace xpu::platform {
@@ -26,15 +24,6 @@ bool is_communication(const std::string& op) {
            op.find("all-reduce") != std::string::npos || op.find("reduce-scatter") != std::string::npos;
 }
 
-namespace {
-// "xpu.chip12.hbm" -> 12; links "xpu.links.chip12_xp" -> 12.
-unsigned chip_of(const std::string& name) {
-    auto at = name.find("chip");
-    if (at == std::string::npos) return 0;
-    return static_cast<unsigned>(std::stoul(name.substr(at + 4)));
-}
-}  // namespace
-
 Breakdown breakdown(const Platform& p, const std::vector<std::string>& annotations) {
     Breakdown b;
     std::map<unsigned, ChipFigure> chips;
@@ -52,14 +41,16 @@ Breakdown breakdown(const Platform& p, const std::vector<std::string>& annotatio
             total += ticks_to_ns(t[i]);
         }
     }
+    // HBM traffic counts for the chip it sits on, a link's for the chip it leaves.
     for (auto* m : p.modules()) {
-        if (auto* h = dynamic_cast<HbmController*>(m)) {
-            ChipFigure& c = chips[chip_of(m->name())];
-            c.hbm_bytes_read += h->bytes_read();
-            c.hbm_bytes_written += h->bytes_written();
-        } else if (auto* l = dynamic_cast<IciLink*>(m)) {
-            chips[chip_of(m->name())].link_bytes_sent += l->bytes();
-        }
+        const Role role = m->role();
+        if (role != Role::Hbm && role != Role::Link) continue;
+        const ModuleFacts f = m->facts();
+        const int chip = role == Role::Link ? f.from_chip : m->chip();
+        ChipFigure& c = chips[chip < 0 ? 0u : static_cast<unsigned>(chip)];
+        c.hbm_bytes_read += f.bytes_read;
+        c.hbm_bytes_written += f.bytes_written;
+        c.link_bytes_sent += f.bytes_sent;
     }
     for (auto& [id, c] : chips) {
         c.chip = id;

@@ -172,7 +172,7 @@ void write_stats_json(const std::string& path, const RunInputs& in, const RunRes
     j.end_array();
     j.begin_object("links");
     for (const auto& u : r.units)
-        if (u.kind == "IciLink")
+        if (u.role == Role::Link)
             for (auto* m : p.modules())
                 if (u.name == m->name()) {
                     j.begin_object(u.name.c_str());

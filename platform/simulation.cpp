@@ -8,7 +8,6 @@
 #include <sstream>
 #include <sys/resource.h>
 
-#include "models/hbm_controller.h"
 #include "models/matrix_unit.h"
 #include "models/sim_time.h"
 #include "models/sync_flags.h"
@@ -67,31 +66,11 @@ std::string time_text(double ns) {
     return os.str();
 }
 
-// "xpu.chip12.core0.scalar" -> 12 (0 if the name does not have that form).
-unsigned chip_of_name(const std::string& n) {
-    if (n.rfind("xpu.chip", 0) != 0) return 0;
-    return static_cast<unsigned>(std::strtoul(n.c_str() + 8, nullptr, 10));
-}
-
 // "xpu.chip12.core0.scalar" -> "core0.scalar" (the path within the chip's description).
 std::string path_in_chip(const std::string& n) {
     if (n.rfind("xpu.chip", 0) != 0) return n;
     auto dot = n.find('.', 8);
     return dot == std::string::npos ? n : n.substr(dot + 1);
-}
-
-// The modules bound to `module.socket`, in socket-index order (the builder's order: explicit
-// indices, or the order of the bindings).
-std::vector<std::string> bound_targets(const PlatformConfig& cfg, const std::string& module, const std::string& socket) {
-    std::vector<const BindingDecl*> list;
-    for (const auto& b : cfg.bindings)
-        if (b.from.module == module && b.from.socket == socket) list.push_back(&b);
-    if (!list.empty() && list.front()->from.index >= 0)
-        std::stable_sort(list.begin(), list.end(),
-                         [](const BindingDecl* a, const BindingDecl* b) { return a->from.index < b->from.index; });
-    std::vector<std::string> out;
-    for (const auto* b : list) out.push_back(b->to.module);
-    return out;
 }
 
 // The sync flags of the SyncFlags module at `module` (0 if there is none).
@@ -146,16 +125,17 @@ Simulation::Simulation(const PlatformConfig& cfg, const std::string& trace_path)
 bool Simulation::check_trace(const std::function<bool()>& stop_requested) const {
     // The address map, as the models compute global addresses: space base + operand address.
     std::vector<MapRange> map;
-    std::array<std::uint64_t, 2> space_base{};
-    std::array<bool, 2> has_space{};
     for (const auto& e : cfg_.address_map) {
         const ModuleDecl* t = cfg_.module(e.target);
         map.push_back({e.window, e.target, e.base, t && t->spec->capacity() ? *t->spec->capacity() : 0});
-        if (e.window != Window::Vmem && e.window != Window::Hbm) continue;
-        auto s = static_cast<unsigned>(e.window == Window::Vmem ? Space::Vmem : Space::Hbm);
-        if (!has_space[s] || e.base < space_base[s]) space_base[s] = e.base;
-        has_space[s] = true;
     }
+    const SpaceBases spaces = space_bases(cfg_);
+    const auto& space_base = spaces.base;
+    const auto& has_space = spaces.has;
+    const BindingOrder order = binding_order(cfg_);
+    auto bound_targets = [&](const std::string& module, const std::string& socket) {
+        return platform::bound_targets(order, module, socket);
+    };
     std::uint64_t remote_flag_count = 0;  // flags of the SyncFlags in the flags window
     for (const auto& m : map)
         if (m.window == Window::Flags) remote_flag_count = sync_flag_count(cfg_, m.target);
@@ -171,16 +151,16 @@ bool Simulation::check_trace(const std::function<bool()>& stop_requested) const 
         for (int f = 0; f < 3; ++f)
             if (auto* p = self->port(fams[f])) v.units[f] = p->bound;
         if (auto* p = self->port("flags")) v.flags_bound = p->bound > 0;
-        auto flags = bound_targets(cfg_, v.path, "flags");
+        auto flags = bound_targets(v.path, "flags");
         if (!flags.empty()) v.flag_count = sync_flag_count(cfg_, flags.front());
-        for (const auto& mxu : bound_targets(cfg_, v.path, "mxu"))
+        for (const auto& mxu : bound_targets(v.path, "mxu"))
             v.mxu_shape.push_back(matrix_unit_shape(cfg_, mxu));
-        for (const auto& dma : bound_targets(cfg_, v.path, "dma")) {
-            auto f = bound_targets(cfg_, dma, "flags");
+        for (const auto& dma : bound_targets(v.path, "dma")) {
+            auto f = bound_targets(dma, "flags");
             v.dma_flags.push_back({!f.empty(), f.empty() ? 0 : sync_flag_count(cfg_, f.front())});
         }
-        for (const auto& vpu : bound_targets(cfg_, v.path, "vpu")) {
-            auto mem = bound_targets(cfg_, vpu, "mem");
+        for (const auto& vpu : bound_targets(v.path, "vpu")) {
+            auto mem = bound_targets(vpu, "mem");
             v.vpu_vmem.push_back(mem.empty() ? std::string() : mem.front());
         }
         views[{c->config().chip, c->config().core}] = std::move(v);
@@ -375,7 +355,7 @@ std::string Simulation::deadlock_diagnosis() const {
     std::vector<Waiter> waiters;
     for (auto* m : platform_->modules())
         if (auto* f = dynamic_cast<SyncFlags*>(m))
-            for (const auto& w : f->waiters()) waiters.push_back({f, w, chip_of_name(f->name())});
+            for (const auto& w : f->waiters()) waiters.push_back({f, w, static_cast<unsigned>(std::max(0, f->chip()))});
 
     // Which instructions of the trace could raise each awaited (chip, flag): sset/sadd of a
     // stream of that chip, DMAs whose completion flag lands there.
@@ -580,11 +560,19 @@ RunResult Simulation::run(const RunOptions& opts) {
         case StopReason::Interrupted: r.diagnosis = position_diagnosis("interrupted"); break;
     }
 
+    collect_figures(r);
+    return r;
+}
+
+// The run's figures, from what each module says of itself: every unit's utilisation, the HBM
+// traffic against its peak, the compute against its peak, the breakdown by chip and op.
+void Simulation::collect_figures(RunResult& r) const {
     for (auto* m : platform_->modules()) {
         if (auto busy = m->busy_time()) {
             UnitFigure u;
             u.name = m->name();
             u.kind = m->kind();
+            u.role = m->role();
             u.busy_ns = ticks_to_ns(*busy);
             u.utilization = r.simulated_ns > 0 ? u.busy_ns / r.simulated_ns : 0;
             // A run stopped early may have work booked beyond the stop time (units answer
@@ -592,18 +580,18 @@ RunResult Simulation::run(const RunOptions& opts) {
             if (!r.completed) u.utilization = std::min(u.utilization, 1.0);
             r.units.push_back(u);
         }
-        if (auto* h = dynamic_cast<HbmController*>(m)) {
-            r.hbm_bytes_read += h->bytes_read();
-            r.hbm_bytes_written += h->bytes_written();
-            r.hbm_peak_gbps += h->peak_gbps();
+        const ModuleFacts f = m->facts();
+        if (m->role() == Role::Hbm) {
+            r.hbm_bytes_read += f.bytes_read;
+            r.hbm_bytes_written += f.bytes_written;
+            r.hbm_peak_gbps += f.peak_gbps;
         }
-        if (auto* x = dynamic_cast<MatrixUnit*>(m)) {
-            r.flops += static_cast<double>(x->flops());
-            r.peak_flops_per_s += x->peak_flops_per_s();
+        if (f.peak_flops_per_s > 0) {
+            r.flops += f.flops;
+            r.peak_flops_per_s += f.peak_flops_per_s;
         }
     }
     r.breakdown = breakdown(*platform_, trace_.strings());
-    return r;
 }
 
 }  // namespace xpu::platform

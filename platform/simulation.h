@@ -17,7 +17,8 @@ namespace xpu::platform {
 
 struct UnitFigure {
     std::string name;  // SystemC path
-    std::string kind;
+    std::string kind;  // its type, for display
+    Role role = Role::Other;
     double busy_ns = 0;
     double utilization = 0;  // busy / simulated time
 };
@@ -87,6 +88,7 @@ public:
 private:
     std::string deadlock_diagnosis() const;
     std::string position_diagnosis(const char* why) const;
+    void collect_figures(RunResult& r) const;
     const PlatformConfig& cfg_;
     trace::TraceFile trace_;
     std::unique_ptr<Platform> platform_;

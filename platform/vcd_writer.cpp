@@ -11,9 +11,8 @@
 #include <queue>
 #include <stdexcept>
 
-#include "models/hbm_controller.h"
-#include "models/vmem.h"
 #include "platform/builder.h"
+#include "traces/issue_stall.h"
 #include "traces/vmem_liveness.h"
 
 namespace xpu::platform {
@@ -96,15 +95,9 @@ bool glob_match(const char* p, const char* s) {
     return *p == 0;
 }
 
-// "xpu.chip12.core0.scalar" -> 12; "xpu.links.chip3_xp" -> 3; otherwise a large number.
-unsigned chip_of(const std::string& n) {
-    const char* prefixes[] = {"xpu.chip", "xpu.links.chip"};
-    for (const char* p : prefixes) {
-        std::size_t l = std::strlen(p);
-        if (n.compare(0, l, p) == 0 && n.size() > l && std::isdigit(static_cast<unsigned char>(n[l])))
-            return static_cast<unsigned>(std::strtoul(n.c_str() + l, nullptr, 10));
-    }
-    return 0xFFFFFFFFu;
+// The key of a core's instruction events: chip << 16 | core.
+std::uint32_t core_key(int chip, int core) {
+    return (static_cast<std::uint32_t>(chip) << 16) | static_cast<std::uint16_t>(core);
 }
 
 std::string vcd_id(std::size_t i) {
@@ -144,14 +137,16 @@ void write_small_file(const std::string& path, const std::string& text, const ch
     }
 }
 
+}  // namespace
+
 // Buffered output with cheap number formatting.
-class Out {
+class VcdOut {
 public:
-    Out(const std::string& path, const char* what) : path_(path), what_(what), buf_(kChunk + kSlack) {
+    VcdOut(const std::string& path, const char* what) : path_(path), what_(what), buf_(kChunk + kSlack) {
         f_ = std::fopen(path.c_str(), "wb");
         if (!f_) io_error(what_, path_);
     }
-    ~Out() {
+    ~VcdOut() {
         if (f_) std::fclose(f_);
     }
     void str(const std::string& s) {
@@ -211,7 +206,6 @@ private:
     std::size_t n_ = 0;
 };
 
-}  // namespace
 
 struct VcdWriter::Channel {
     ChannelType type = ChannelType::Counter;
@@ -255,9 +249,9 @@ struct VcdWriter::Block {
     std::string parent;
     std::uint32_t ch[3] = {0, 0, 0};
     std::uint32_t nch = 0;
-    bool hbm = false;                    // an HbmController (else a Vmem, for Memory blocks)
-    std::uint32_t hbm_ch0 = 0;           // its channels' signals: requests hbm_ch0 + 2k, bytes + 1
-    std::uint32_t hbm_channels = 0;
+    bool allocation = false;             // Memory: has bytes_allocated (by liveness)
+    std::uint32_t hbm_ch0 = 0;           // Memory: its channels' signals: requests hbm_ch0 + 2k, bytes + 1
+    std::uint32_t hbm_channels = 0;      // Memory: interleaved channels (0: none)
     std::vector<std::uint32_t> sigs;
     bool wanted = false;
     const XpuModule* module = nullptr;
@@ -332,33 +326,81 @@ void VcdOptions::set_window_ns(const std::string& text) {
     end = b;
 }
 
+namespace {
+
+std::uint32_t new_channel(std::vector<VcdWriter::Channel>& channels, ChannelType t) {
+    VcdWriter::Channel c;
+    c.type = t;
+    if (channels.size() >= kMaxChannels) throw std::invalid_argument("VCD: too many signals in this platform");
+    channels.push_back(c);
+    return static_cast<std::uint32_t>(channels.size() - 1);
+}
+
+void new_signal(std::vector<VcdWriter::Signal>& signals, VcdWriter::Block& b, std::size_t bi, std::uint32_t ch,
+                const char* leaf, unsigned width, Derive d, unsigned flags, std::uint8_t filter, bool analog) {
+    VcdWriter::Signal s;
+    s.name = b.name + "." + leaf;
+    s.scope = b.name;
+    s.leaf = leaf;
+    s.width = width;
+    s.block = static_cast<std::uint32_t>(bi);
+    s.ch = ch;
+    s.derive = d;
+    s.flags = flags;
+    s.filter = filter;
+    s.analog = analog;
+    b.sigs.push_back(static_cast<std::uint32_t>(signals.size()));
+    signals.push_back(std::move(s));
+}
+
+}  // namespace
+
 VcdWriter::VcdWriter(const Platform& platform, VcdOptions opts) : opts_(std::move(opts)) {
+    check_output();
+    declare_blocks(platform);
+    for (std::size_t bi = 0; bi < blocks_.size(); ++bi) declare_signals(bi);
+    select_signals();
+    follow_cores();
+    follow_liveness();
+    buf_cap_ = std::max<std::size_t>(opts_.memory_limit / sizeof(Record), 16);
+    // Address space for the whole buffer now (pages are only backed as records fill them): no
+    // reallocation, so memory stays 16 B per record up to the limit.
+    buf_.reserve(buf_cap_);
+}
+
+// Says now, not after the run, that the window is empty or the output cannot be written.
+void VcdWriter::check_output() const {
     if (opts_.start >= opts_.end) throw std::invalid_argument("VCD window: start must be before end");
     if (opts_.path.empty()) throw std::invalid_argument("VCD output path is empty");
-    {  // Say now, not after the run, that the output cannot be written.
-        const std::string probe = opts_.path + ".tmp";
-        std::FILE* f = std::fopen(probe.c_str(), "wb");
-        if (!f) io_error("VCD file", opts_.path);
-        std::fclose(f);
-        std::remove(probe.c_str());
-    }
+    const std::string probe = opts_.path + ".tmp";
+    std::FILE* f = std::fopen(probe.c_str(), "wb");
+    if (!f) io_error("VCD file", opts_.path);
+    std::fclose(f);
+    std::remove(probe.c_str());
+}
 
-    // Blocks, in display order: per chip, the cores (scalar core, then its units), DMA engines,
-    // memories (HBM, then VMEM), links.
+// One block per module that offers waveforms (XpuModule::waveforms), in display order: per
+// chip, the cores (scalar core, then its units), DMA engines, memories (HBM, then VMEM), links
+// (after the chip they leave).
+void VcdWriter::declare_blocks(const Platform& platform) {
     for (const XpuModule* m : platform.modules()) {
+        const Waveforms w = m->waveforms();
         Block b;
         b.name = m->name();
         b.module = m;
-        const std::string k = m->kind();
-        if (k == "ScalarCore") b.type = BlockType::Core, b.group = 0, b.kind_order = 0;
-        else if (k == "VectorUnit") b.type = BlockType::Unit, b.group = 0, b.kind_order = 1;
-        else if (k == "MatrixUnit") b.type = BlockType::Unit, b.group = 0, b.kind_order = 2;
-        else if (k == "DmaEngine") b.type = BlockType::Dma, b.group = 1;
-        else if (k == "HbmController") b.type = BlockType::Memory, b.group = 2, b.kind_order = 0, b.hbm = true;
-        else if (k == "Vmem") b.type = BlockType::Memory, b.group = 2, b.kind_order = 1;
-        else if (k == "IciLink") b.type = BlockType::Link, b.group = 3;
-        else continue;
-        b.chip = chip_of(b.name);
+        b.kind_order = w.order;
+        switch (w.set) {
+            case WaveSet::Issue: b.type = BlockType::Core, b.group = 0; break;
+            case WaveSet::Ops: b.type = BlockType::Unit, b.group = 0; break;
+            case WaveSet::Queue: b.type = BlockType::Dma, b.group = 1; break;
+            case WaveSet::Traffic: b.type = BlockType::Memory, b.group = 2; break;
+            case WaveSet::Wire: b.type = BlockType::Link, b.group = 3; break;
+            case WaveSet::None: continue;
+        }
+        b.hbm_channels = b.type == BlockType::Memory ? w.channels : 0;
+        b.allocation = b.type == BlockType::Memory && w.allocation;
+        const int chip = m->chip() >= 0 ? m->chip() : m->facts().from_chip;
+        b.chip = chip >= 0 ? static_cast<unsigned>(chip) : 0xFFFFFFFFu;
         if (b.group == 0) b.parent = b.name.substr(0, b.name.rfind('.'));
         blocks_.push_back(std::move(b));
     }
@@ -369,102 +411,89 @@ VcdWriter::VcdWriter(const Platform& platform, VcdOptions opts) : opts_(std::mov
         if (a.kind_order != b.kind_order) return a.kind_order < b.kind_order;
         return natural_less(a.name, b.name);
     });
+}
 
-    // Channels and signals of each block.
-    auto channel = [&](ChannelType t) {
-        Channel c;
-        c.type = t;
-        if (channels_.size() >= kMaxChannels) throw std::invalid_argument("VCD: too many signals in this platform");
-        channels_.push_back(c);
-        return static_cast<std::uint32_t>(channels_.size() - 1);
-    };
-    for (std::size_t bi = 0; bi < blocks_.size(); ++bi) {
-        Block& b = blocks_[bi];
-        auto sig = [&](std::uint32_t ch, const char* leaf, unsigned width, Derive d, unsigned flags,
-                       std::uint8_t filter, bool analog) {
-            Signal s;
-            s.name = b.name + "." + leaf;
-            s.scope = b.name;
-            s.leaf = leaf;
-            s.width = width;
-            s.block = static_cast<std::uint32_t>(bi);
-            s.ch = ch;
-            s.derive = d;
-            s.flags = flags;
-            s.filter = filter;
-            s.analog = analog;
-            b.sigs.push_back(static_cast<std::uint32_t>(signals_.size()));
-            signals_.push_back(std::move(s));
-        };
-        const unsigned hex_names = kTrHex | kTrRjustify | kTrFtranslated;
-        const unsigned analog_dec = kTrAnalogStep | kTrDec | kTrRjustify;
-        switch (b.type) {
-            case BlockType::Core: {
-                std::uint32_t op = channel(ChannelType::Level), st = channel(ChannelType::Level),
-                              iq = channel(ChannelType::Counter);
-                sig(op, "opcode", 8, Derive::Value, hex_names, kOpcodes, false);
-                sig(st, "stall", 3, Derive::Value, hex_names, kStalls, false);
-                sig(iq, "iq_depth", 16, Derive::Value, analog_dec, kNoFilter, true);
-                b.ch[0] = op, b.ch[1] = st, b.nch = 2;  // (CoreState finds all three by signal)
-                break;
+// The channels and signals of block `bi`, by the set of waveforms it offers.
+void VcdWriter::declare_signals(std::size_t bi) {
+    constexpr unsigned hex_names = kTrHex | kTrRjustify | kTrFtranslated;
+    constexpr unsigned analog_dec = kTrAnalogStep | kTrDec | kTrRjustify;
+    constexpr unsigned binary = kTrBin | kTrRjustify;
+    auto sig = [&](std::uint32_t ch, const char* leaf, unsigned width, Derive d, unsigned flags, std::uint8_t filter,
+                   bool analog) { new_signal(signals_, blocks_[bi], bi, ch, leaf, width, d, flags, filter, analog); };
+    Block& b = blocks_[bi];
+    switch (b.type) {
+        case BlockType::Core: {
+            const std::uint32_t op = new_channel(channels_, ChannelType::Level), st = new_channel(channels_, ChannelType::Level),
+                                iq = new_channel(channels_, ChannelType::Counter);
+            sig(op, "opcode", 8, Derive::Value, hex_names, kOpcodes, false);
+            sig(st, "stall", 3, Derive::Value, hex_names, kStalls, false);
+            sig(iq, "iq_depth", 16, Derive::Value, analog_dec, kNoFilter, true);
+            blocks_[bi].ch[0] = op, blocks_[bi].ch[1] = st, blocks_[bi].nch = 2;  // (CoreState finds all three by signal)
+            break;
+        }
+        case BlockType::Unit: {
+            const std::uint32_t ops = new_channel(channels_, ChannelType::Ops);
+            sig(ops, "busy", 1, Derive::NonZero, binary, kNoFilter, false);
+            sig(ops, "op", 8, Derive::Value, hex_names, kOpcodes, false);
+            blocks_[bi].ch[0] = ops, blocks_[bi].nch = 1;
+            break;
+        }
+        case BlockType::Dma: {
+            const std::uint32_t q = new_channel(channels_, ChannelType::Counter), f = new_channel(channels_, ChannelType::Counter);
+            sig(q, "queued", 16, Derive::Value, kTrDec | kTrRjustify, kNoFilter, false);
+            sig(f, "inflight_bytes", 64, Derive::Value, analog_dec, kNoFilter, true);
+            blocks_[bi].ch[0] = q, blocks_[bi].ch[1] = f, blocks_[bi].nch = 2;
+            break;
+        }
+        case BlockType::Memory: {
+            const std::uint32_t r = new_channel(channels_, ChannelType::Counter), s = new_channel(channels_, ChannelType::Counter);
+            sig(r, "requests", 32, Derive::Value, analog_dec, kNoFilter, true);
+            sig(s, "bytes_served", 64, Derive::Value, analog_dec, kNoFilter, true);
+            blocks_[bi].ch[0] = r, blocks_[bi].ch[1] = s, blocks_[bi].nch = 2;
+            if (b.hbm_channels) declare_memory_channels(bi);
+            if (blocks_[bi].allocation) {
+                const std::uint32_t a = new_channel(channels_, ChannelType::Counter);
+                sig(a, "bytes_allocated", 64, Derive::Value, analog_dec, kNoFilter, true);
+                blocks_[bi].ch[2] = a, blocks_[bi].nch = 3;
             }
-            case BlockType::Unit: {
-                std::uint32_t ops = channel(ChannelType::Ops);
-                sig(ops, "busy", 1, Derive::NonZero, kTrBin | kTrRjustify, kNoFilter, false);
-                sig(ops, "op", 8, Derive::Value, hex_names, kOpcodes, false);
-                b.ch[0] = ops, b.nch = 1;
-                break;
-            }
-            case BlockType::Dma: {
-                std::uint32_t q = channel(ChannelType::Counter), f = channel(ChannelType::Counter);
-                sig(q, "queued", 16, Derive::Value, kTrDec | kTrRjustify, kNoFilter, false);
-                sig(f, "inflight_bytes", 64, Derive::Value, analog_dec, kNoFilter, true);
-                b.ch[0] = q, b.ch[1] = f, b.nch = 2;
-                break;
-            }
-            case BlockType::Memory: {
-                std::uint32_t r = channel(ChannelType::Counter), s = channel(ChannelType::Counter);
-                sig(r, "requests", 32, Derive::Value, analog_dec, kNoFilter, true);
-                sig(s, "bytes_served", 64, Derive::Value, analog_dec, kNoFilter, true);
-                b.ch[0] = r, b.ch[1] = s, b.nch = 2;
-                if (const auto* hbm = b.hbm ? dynamic_cast<const HbmController*>(b.module) : nullptr) {
-                    // Per channel, in a sub-scope: xpu.chip0.hbm.ch07.requests (digits for the
-                    // largest channel number, at least two).
-                    const unsigned n = std::max(1u, hbm->config().channels);
-                    const std::size_t digits = std::max<std::size_t>(2, std::to_string(n - 1).size());
-                    b.hbm_channels = n;
-                    for (unsigned k = 0; k < n; ++k) {
-                        std::string num = std::to_string(k);
-                        num.insert(0, digits - num.size(), '0');
-                        const std::uint32_t cr = channel(ChannelType::Counter), cb = channel(ChannelType::Counter);
-                        if (k == 0) b.hbm_ch0 = cr;
-                        sig(cr, "requests", 32, Derive::Value, analog_dec, kNoFilter, true);
-                        sig(cb, "bytes_served", 64, Derive::Value, analog_dec, kNoFilter, true);
-                        for (int j : {2, 1}) {
-                            Signal& cs = signals_[signals_.size() - j];
-                            cs.scope = b.name + ".ch" + num;
-                            cs.name = cs.scope + "." + cs.leaf;
-                            cs.sub = true;
-                        }
-                    }
-                } else if (!b.hbm) {
-                    std::uint32_t a = channel(ChannelType::Counter);
-                    sig(a, "bytes_allocated", 64, Derive::Value, analog_dec, kNoFilter, true);
-                    b.ch[2] = a, b.nch = 3;
-                }
-                break;
-            }
-            case BlockType::Link: {
-                std::uint32_t o = channel(ChannelType::Counter);
-                sig(o, "busy", 1, Derive::NonZero, kTrBin | kTrRjustify, kNoFilter, false);
-                sig(o, "occupancy", 64, Derive::Value, analog_dec, kNoFilter, true);
-                b.ch[0] = o, b.nch = 1;
-                break;
-            }
+            break;
+        }
+        case BlockType::Link: {
+            const std::uint32_t o = new_channel(channels_, ChannelType::Counter);
+            sig(o, "busy", 1, Derive::NonZero, binary, kNoFilter, false);
+            sig(o, "occupancy", 64, Derive::Value, analog_dec, kNoFilter, true);
+            blocks_[bi].ch[0] = o, blocks_[bi].nch = 1;
+            break;
         }
     }
+}
 
-    // Selection.
+// A memory's interleaved channels, each in a sub-scope: xpu.chip0.hbm.ch07.requests (digits
+// for the largest channel number, at least two).
+void VcdWriter::declare_memory_channels(std::size_t bi) {
+    constexpr unsigned analog_dec = kTrAnalogStep | kTrDec | kTrRjustify;
+    const unsigned n = blocks_[bi].hbm_channels;
+    const std::string name = blocks_[bi].name;
+    const std::size_t digits = std::max<std::size_t>(2, std::to_string(n - 1).size());
+    for (unsigned k = 0; k < n; ++k) {
+        std::string num = std::to_string(k);
+        num.insert(0, digits - num.size(), '0');
+        const std::uint32_t cr = new_channel(channels_, ChannelType::Counter), cb = new_channel(channels_, ChannelType::Counter);
+        if (k == 0) blocks_[bi].hbm_ch0 = cr;
+        new_signal(signals_, blocks_[bi], bi, cr, "requests", 32, Derive::Value, analog_dec, kNoFilter, true);
+        new_signal(signals_, blocks_[bi], bi, cb, "bytes_served", 64, Derive::Value, analog_dec, kNoFilter, true);
+        for (int j : {2, 1}) {
+            Signal& cs = signals_[signals_.size() - j];
+            cs.scope = name + ".ch" + num;
+            cs.name = cs.scope + "." + cs.leaf;
+            cs.sub = true;
+        }
+    }
+}
+
+// Selects the signals `opts_.signals` names (all if empty); a glob that matches none is an
+// error. Gives the selected ones their VCD ids and marks their channels and blocks wanted.
+void VcdWriter::select_signals() {
     std::vector<std::string> globs;
     {
         std::size_t p = 0;
@@ -509,33 +538,39 @@ VcdWriter::VcdWriter(const Platform& platform, VcdOptions opts) : opts_(std::mov
         by_name_[b.name] = b.wanted ? &b : nullptr;
         if (b.module) by_ptr_[b.module->name()] = b.wanted ? &b : nullptr;
     }
-    // Cores: (chip, core) of the instruction events -> the ScalarCore's block.
-    for (const ScalarCore* core : platform.cores()) {
-        auto it = by_name_.find(core->name());
-        if (it == by_name_.end() || !it->second) continue;
-        Block* b = it->second;
+}
+
+// Cores: (chip, core) of the instruction events -> the core's block (a module offering the
+// issue waveforms: its chip, and its facts' core id and clock period).
+void VcdWriter::follow_cores() {
+    for (Block& b : blocks_) {
+        if (b.type != BlockType::Core || !b.wanted) continue;
+        const ModuleFacts f = b.module->facts();
         auto cs = std::make_unique<CoreState>();
-        cs->block = b;
-        cs->cycle = core->config().cycle ? core->config().cycle : 1;
-        const Signal& op = signals_[b->sigs[0]];
-        const Signal& st = signals_[b->sigs[1]];
-        const Signal& iq = signals_[b->sigs[2]];
+        cs->block = &b;
+        cs->cycle = f.cycle ? f.cycle : 1;
+        const Signal& op = signals_[b.sigs[0]];
+        const Signal& st = signals_[b.sigs[1]];
+        const Signal& iq = signals_[b.sigs[2]];
         cs->opcode_ch = op.ch, cs->opcode = op.selected;
         cs->stall_ch = st.ch, cs->stall = st.selected;
         cs->iq_ch = iq.ch, cs->iq = iq.selected;
-        cores_[(std::uint32_t(core->config().chip) << 16) | core->config().core] = std::move(cs);
+        cores_[core_key(b.module->chip(), f.core)] = std::move(cs);
     }
-    // VMEM bytes allocated: each selected Vmem's bytes_allocated follows the liveness of the
-    // streams that use it (the Vmem beside the stream's core, else the only Vmem of its chip),
-    // from their instructions and DMAs as reported.
-    for (const ScalarCore* core : platform.cores()) {
-        const std::string cname = core->name();
-        const std::string parent = cname.substr(0, cname.rfind('.') + 1);  // "xpu.chip0.core0."
-        const unsigned chip = core->config().chip;
+}
+
+// VMEM bytes allocated: each selected memory's bytes_allocated follows the liveness of the
+// streams that use it (the memory beside the stream's core, else the only one of its chip),
+// from their instructions and DMAs as reported.
+void VcdWriter::follow_liveness() {
+    for (const Block& core : blocks_) {
+        if (core.type != BlockType::Core) continue;
+        const std::string parent = core.name.substr(0, core.name.rfind('.') + 1);  // "xpu.chip0.core0."
+        const unsigned chip = static_cast<unsigned>(core.module->chip());
         Block *vm = nullptr, *only = nullptr;
         unsigned on_chip = 0;
         for (auto& b : blocks_) {
-            if (b.type != BlockType::Memory || b.hbm) continue;
+            if (!b.allocation) continue;
             if (b.name.compare(0, parent.size(), parent) == 0 && b.name.find('.', parent.size()) == std::string::npos) vm = &b;
             if (b.chip == chip) ++on_chip, only = &b;
         }
@@ -543,17 +578,13 @@ VcdWriter::VcdWriter(const Platform& platform, VcdOptions opts) : opts_(std::mov
         if (!vm || vm->nch < 3 || !channels_[vm->ch[2]].wanted) continue;
         auto ls = std::make_unique<LiveStream>(static_cast<std::uint16_t>(chip));
         ls->ch = vm->ch[2];
-        live_[(std::uint32_t(chip) << 16) | core->config().core] = std::move(ls);
-        live_sources_.push_back(core);
+        live_[core_key(core.module->chip(), core.module->facts().core)] = std::move(ls);
+        live_sources_.push_back(core.module);
         for (const auto& b : blocks_)  // its DMAs report their start and completion
             if (b.type == BlockType::Dma && b.chip == chip && b.module &&
                 std::find(live_sources_.begin(), live_sources_.end(), b.module) == live_sources_.end())
                 live_sources_.push_back(b.module);
     }
-    buf_cap_ = std::max<std::size_t>(opts_.memory_limit / sizeof(Record), 16);
-    // Address space for the whole buffer now (pages are only backed as records fill them): no
-    // reallocation, so memory stays 16 B per record up to the limit.
-    buf_.reserve(buf_cap_);
 }
 
 VcdWriter::~VcdWriter() {
@@ -641,28 +672,30 @@ void VcdWriter::flush_level(std::uint32_t ch) {
     add(ch, c.pend_t, kSet, c.pend_v);
 }
 
+// VMEM liveness: every VMEM instruction of a followed stream, whatever the window.
+void VcdWriter::live_instruction(const InstrEvent& e) {
+    auto lt = live_.find(core_key(e.chip, e.core));
+    if (lt == live_.end() || !trace::touches_vmem(*e.in, lt->second->chip)) return;
+    LiveStream& ls = *lt->second;
+    const bool dma = e.in->op == Opcode::Dma;  // times when the DMA reports
+    ls.ops.push_back({e.index, dma ? LiveStream::kUnknown : e.issue, dma ? LiveStream::kUnknown : e.complete});
+    ls.live.add(e.index, *e.in);
+    ls.live.take_closed(ls.closed);
+    for (const auto& l : ls.closed)
+        if (!live_interval(ls, l, false)) ls.pending.push_back(l);
+    ls.closed.clear();
+    if (ls.ops.size() >= ls.prune_at) {
+        std::uint64_t oldest = ls.live.oldest_index();
+        for (const auto& l : ls.pending) oldest = std::min(oldest, l.writer);
+        while (!ls.ops.empty() && ls.ops.front().index < oldest) ls.ops.pop_front();
+        ls.prune_at = std::max<std::size_t>(4096, 2 * ls.ops.size());
+    }
+}
+
 void VcdWriter::on_instruction(const InstrEvent& e) {
     if (finished_) return;
-    if (!live_.empty() && e.in) {  // VMEM liveness: every VMEM instruction, whatever the window
-        auto lt = live_.find((std::uint32_t(e.chip) << 16) | e.core);
-        if (lt != live_.end() && trace::touches_vmem(*e.in, lt->second->chip)) {
-            LiveStream& ls = *lt->second;
-            const bool dma = e.in->op == Opcode::Dma;  // times when the DMA reports
-            ls.ops.push_back({e.index, dma ? LiveStream::kUnknown : e.issue, dma ? LiveStream::kUnknown : e.complete});
-            ls.live.add(e.index, *e.in);
-            ls.live.take_closed(ls.closed);
-            for (const auto& l : ls.closed)
-                if (!live_interval(ls, l, false)) ls.pending.push_back(l);
-            ls.closed.clear();
-            if (ls.ops.size() >= ls.prune_at) {
-                std::uint64_t oldest = ls.live.oldest_index();
-                for (const auto& l : ls.pending) oldest = std::min(oldest, l.writer);
-                while (!ls.ops.empty() && ls.ops.front().index < oldest) ls.ops.pop_front();
-                ls.prune_at = std::max<std::size_t>(4096, 2 * ls.ops.size());
-            }
-        }
-    }
-    auto it = cores_.find((std::uint32_t(e.chip) << 16) | e.core);
+    if (!live_.empty() && e.in) live_instruction(e);
+    auto it = cores_.find(core_key(e.chip, e.core));
     if (it == cores_.end()) return;
     CoreState& cs = *it->second;
     // Past the window: this and every later instruction of the core only change signals after it.
@@ -680,19 +713,17 @@ void VcdWriter::on_instruction(const InstrEvent& e) {
     // issue up to this one, is a stall; its cause is what this instruction was waiting for.
     const Tick from = cs.has_prev ? cs.prev_issue + cs.cycle : 0;
     if (cs.stall) {
-        Tick t = from;
-        if (t < i && a > t) {
-            level(cs.stall_ch, t, kSupply);
-            t = std::min(a, i);
-        }
-        if (t < i && r > t) {
-            level(cs.stall_ch, t, kDependency);
-            t = std::min(r, i);
-        }
-        if (t < i) {
-            const bool sync = e.in && (e.in->op == Opcode::SWait || e.in->op == Opcode::Barrier);
-            level(cs.stall_ch, t, sync ? kSyncWait : kUnitBusy);
-        }
+        // The rule the stall analysis uses too (traces/issue_stall.h); acceptance is a sync
+        // wait for a swait or a barrier, else the unit's queue or the issue slot.
+        trace::IssueGap gap[3];
+        const int n = trace::split_issue_gap(from, a, r, i, gap);
+        const bool sync = e.in && (e.in->op == Opcode::SWait || e.in->op == Opcode::Barrier);
+        for (int k = 0; k < n; ++k)
+            level(cs.stall_ch, gap[k].begin,
+                  gap[k].why == trace::IssueWait::Supply     ? kSupply
+                  : gap[k].why == trace::IssueWait::Operands ? kDependency
+                  : sync                                     ? kSyncWait
+                                                             : kUnitBusy);
         level(cs.stall_ch, i, kNoStall);
     }
     if (cs.opcode) {
@@ -720,7 +751,7 @@ void VcdWriter::advance_iq(CoreState& cs, Tick until, bool all) {
 void VcdWriter::on_dma(const DmaEvent& e) {
     if (finished_) return;
     if (!live_.empty()) {
-        auto lt = live_.find((std::uint32_t(e.chip) << 16) | e.core);
+        auto lt = live_.find(core_key(e.chip, e.core));
         if (lt != live_.end()) {
             LiveStream& ls = *lt->second;
             if (LiveStream::Op* op = ls.find(e.index)) {
@@ -757,7 +788,7 @@ void VcdWriter::on_mem(const MemEvent& e) {
 void VcdWriter::on_hbm_channel(const HbmChannelEvent& e) {
     if (finished_ || e.arrival >= opts_.end) return;
     Block* b = block_of(e.controller);
-    if (!b || !b->hbm || e.channel >= b->hbm_channels) return;
+    if (!b || b->type != BlockType::Memory || e.channel >= b->hbm_channels) return;
     const std::uint32_t rq = b->hbm_ch0 + 2 * std::uint32_t(e.channel), by = rq + 1;
     if (channels_[rq].wanted) interval(rq, e.arrival, e.done, 1);
     if (channels_[by].wanted && e.bytes) add(by, e.done, kAdd, static_cast<std::int64_t>(e.bytes));
@@ -912,51 +943,32 @@ private:
 
 // ---- output ----------------------------------------------------------------------------------
 
-void VcdWriter::finish(Tick end) {
-    if (finished_) return;
-    finished_ = true;
-    finish_liveness();
-    // Close the cores' last opcode pulse and issue-queue changes, the units' last ops, then
-    // every pending level.
-    for (auto& [key, cs] : cores_) {
-        if (cs->opcode && cs->has_prev) level(cs->opcode_ch, cs->prev_issue + cs->cycle, 0);
-        if (cs->iq) advance_iq(*cs, 0, true);
-    }
-    for (auto& b : blocks_)
-        if (b.op_pending) {
-            b.op_pending = false;
-            unit_op(b, b.op_start, b.op_end, b.op);
-        }
-    for (std::uint32_t c = 0; c < channels_.size(); ++c) flush_level(c);
-    if (!runs_.empty()) spill();
-    else std::sort(buf_.begin(), buf_.end());
+namespace {
 
-    // Output-time state of each channel.
-    struct State {
-        std::int64_t value = 0;
-        std::vector<std::uint32_t> ops;
-        std::uint32_t active = 0;
-        std::uint8_t last_op = 0;
-        bool touched = false;
-    };
-    std::vector<State> st(channels_.size());
-    for (std::size_t i = 0; i < channels_.size(); ++i) {
-        const Channel& c = channels_[i];
-        if (!c.wanted) continue;
-        st[i].value = c.init;
-        if (c.type == ChannelType::Ops) {
-            st[i].ops.assign(256, 0);
-            if (!c.init_ops.empty()) {
-                st[i].ops = c.init_ops;
-                for (auto n : c.init_ops) st[i].active += n;
-                st[i].last_op = c.init_last_op;
+// The value of each wanted channel as the sorted records are replayed: counters and levels,
+// and for the units the ops occupying them.
+class ChannelReplay {
+public:
+    explicit ChannelReplay(const std::vector<VcdWriter::Channel>& channels) : channels_(channels), st_(channels.size()) {
+        for (std::size_t i = 0; i < channels.size(); ++i) {
+            const VcdWriter::Channel& c = channels[i];
+            if (!c.wanted) continue;
+            st_[i].value = c.init;
+            if (c.type == ChannelType::Ops) {
+                st_[i].ops.assign(256, 0);
+                if (!c.init_ops.empty()) {
+                    st_[i].ops = c.init_ops;
+                    for (auto n : c.init_ops) st_[i].active += n;
+                    st_[i].last_op = c.init_last_op;
+                }
             }
         }
     }
     // Records of one time come in (channel, kind, value) order: of ops started together, the
-    // highest opcode counts as the latest.
-    auto apply = [&](const Record& r) {
-        State& s = st[r.ch()];
+    // highest opcode counts as the latest. Returns true the first time `r`'s channel changes
+    // since the last take_touched().
+    bool apply(const VcdWriter::Record& r) {
+        State& s = st_[r.ch()];
         const std::int64_t v = r.v();
         const auto op = static_cast<std::uint8_t>(v);
         switch (r.kind()) {
@@ -971,9 +983,14 @@ void VcdWriter::finish(Tick end) {
                 if (s.ops[op]) --s.ops[op], --s.active;
                 break;
         }
-    };
-    auto derived = [&](std::uint32_t ch, Derive d, unsigned width) -> std::uint64_t {
-        const State& s = st[ch];
+        if (s.touched) return false;
+        s.touched = true;
+        return true;
+    }
+    void untouch(std::uint32_t ch) { st_[ch].touched = false; }
+    // A signal's value: the channel's value, or whether it is non-zero; a unit's op.
+    std::uint64_t derived(std::uint32_t ch, Derive d, unsigned width) const {
+        const State& s = st_[ch];
         std::int64_t v = s.value;
         if (channels_[ch].type == ChannelType::Ops) {
             if (d == Derive::NonZero) return s.active > 0;
@@ -987,138 +1004,112 @@ void VcdWriter::finish(Tick end) {
         if (v < 0) v = 0;  // never expected: a decrement without its increment
         const std::uint64_t max = width >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << width) - 1;
         return std::min<std::uint64_t>(static_cast<std::uint64_t>(v), max);
-    };
+    }
 
-    // Header.
+private:
+    struct State {
+        std::int64_t value = 0;
+        std::vector<std::uint32_t> ops;
+        std::uint32_t active = 0;
+        std::uint8_t last_op = 0;
+        bool touched = false;
+    };
+    const std::vector<VcdWriter::Channel>& channels_;
+    std::vector<State> st_;
+};
+
+}  // namespace
+
+void VcdWriter::finish(Tick end) {
+    if (finished_) return;
+    finished_ = true;
+    close_pending();
+    write_vcd(end);
+    write_filters();
+    write_gtkw(end);
+}
+
+// Closes what the events left open: VMEM ranges, the cores' last opcode pulse and issue-queue
+// changes, the units' last ops, then every pending level; sorts (or spills) the records.
+void VcdWriter::close_pending() {
+    finish_liveness();
+    for (auto& [key, cs] : cores_) {
+        if (cs->opcode && cs->has_prev) level(cs->opcode_ch, cs->prev_issue + cs->cycle, 0);
+        if (cs->iq) advance_iq(*cs, 0, true);
+    }
+    for (auto& b : blocks_)
+        if (b.op_pending) {
+            b.op_pending = false;
+            unit_op(b, b.op_start, b.op_end, b.op);
+        }
+    for (std::uint32_t c = 0; c < channels_.size(); ++c) flush_level(c);
+    if (!runs_.empty()) spill();
+    else std::sort(buf_.begin(), buf_.end());
+}
+
+// The VCD header: comments, then one scope per level of the selected signals' names
+// (children in first-appearance order), their declarations.
+std::string VcdWriter::vcd_header() const {
+    std::string h = "$date\n    (xpusim simulated run)\n$end\n$version\n    xpusim VcdWriter\n$end\n$comment\n    window [";
+    h += std::to_string(opts_.start);
+    h += ", ";
+    h += opts_.end == std::numeric_limits<Tick>::max() ? std::string("end") : std::to_string(opts_.end);
+    h += ") ps; signals: ";
+    std::string globs = opts_.signals.empty() ? std::string("all") : opts_.signals;
+    std::replace(globs.begin(), globs.end(), '$', '_');  // no "$end" from the command line
+    std::replace(globs.begin(), globs.end(), '\n', ' ');
+    h += globs;
+    h += "\n$end\n$timescale 1ps $end\n";
+    struct Node {
+        std::string name;
+        std::vector<std::size_t> kids;
+        std::vector<std::size_t> sigs;
+    };
+    std::vector<Node> nodes(1);
+    for (std::size_t i = 0; i < signals_.size(); ++i) {
+        if (!signals_[i].selected) continue;
+        const std::string& scope = signals_[i].scope;
+        std::size_t n = 0, p = 0;
+        while (p <= scope.size()) {
+            std::size_t d = scope.find('.', p);
+            if (d == std::string::npos) d = scope.size();
+            std::string part = scope.substr(p, d - p);
+            std::size_t k = 0;
+            for (; k < nodes[n].kids.size(); ++k)
+                if (nodes[nodes[n].kids[k]].name == part) break;
+            if (k == nodes[n].kids.size()) {
+                nodes.push_back({part, {}, {}});
+                nodes[n].kids.push_back(nodes.size() - 1);
+            }
+            n = nodes[n].kids[k];
+            p = d + 1;
+        }
+        nodes[n].sigs.push_back(i);
+    }
+    auto emit_scope = [&](auto& self, std::size_t n) -> void {
+        h += "$scope module " + nodes[n].name + " $end\n";
+        for (std::size_t i : nodes[n].sigs) {
+            const Signal& s = signals_[i];
+            h += "$var wire " + std::to_string(s.width) + " " + s.id + " " + s.leaf;
+            if (s.width > 1) h += " [" + std::to_string(s.width - 1) + ":0]";
+            h += " $end\n";
+        }
+        for (std::size_t k : nodes[n].kids) self(self, k);
+        h += "$upscope $end\n";
+    };
+    for (std::size_t k : nodes[0].kids) emit_scope(emit_scope, k);
+    h += "$enddefinitions $end\n";
+    return h;
+}
+
+// The VCD file (PATH.tmp, renamed to PATH): the header, the state at the window start as
+// initial values, then the changes of the selected signals in time order.
+void VcdWriter::write_vcd(Tick end) {
     const std::string tmp = opts_.path + ".tmp";
     try {
-        Out out(tmp, "VCD file");
-        out.str("$date\n    (xpusim simulated run)\n$end\n$version\n    xpusim VcdWriter\n$end\n$comment\n    window [");
-        out.u64(opts_.start);
-        out.str(", ");
-        if (opts_.end == std::numeric_limits<Tick>::max()) out.str("end");
-        else out.u64(opts_.end);
-        out.str(") ps; signals: ");
-        std::string globs = opts_.signals.empty() ? std::string("all") : opts_.signals;
-        std::replace(globs.begin(), globs.end(), '$', '_');  // no "$end" from the command line
-        std::replace(globs.begin(), globs.end(), '\n', ' ');
-        out.str(globs);
-        out.str("\n$end\n$timescale 1ps $end\n");
-        // Scopes: a tree of the dotted names, children in first-appearance order.
-        struct Node {
-            std::string name;
-            std::vector<std::size_t> kids;
-            std::vector<std::size_t> sigs;
-        };
-        std::vector<Node> nodes(1);
-        for (std::size_t i = 0; i < signals_.size(); ++i) {
-            if (!signals_[i].selected) continue;
-            const std::string& scope = signals_[i].scope;
-            std::size_t n = 0, p = 0;
-            while (p <= scope.size()) {
-                std::size_t d = scope.find('.', p);
-                if (d == std::string::npos) d = scope.size();
-                std::string part = scope.substr(p, d - p);
-                std::size_t k = 0;
-                for (; k < nodes[n].kids.size(); ++k)
-                    if (nodes[nodes[n].kids[k]].name == part) break;
-                if (k == nodes[n].kids.size()) {
-                    nodes.push_back({part, {}, {}});
-                    nodes[n].kids.push_back(nodes.size() - 1);
-                }
-                n = nodes[n].kids[k];
-                p = d + 1;
-            }
-            nodes[n].sigs.push_back(i);
-        }
-        auto emit_scope = [&](auto& self, std::size_t n) -> void {
-            out.str("$scope module ");
-            out.str(nodes[n].name);
-            out.str(" $end\n");
-            for (std::size_t i : nodes[n].sigs) {
-                const Signal& s = signals_[i];
-                out.str("$var wire ");
-                out.u64(s.width);
-                out.ch(' ');
-                out.str(s.id);
-                out.ch(' ');
-                out.str(s.leaf);
-                if (s.width > 1) {
-                    out.str(" [");
-                    out.u64(s.width - 1);
-                    out.str(":0]");
-                }
-                out.str(" $end\n");
-            }
-            for (std::size_t k : nodes[n].kids) self(self, k);
-            out.str("$upscope $end\n");
-        };
-        for (std::size_t k : nodes[0].kids) emit_scope(emit_scope, k);
-        out.str("$enddefinitions $end\n");
-
-        auto write_value = [&](const Signal& s, std::uint64_t v) {
-            if (s.width == 1) {
-                out.ch(v ? '1' : '0');
-            } else {
-                out.bin(v);
-                out.ch(' ');
-            }
-            out.str(s.id);
-            out.ch('\n');
-        };
-
-        RecordStream<Record> stream(buf_, runs_);
-        const Record* r = stream.next();
-        // Changes at the window start are part of the initial values.
-        while (r && r->t <= opts_.start) {
-            apply(*r);
-            r = stream.next();
-        }
-        out.ch('#');
-        out.u64(opts_.start);
-        out.str("\n$dumpvars\n");
-        for (auto& s : signals_) {
-            if (!s.selected) continue;
-            s.last = derived(s.ch, s.derive, s.width);
-            write_value(s, s.last);
-        }
-        out.str("$end\n");
-        Tick last_t = opts_.start;
-        std::vector<std::uint32_t> touched;
-        while (r) {
-            const Tick t = r->t;
-            for (; r && r->t == t; r = stream.next()) {
-                apply(*r);
-                const std::uint32_t ch = r->ch();
-                if (!st[ch].touched) st[ch].touched = true, touched.push_back(ch);
-            }
-            bool stamped = false;
-            for (std::uint32_t ch : touched) {
-                st[ch].touched = false;
-                for (int si : {channels_[ch].sig_value, channels_[ch].sig_nonzero}) {
-                    if (si < 0) continue;
-                    Signal& s = signals_[si];
-                    std::uint64_t v = derived(ch, s.derive, s.width);
-                    if (v == s.last) continue;
-                    if (!stamped) {
-                        out.ch('#');
-                        out.u64(t);
-                        out.ch('\n');
-                        stamped = true;
-                        last_t = t;
-                    }
-                    s.last = v;
-                    write_value(s, v);
-                }
-            }
-            touched.clear();
-        }
-        const Tick final_t = std::min(end, opts_.end);
-        if (final_t > last_t) {
-            out.ch('#');
-            out.u64(final_t);
-            out.ch('\n');
-        }
+        VcdOut out(tmp, "VCD file");
+        out.str(vcd_header());
+        write_values(out, end);
         out.close();
     } catch (...) {
         std::remove(tmp.c_str());
@@ -1131,8 +1122,74 @@ void VcdWriter::finish(Tick end) {
     for (const auto& p : runs_) std::remove(p.c_str());
     runs_.clear();
     std::vector<Record>().swap(buf_);
+}
 
-    // Translate filters: the value as GTKWave displays it (hex, upper case) -> a name.
+// The records, merged in time order, as value changes: the state at the window start (changes
+// at the start included) as $dumpvars, then each time a selected signal changes, up to `end`.
+void VcdWriter::write_values(VcdOut& out, Tick end) {
+    ChannelReplay replay(channels_);
+    auto write_value = [&](const Signal& s, std::uint64_t v) {
+        if (s.width == 1) {
+            out.ch(v ? '1' : '0');
+        } else {
+            out.bin(v);
+            out.ch(' ');
+        }
+        out.str(s.id);
+        out.ch('\n');
+    };
+    RecordStream<Record> stream(buf_, runs_);
+    const Record* r = stream.next();
+    for (; r && r->t <= opts_.start; r = stream.next()) {
+        replay.apply(*r);
+        replay.untouch(r->ch());
+    }
+    out.ch('#');
+    out.u64(opts_.start);
+    out.str("\n$dumpvars\n");
+    for (auto& s : signals_) {
+        if (!s.selected) continue;
+        s.last = replay.derived(s.ch, s.derive, s.width);
+        write_value(s, s.last);
+    }
+    out.str("$end\n");
+    Tick last_t = opts_.start;
+    std::vector<std::uint32_t> touched;
+    while (r) {
+        const Tick t = r->t;
+        for (; r && r->t == t; r = stream.next())
+            if (replay.apply(*r)) touched.push_back(r->ch());
+        bool stamped = false;
+        for (std::uint32_t ch : touched) {
+            replay.untouch(ch);
+            for (int si : {channels_[ch].sig_value, channels_[ch].sig_nonzero}) {
+                if (si < 0) continue;
+                Signal& s = signals_[si];
+                std::uint64_t v = replay.derived(ch, s.derive, s.width);
+                if (v == s.last) continue;
+                if (!stamped) {
+                    out.ch('#');
+                    out.u64(t);
+                    out.ch('\n');
+                    stamped = true;
+                    last_t = t;
+                }
+                s.last = v;
+                write_value(s, v);
+            }
+        }
+        touched.clear();
+    }
+    const Tick final_t = std::min(end, opts_.end);
+    if (final_t > last_t) {
+        out.ch('#');
+        out.u64(final_t);
+        out.ch('\n');
+    }
+}
+
+// Translate filters: the value as GTKWave displays it (hex, upper case) -> a name.
+void VcdWriter::write_filters() const {
     std::string ops = "# opcode (hex) -> mnemonic, for GTKWave's translate filter (xpusim)\n00 -\n";
     for (unsigned v = 1; v < 256; ++v) {
         if (!is_valid_opcode(static_cast<std::uint8_t>(v))) continue;
@@ -1147,8 +1204,10 @@ void VcdWriter::finish(Tick end) {
                      "# stall cause -> name, for GTKWave's translate filter (xpusim)\n"
                      "0 -\n1 supply\n2 dependency\n3 unit_busy\n4 sync_wait\n",
                      "GTKWave filter file");
+}
 
-    // GTKWave save file: every selected signal, one group per block, in block order.
+// GTKWave save file: every selected signal, one group per block, in block order.
+void VcdWriter::write_gtkw(Tick end) const {
     const Tick span = std::max<Tick>(std::min(end, opts_.end) > opts_.start ? std::min(end, opts_.end) - opts_.start : 1, 1);
     // GTKWave shows 2^-zoom / 200 time units per pixel: the whole window in ~960 pixels of waves.
     const double zoom = -std::log2(static_cast<double>(span) * 200.0 / 960.0);
@@ -1164,46 +1223,52 @@ void VcdWriter::finish(Tick end) {
     g += line;
     for (int i = 0; i < 26; ++i) g += " -1";
     g += "\n[sst_width] 240\n[signals_width] 340\n[sst_expanded] 1\n[sst_vpaned_height] 300\n";
-    const std::string ops_abs = absolute(opcodes_filter_path()), stalls_abs = absolute(stalls_filter_path());
-    for (const Block& b : blocks_) {
-        if (!b.wanted) continue;
-        std::string label = b.name.compare(0, 4, "xpu.") == 0 ? b.name.substr(4) : b.name;
-        std::snprintf(line, sizeof line, "@%x\n", kTrGrpBegin | kTrBlank);
-        g += line;
-        g += "-" + label + "\n";
-        // The block's sub-scope signals (HBM channels) in one closed group at its end.
-        const std::string sub_label = label + ".channels";
-        bool in_sub = false;
-        for (std::uint32_t si : b.sigs) {
-            const Signal& s = signals_[si];
-            if (!s.selected) continue;
-            if (s.sub && !in_sub) {
-                std::snprintf(line, sizeof line, "@%x\n", kTrGrpBegin | kTrClosed | kTrBlank);
-                g += line;
-                g += "-" + sub_label + "\n";
-                in_sub = true;
-            }
-            std::snprintf(line, sizeof line, "@%x\n", s.flags);
-            g += line;
-            if (s.filter == kOpcodes) g += "^1 " + ops_abs + "\n";
-            if (s.filter == kStalls) g += "^2 " + stalls_abs + "\n";
-            g += s.gtkw_name() + "\n";
-            if (s.analog) {  // one more row of height for an analog trace
-                std::snprintf(line, sizeof line, "@%x\n-\n", kTrAnalogBlankStretch);
-                g += line;
-            }
-        }
-        if (in_sub) {
-            std::snprintf(line, sizeof line, "@%x\n", kTrGrpEnd | kTrClosed | kTrCollapsed | kTrBlank);
-            g += line;
-            g += "-" + sub_label + "\n";
-        }
-        std::snprintf(line, sizeof line, "@%x\n", kTrGrpEnd | kTrBlank);
-        g += line;
-        g += "-" + label + "\n";
-    }
+    for (const Block& b : blocks_)
+        if (b.wanted) g += gtkw_group(b);
     g += "[pattern_trace] 1\n[pattern_trace] 0\n";
     write_small_file(gtkw_path(), g, "GTKWave save file");
+}
+
+// One block's group of the save file; its sub-scope signals (HBM channels) in one closed
+// group at its end.
+std::string VcdWriter::gtkw_group(const Block& b) const {
+    const std::string ops_abs = absolute(opcodes_filter_path()), stalls_abs = absolute(stalls_filter_path());
+    std::string g;
+    char line[64];
+    std::string label = b.name.compare(0, 4, "xpu.") == 0 ? b.name.substr(4) : b.name;
+    std::snprintf(line, sizeof line, "@%x\n", kTrGrpBegin | kTrBlank);
+    g += line;
+    g += "-" + label + "\n";
+    const std::string sub_label = label + ".channels";
+    bool in_sub = false;
+    for (std::uint32_t si : b.sigs) {
+        const Signal& s = signals_[si];
+        if (!s.selected) continue;
+        if (s.sub && !in_sub) {
+            std::snprintf(line, sizeof line, "@%x\n", kTrGrpBegin | kTrClosed | kTrBlank);
+            g += line;
+            g += "-" + sub_label + "\n";
+            in_sub = true;
+        }
+        std::snprintf(line, sizeof line, "@%x\n", s.flags);
+        g += line;
+        if (s.filter == kOpcodes) g += "^1 " + ops_abs + "\n";
+        if (s.filter == kStalls) g += "^2 " + stalls_abs + "\n";
+        g += s.gtkw_name() + "\n";
+        if (s.analog) {  // one more row of height for an analog trace
+            std::snprintf(line, sizeof line, "@%x\n-\n", kTrAnalogBlankStretch);
+            g += line;
+        }
+    }
+    if (in_sub) {
+        std::snprintf(line, sizeof line, "@%x\n", kTrGrpEnd | kTrClosed | kTrCollapsed | kTrBlank);
+        g += line;
+        g += "-" + sub_label + "\n";
+    }
+    std::snprintf(line, sizeof line, "@%x\n", kTrGrpEnd | kTrBlank);
+    g += line;
+    g += "-" + label + "\n";
+    return g;
 }
 
 }  // namespace xpu::platform

@@ -34,6 +34,7 @@ struct VmemLive;
 namespace xpu::platform {
 
 class Platform;
+class VcdOut;
 
 struct VcdOptions {
     std::string path;  // OUT.vcd; OUT.gtkw, OUT.opcodes.txt and OUT.stalls.txt go beside it
@@ -55,10 +56,10 @@ struct VcdOptions {
 
 class VcdWriter : public Recorder {
 public:
-    // Declares the signals of every ScalarCore, VectorUnit, MatrixUnit, DmaEngine,
-    // HbmController (and each of its channels: xpu.chip0.hbm.ch07.requests), Vmem (with its
-    // bytes_allocated, by liveness: traces/vmem_liveness.h) and IciLink of `platform` and
-    // selects them by `opts.signals`. Throws
+    // Declares the signals every module of `platform` offers (XpuModule::waveforms: by default
+    // those of its role: a core's, a vector or matrix unit's, a DMA engine's, an HBM's with each
+    // of its channels (xpu.chip0.hbm.ch07.requests), a VMEM's with its bytes_allocated, by
+    // liveness (traces/vmem_liveness.h), a link's) and selects them by `opts.signals`. Throws
     // std::invalid_argument if a glob matches no signal or the window is empty, and
     // std::runtime_error if PATH cannot be written (checked now, not after the run). Writes
     // nothing else until finish().
@@ -108,6 +109,23 @@ public:
 private:
     struct CoreState;
     struct LiveStream;
+    // Construction, step by step.
+    void check_output() const;
+    void declare_blocks(const Platform& platform);
+    void declare_signals(std::size_t block);
+    void declare_memory_channels(std::size_t block);
+    void select_signals();
+    void follow_cores();
+    void follow_liveness();
+    // finish(), step by step.
+    void close_pending();
+    std::string vcd_header() const;
+    void write_vcd(Tick end);
+    void write_values(VcdOut& out, Tick end);
+    void write_filters() const;
+    void write_gtkw(Tick end) const;
+    std::string gtkw_group(const Block& b) const;
+    void live_instruction(const InstrEvent& e);
     bool live_interval(LiveStream& ls, const trace::VmemLive& l, bool final);
     void finish_liveness();
     void add(std::uint32_t ch, Tick t, std::uint8_t kind, std::int64_t v);
