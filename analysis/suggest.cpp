@@ -41,13 +41,18 @@ void set_earliest_issue(const RunData& run, Planner& plan, Analysis& a) {
 
 }  // namespace
 
-void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
+std::vector<Suggestion> find_suggestions(const Context& cx, Analysis& a) {
     Planner plan(cx);
     set_earliest_issue(cx.run, plan, a);
     SuggestContext sc(cx, a, plan);
     sc.remedies = choose_wait_remedies(sc);
     std::vector<Suggestion> out;
     for (const auto& f : suggestion_finders()) f->find(sc, out);
+    return out;
+}
+
+void make_suggestions(const Context& cx, Analysis& a, std::size_t max) {
+    std::vector<Suggestion> out = find_suggestions(cx, a);
     rank_suggestions(out, cx.run.end, max);
     a.suggestions = std::move(out);
 }

@@ -54,6 +54,10 @@ public:
 // the estimated saving: the ranking's sort is stable).
 const std::vector<std::unique_ptr<SuggestionFinder>>& suggestion_finders();
 
+// What every finder finds on the run, in the list's order, unranked (make_suggestions ranks
+// it). Also sets each DMA view's earliest possible issue (its hoist point's).
+std::vector<Suggestion> find_suggestions(const Context& cx, Analysis& a);
+
 // Ranking, apart from finding: drops what saves less than the noise floor (0.01% of the run,
 // at least 10 ns), orders by estimated saving (largest first, stable), keeps at most `max`.
 void rank_suggestions(std::vector<Suggestion>& s, Tick run_end, std::size_t max);
