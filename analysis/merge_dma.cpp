@@ -179,21 +179,27 @@ Instruction merged_dma(const RunData& run, const MergeRun& r) {
     return in;
 }
 
-Suggestion merge_suggestion(const Context& cx, const Planner& plan, const std::function<Tick(int, Tick, Tick)>& hbm_idle) {
-    const RunData& run = cx.run;
-    Suggestion sug;
-    sug.kind = "merge_dma";
-    const std::vector<MergeRun> runs = merge_runs(cx, plan);
-    if (runs.empty()) return sug;
-    // Per engine: its DMAs by start, and the fixed per-DMA cost measured on them.
-    auto wire = [&](const Dma& d) {
-        const double gbps = run.units[d.engine].peak_gbps;
-        return gbps > 0 ? static_cast<Tick>(static_cast<double>(d.bytes) * 1000.0 / gbps) : Tick(0);
-    };
+namespace {
+
+// A DMA's bytes at its engine's bandwidth.
+Tick wire_time(const RunData& run, const Dma& d) {
+    const double gbps = run.units[d.engine].peak_gbps;
+    return gbps > 0 ? static_cast<Tick>(static_cast<double>(d.bytes) * 1000.0 / gbps) : Tick(0);
+}
+
+// Per engine, its DMAs by start: each DMA's predecessor on its engine, and the engine's fixed
+// per-DMA cost measured on them (the smallest gap before a start beyond the previous DMA's
+// bytes at the engine's bandwidth and the DMA's own issue).
+struct EngineOrder {
+    std::vector<std::uint32_t> prev;      // per DMA record (kNone: the engine's first)
+    std::map<std::uint32_t, Tick> fixed;  // per engine
+};
+
+EngineOrder engine_order(const RunData& run) {
+    EngineOrder eo;
     std::map<std::uint32_t, std::vector<std::uint32_t>> by_engine;
     for (std::uint32_t i = 0; i < run.dmas.size(); ++i) by_engine[run.dmas[i].engine].push_back(i);
-    std::vector<std::uint32_t> prev(run.dmas.size(), kNone);
-    std::map<std::uint32_t, Tick> fixed;  // per engine
+    eo.prev.assign(run.dmas.size(), kNone);
     for (auto& [e, v] : by_engine) {
         std::sort(v.begin(), v.end(), [&](std::uint32_t a, std::uint32_t b) {
             return run.dmas[a].start != run.dmas[b].start ? run.dmas[a].start < run.dmas[b].start : a < b;
@@ -203,134 +209,149 @@ Suggestion merge_suggestion(const Context& cx, const Planner& plan, const std::f
             const Dma& d = run.dmas[v[k]];
             Tick from = d.issue;
             if (k) {
-                prev[v[k]] = v[k - 1];
+                eo.prev[v[k]] = v[k - 1];
                 const Dma& p = run.dmas[v[k - 1]];
-                from = std::max(from, p.start + wire(p));
+                from = std::max(from, p.start + wire_time(run, p));
             }
             if (d.start >= from) f = std::min(f, d.start - from);
         }
-        fixed[e] = f == ~Tick(0) ? 0 : f;
+        eo.fixed[e] = f == ~Tick(0) ? 0 : f;
     }
-    struct Cost {
-        Tick overhead = 0;  // O: engine time the merge removes
-        Tick early = 0;     // how much earlier the run's data lands: O, within the idle HBM time
-        Tick issue = 0;     // core time held issuing the pieces that go
-        Tick land = 0;      // when the run's data had all landed
-        bool measured = false, used = false;
-    };
-    std::vector<Cost> cost(runs.size());
-    std::unordered_map<std::uint64_t, std::size_t> run_of;  // piece -> run
-    auto held = [&](const Stream& st, std::uint32_t s, std::uint64_t i) {
-        // From when it could have issued (its predecessor's slot ended, it had arrived and its
-        // operands were ready) to its issue.
-        const Tick t0 = std::max({st.life[i].ready, st.life[i].arrival, i ? st.life[i - 1].issue + cx.ix.issue_slot(s) : Tick(0)});
-        return std::make_pair(t0, st.life[i].issue - std::min(st.life[i].issue, t0));
-    };
+    return eo;
+}
+
+struct RunCost {
+    Tick overhead = 0;  // O: engine time the merge removes
+    Tick early = 0;     // how much earlier the run's data lands: O, within the idle HBM time
+    Tick issue = 0;     // core time held issuing the pieces that go
+    Tick land = 0;      // when the run's data had all landed
+    bool measured = false, used = false;
+};
+
+// The time instruction i of stream s was held at issue: from when it could have issued (its
+// predecessor's slot ended, it had arrived and its operands were ready) to its issue.
+Tick held_at_issue(const Context& cx, std::uint32_t s, std::uint64_t i) {
+    const Stream& st = cx.run.streams[s];
+    const Tick t0 = std::max({st.life[i].ready, st.life[i].arrival, i ? st.life[i - 1].issue + cx.ix.issue_slot(s) : Tick(0)});
+    return st.life[i].issue - std::min(st.life[i].issue, t0);
+}
+
+// What run m's later pieces cost on this run (not measured if a piece never issued).
+RunCost run_cost(const Context& cx, const MergeRun& m, const EngineOrder& eo, const std::function<Tick(int, Tick, Tick)>& hbm_idle) {
+    const RunData& run = cx.run;
+    const Stream& st = run.streams[m.stream];
+    RunCost c;
+    Tick first_start = 0;
+    for (std::size_t j = 0; j < m.pieces.size(); ++j) {
+        const std::uint64_t i = m.pieces[j];
+        const std::uint32_t d = cx.ix.dma_of(m.stream, i);
+        if (!st.life[i].seen || d == kNone) return c;
+        const Dma& x = run.dmas[d];
+        c.land = std::max(c.land, x.complete);
+        if (j == 0) {
+            first_start = x.start;
+            continue;
+        }
+        c.issue += held_at_issue(cx, m.stream, i);
+        Tick gap = x.start - std::min(x.start, x.issue);
+        if (eo.prev[d] != kNone) {
+            const Dma& p = run.dmas[eo.prev[d]];
+            gap = std::min(gap, x.start - std::min(x.start, p.start + wire_time(run, p)));
+        }
+        c.overhead += std::min(gap, eo.fixed.at(x.engine));
+    }
+    c.measured = true;
+    const Instruction& f = st.code[m.pieces[0]];
+    c.early = c.overhead;
+    if (hbm_idle && (f.mem_src.space == Space::Hbm || f.mem_dst.space == Space::Hbm))
+        c.early = std::min(c.early, hbm_idle(st.chip, first_start, c.land));
+    return c;
+}
+
+// The runs' costs, and which run each piece belongs to.
+struct RunCosts {
+    std::vector<RunCost> cost;
+    std::unordered_map<std::uint64_t, std::size_t> run_of;  // key(stream, index) of a piece -> its run
+};
+
+RunCosts run_costs(const Context& cx, const std::vector<MergeRun>& runs, const EngineOrder& eo,
+                   const std::function<Tick(int, Tick, Tick)>& hbm_idle) {
+    RunCosts rc;
+    rc.cost.resize(runs.size());
     for (std::size_t r = 0; r < runs.size(); ++r) {
-        const MergeRun& m = runs[r];
-        const Stream& st = run.streams[m.stream];
-        Cost c;
-        c.measured = true;
-        Tick first_start = 0;
-        for (std::size_t j = 0; j < m.pieces.size() && c.measured; ++j) {
-            const std::uint64_t i = m.pieces[j];
-            const std::uint32_t d = cx.ix.dma_of(m.stream, i);
-            if (!st.life[i].seen || d == kNone) {
-                c.measured = false;
-                break;
-            }
-            const Dma& x = run.dmas[d];
-            c.land = std::max(c.land, x.complete);
-            if (j == 0) {
-                first_start = x.start;
-                continue;
-            }
-            c.issue += held(st, m.stream, i).second;
-            Tick gap = x.start - std::min(x.start, x.issue);
-            if (prev[d] != kNone) {
-                const Dma& p = run.dmas[prev[d]];
-                gap = std::min(gap, x.start - std::min(x.start, p.start + wire(p)));
-            }
-            c.overhead += std::min(gap, fixed[x.engine]);
-        }
+        const RunCost c = run_cost(cx, runs[r], eo, hbm_idle);
         if (!c.measured) continue;
-        const Instruction& f = st.code[m.pieces[0]];
-        c.early = c.overhead;
-        if (hbm_idle && (f.mem_src.space == Space::Hbm || f.mem_dst.space == Space::Hbm))
-            c.early = std::min(c.early, hbm_idle(st.chip, first_start, c.land));
-        cost[r] = c;
-        for (std::uint64_t i : m.pieces) run_of[key(m.stream, i)] = r;
+        rc.cost[r] = c;
+        for (std::uint64_t i : runs[r].pieces) rc.run_of[key(runs[r].stream, i)] = r;
     }
-    // The runs that cost time: the core was held issuing their pieces, or a wait on them stalled
-    // and would end earlier.
-    auto landing = [&](std::uint32_t s, std::uint64_t w, std::set<std::size_t>* on) {
-        const Life& lw = run.streams[s].life[w];
-        Tick latest = 0;
-        for (const Raiser& r : plan.covered(s, w)) {
-            if (r.dma == kNone) {
-                latest = std::max(latest, lw.issue);
-                continue;
-            }
-            auto it = run_of.find(key(r.stream, r.index));
-            if (it == run_of.end()) {
-                latest = std::max(latest, run.dmas[r.dma].complete);
-                continue;
-            }
-            const Cost& c = cost[it->second];
-            latest = std::max(latest, c.land - std::min(c.land, c.early));
-            if (on) on->insert(it->second);
+    return rc;
+}
+
+// When the data swait w of stream s waits for would land with the runs merged; the runs it
+// covers are added to `on`.
+Tick landing(const Context& cx, const Planner& plan, const RunCosts& rc, std::uint32_t s, std::uint64_t w, std::set<std::size_t>& on) {
+    const Life& lw = cx.run.streams[s].life[w];
+    Tick latest = 0;
+    for (const Raiser& r : plan.covered(s, w)) {
+        if (r.dma == kNone) {
+            latest = std::max(latest, lw.issue);
+            continue;
         }
-        return latest;
-    };
-    // Per stream (they run in parallel: the suggestion saves the largest): the stalls the merge
-    // removes, and the cap on them (merge_dma.cpp's head).
+        auto it = rc.run_of.find(key(r.stream, r.index));
+        if (it == rc.run_of.end()) {
+            latest = std::max(latest, cx.run.dmas[r.dma].complete);
+            continue;
+        }
+        const RunCost& c = rc.cost[it->second];
+        latest = std::max(latest, c.land - std::min(c.land, c.early));
+        on.insert(it->second);
+    }
+    return latest;
+}
+
+// The estimate (merge_dma.cpp's head): per stream (they run in parallel: the suggestion saves
+// the largest), the stalls the merge removes, capped. Marks the runs that cost time (the core
+// was held issuing their pieces, or a wait on them stalled and would end earlier) as used, and
+// counts the waits that stalled on them.
+struct WaitsOnRuns {
+    Tick stall = 0;
+    std::uint64_t count = 0;
+};
+
+Tick merge_estimate(const Context& cx, const Planner& plan, const std::vector<MergeRun>& runs, RunCosts& rc, WaitsOnRuns& waits) {
     std::map<std::uint32_t, Tick> gain;
     std::map<std::uint32_t, std::set<std::size_t>> runs_of_stream;
-    Tick wait_stall = 0;
-    std::uint64_t waits = 0;
     for (const WaitStall& w : cx.waits) {
         std::set<std::size_t> on;
-        const Life& lw = run.streams[w.stream].life[w.index];
-        const Tick latest = std::max(lw.ready, landing(w.stream, w.index, &on));
+        const Life& lw = cx.run.streams[w.stream].life[w.index];
+        const Tick latest = std::max(lw.ready, landing(cx, plan, rc, w.stream, w.index, on));
         if (on.empty() || latest >= lw.issue) continue;
         gain[w.stream] += std::min(lw.issue - latest, w.stall);
-        wait_stall += w.stall;
-        ++waits;
+        waits.stall += w.stall;
+        ++waits.count;
         for (std::size_t r : on) {
-            cost[r].used = true;
+            rc.cost[r].used = true;
             runs_of_stream[w.stream].insert(r);
         }
     }
     for (std::size_t r = 0; r < runs.size(); ++r)
-        if (cost[r].issue > 0 && cost[r].overhead > 0) {
-            cost[r].used = true;
-            gain[runs[r].stream] += cost[r].issue;
+        if (rc.cost[r].issue > 0 && rc.cost[r].overhead > 0) {
+            rc.cost[r].used = true;
+            gain[runs[r].stream] += rc.cost[r].issue;
             runs_of_stream[runs[r].stream].insert(r);
         }
+    Tick best = 0;
     for (const auto& [st, rs] : runs_of_stream) {
         Tick cap = 0;
         for (std::size_t r : rs)
-            if (cost[r].overhead > 0) cap += cost[r].early;
-        sug.estimated_saving = std::max(sug.estimated_saving, std::min(gain[st], cap));
+            if (rc.cost[r].overhead > 0) cap += rc.cost[r].early;
+        best = std::max(best, std::min(gain[st], cap));
     }
-    std::set<std::string> ops;
-    std::uint64_t pieces = 0, merged = 0;
-    Tick issue_stall = 0, overhead = 0, fixed_min = ~Tick(0);
-    for (std::size_t r = 0; r < runs.size(); ++r) {
-        const MergeRun& m = runs[r];
-        if (!cost[r].used || cost[r].overhead == 0) continue;
-        issue_stall += cost[r].issue;
-        overhead += cost[r].overhead;
-        ++merged;
-        pieces += m.pieces.size();
-        const Stream& st = run.streams[m.stream];
-        fixed_min = std::min(fixed_min, fixed[run.dmas[cx.ix.dma_of(m.stream, m.pieces[0])].engine]);
-        ops.insert(run.annotation(st.code[m.pieces[0]]));
-        sug.edits.push_back({m.stream, m.pieces[0], merged_dma(run, m), {}});
-        for (std::size_t j = 1; j < m.pieces.size(); ++j) sug.moves.push_back({m.stream, m.pieces[j], Move::kDelete});
-    }
-    if (!merged) return sug;
-    // Where: the ops of the merged DMAs, each step once ("*/step" when several ops share it).
+    return best;
+}
+
+// Where: the ops of the merged DMAs, each step once ("*/step" when several ops share it).
+std::string merge_where(const std::set<std::string>& ops) {
     std::map<std::string, std::set<std::string>> steps;
     for (const std::string& a : ops) {
         const auto p = a.rfind('/');
@@ -340,12 +361,45 @@ Suggestion merge_suggestion(const Context& cx, const Planner& plan, const std::f
     for (const auto& [step, in] : steps)
         where += (where.empty() ? "" : ", ") + (in.size() == 1 ? (in.begin()->empty() ? std::string("(no annotation)") : *in.begin()) : "*/" + step);
     if (ops.size() > steps.size()) where += " (" + std::to_string(ops.size()) + " ops)";
-    sug.where = where;
+    return where;
+}
+
+}  // namespace
+
+Suggestion merge_suggestion(const Context& cx, const Planner& plan, const std::function<Tick(int, Tick, Tick)>& hbm_idle) {
+    const RunData& run = cx.run;
+    Suggestion sug;
+    sug.kind = "merge_dma";
+    const std::vector<MergeRun> runs = merge_runs(cx, plan);
+    if (runs.empty()) return sug;
+    const EngineOrder eo = engine_order(run);
+    RunCosts rc = run_costs(cx, runs, eo, hbm_idle);
+    WaitsOnRuns waits;
+    sug.estimated_saving = merge_estimate(cx, plan, runs, rc, waits);
+    // The change: the runs that cost time merged (edits), their later pieces dropped (moves).
+    std::set<std::string> ops;
+    std::uint64_t pieces = 0, merged = 0;
+    Tick issue_stall = 0, overhead = 0, fixed_min = ~Tick(0);
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+        const MergeRun& m = runs[r];
+        const RunCost& c = rc.cost[r];
+        if (!c.used || c.overhead == 0) continue;
+        issue_stall += c.issue;
+        overhead += c.overhead;
+        ++merged;
+        pieces += m.pieces.size();
+        fixed_min = std::min(fixed_min, eo.fixed.at(run.dmas[cx.ix.dma_of(m.stream, m.pieces[0])].engine));
+        ops.insert(run.annotation(run.streams[m.stream].code[m.pieces[0]]));
+        sug.edits.push_back({m.stream, m.pieces[0], merged_dma(run, m), {}});
+        for (std::size_t j = 1; j < m.pieces.size(); ++j) sug.moves.push_back({m.stream, m.pieces[j], Move::kDelete});
+    }
+    if (!merged) return sug;
+    sug.where = merge_where(ops);
     std::ostringstream cause, action;
     cause << merged << " runs of back-to-back contiguous DMAs (" << pieces << " DMAs) on one engine and one flag each pay the engine's per-DMA cost ("
           << format_time(fixed_min) << " measured; " << format_time(overhead) << " in all): the core was held "
           << format_time(issue_stall) << " issuing them into full engine queues";
-    if (waits) cause << " and waited " << format_time(wait_stall) << " at " << waits << " waits on their flags";
+    if (waits.count) cause << " and waited " << format_time(waits.stall) << " at " << waits.count << " waits on their flags";
     action << "merge each run into one DMA covering it (" << merged << " DMAs instead of " << pieces
            << "): its first DMA takes the run's bytes and flag increment (val = the pieces' sum, so every wait's value still holds), the other "
            << pieces - merged << " are dropped";

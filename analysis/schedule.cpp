@@ -55,10 +55,8 @@ bool raises_local_flag(const Instruction& in, std::uint16_t chip) {
     return in.op == Opcode::Dma && in.has(kFlag) && (in.mem_dst.chip == kLocalChip || in.mem_dst.chip == chip);
 }
 
-}  // namespace
-
 // The machine state the schedule is timed against (see schedule.h).
-struct WindowScheduler::Model {
+struct Model {
     struct UnitState {
         std::vector<Tick> ring;  // starts of the last `depth` accepted instructions
         std::size_t pos = 0;
@@ -121,6 +119,325 @@ struct WindowScheduler::Model {
     }
 };
 
+// What the run measured of stream s's instructions: each one's cost, and its outcome.
+class Measured {
+public:
+    Measured(const Context& cx, std::uint32_t s) : cx_(cx), run_(cx.run), s_(s), st_(cx.run.streams[s]) {}
+
+    // False if instruction i's unit operation is not in the log.
+    bool cost_of(std::uint64_t i, Cost& c) const {
+        const Instruction& in = st_.code[i];
+        const Life& l = st_.life[i];
+        c = Cost{};
+        switch (unit_kind(in.op)) {
+            case UnitKind::Vector:
+            case UnitKind::Matrix: {
+                const std::uint32_t op = cx_.ix.op_of(s_, i);
+                if (op == kNone) return false;
+                const UnitOp& u = run_.unit_ops[op];
+                c.kind = Kind::Unit;
+                c.unit = u.unit;
+                c.pipe = pipe_of(in.op);
+                c.matrix = unit_kind(in.op) == UnitKind::Matrix;
+                c.occupancy = u.end - u.start;
+                c.latency = u.complete - u.end;
+                return true;
+            }
+            case UnitKind::Dma: {
+                const std::uint32_t d = cx_.ix.dma_of(s_, i);
+                c.kind = Kind::Dma;
+                c.latency = d == kNone ? l.complete - l.issue : run_.dmas[d].complete - std::min(run_.dmas[d].complete, l.issue);
+                return true;
+            }
+            case UnitKind::Sync: c.kind = in.op == Opcode::SWait || in.op == Opcode::Barrier ? Kind::Wait : Kind::Scalar; break;
+            default: break;
+        }
+        c.latency = l.complete - std::min(l.complete, l.issue);
+        return true;
+    }
+
+    Outcome outcome(std::uint64_t i, const Cost& c) const {
+        const Life& l = st_.life[i];
+        Outcome o;
+        o.issue = l.issue;
+        o.complete = l.complete;
+        o.start = o.end = o.operands_read = l.issue;
+        if (c.kind == Kind::Unit) {
+            const UnitOp& u = run_.unit_ops[cx_.ix.op_of(s_, i)];
+            o.start = u.start;
+            o.end = o.operands_read = u.end;
+            o.complete = u.complete;
+        } else if (c.kind == Kind::Dma) {
+            o.complete = l.issue + c.latency;
+        }
+        return o;
+    }
+
+    Tick complete(std::uint64_t i) const {
+        Cost c;
+        cost_of(i, c);
+        return outcome(i, c).complete;
+    }
+
+private:
+    const Context& cx_;
+    const RunData& run_;
+    std::uint32_t s_;
+    const Stream& st_;
+};
+
+// A unit's state in the model, its queue as deep as the run showed.
+void ensure_unit(Model& m, const std::vector<unsigned>& queue_depth, std::uint32_t u) {
+    auto& x = m.units[u];
+    if (x.ring.empty()) x.ring.assign(std::max(1u, queue_depth[u]), 0);
+}
+
+// The machine state at `begin`, from the run's history [warm, begin).
+Model warm_model(const Measured& ms, const Context& cx, std::uint32_t s, const std::vector<unsigned>& queue_depth,
+                 std::uint64_t warm, std::uint64_t begin) {
+    const Stream& st = cx.run.streams[s];
+    Model base;
+    base.slot = std::max<Tick>(1, cx.ix.issue_slot(s));
+    for (std::uint64_t i = warm; i < begin; ++i) {
+        Cost c;
+        if (!ms.cost_of(i, c)) continue;
+        if (c.kind == Kind::Unit) ensure_unit(base, queue_depth, c.unit);
+        base.apply(st.code[i], c, ms.outcome(i, c));
+    }
+    return base;
+}
+
+// The window's dependency graph (schedule.h): edges go forward, from an instruction to one that
+// must stay after it.
+struct Graph {
+    std::vector<std::vector<std::uint32_t>> succ;
+    std::vector<std::uint32_t> indeg;
+};
+
+class GraphBuilder {
+public:
+    GraphBuilder(const Context& cx, const Planner& plan, std::uint32_t s, std::uint64_t begin, std::size_t n)
+        : run_(cx.run), plan_(plan), s_(s), st_(cx.run.streams[s]), begin_(begin), n_(n) {
+        g_.succ.resize(n);
+        g_.indeg.assign(n, 0);
+        writer_.fill(-1);
+        for (std::uint32_t o = 0; o < run_.streams.size(); ++o)
+            if (o != s && run_.streams[o].chip == st_.chip) shared_chip_ = true;
+    }
+
+    Graph build() {
+        for (std::size_t k = 0; k < n_; ++k) {
+            const Instruction& in = st_.code[begin_ + k];
+            if (is_barrier_like(in.op)) {
+                fence(k);
+                continue;
+            }
+            if (fence_ >= 0) edge(static_cast<std::size_t>(fence_), k);
+            registers(k, in);
+            Access acc[2];
+            const int na = accesses(in, st_.chip, acc);
+            memory(k, acc, na);
+            if (in.op == Opcode::SWait) wait(k, in);
+            else after_waits(k, in, acc, na);
+        }
+        return std::move(g_);
+    }
+
+private:
+    struct Touch {
+        Access a;
+        std::uint32_t k;
+    };
+    const RunData& run_;
+    const Planner& plan_;
+    std::uint32_t s_;
+    const Stream& st_;
+    std::uint64_t begin_;
+    std::size_t n_;
+    Graph g_;
+    std::array<std::int64_t, kNumRegs> writer_;
+    std::array<std::vector<std::uint32_t>, kNumRegs> readers_;
+    // Accesses by 4 KiB page, so that an access is compared only with those that share a page.
+    std::unordered_map<std::uint64_t, std::vector<Touch>> touches_;
+    std::vector<std::uint32_t> waits_;
+    std::unordered_map<std::uint16_t, std::vector<std::uint32_t>> raisers_;  // local flag -> DMAs
+    std::int64_t fence_ = -1;                                               // last sset/sadd/barrier/halt
+    std::vector<std::uint32_t> shared_raisers_;
+    bool shared_chip_ = false;
+
+    void edge(std::size_t a, std::size_t b) {
+        g_.succ[a].push_back(static_cast<std::uint32_t>(b));
+        ++g_.indeg[b];
+    }
+
+    template <typename F>
+    static void for_each_page(const Access& a, F f) {
+        const std::uint64_t tag = (std::uint64_t(a.space) << 62) | (std::uint64_t(a.chip) << 44);
+        const std::uint64_t last = a.hi > a.lo ? (a.hi - 1) >> 12 : a.lo >> 12;
+        for (std::uint64_t p = a.lo >> 12; p <= last; ++p) f(tag | p);
+    }
+
+    static std::uint16_t flag_of(const Instruction& in) { return in.has(kFlag) ? in.flag : 0; }
+
+    // Nothing crosses a sset, sadd, barrier or halt.
+    void fence(std::size_t k) {
+        for (std::size_t j = static_cast<std::size_t>(fence_ + 1); j < k; ++j) edge(j, k);
+        if (fence_ >= 0) edge(static_cast<std::size_t>(fence_), k);
+        fence_ = static_cast<std::int64_t>(k);
+    }
+
+    // Registers: read after write, write after write, write after read.
+    void registers(std::size_t k, const Instruction& in) {
+        for_each_reg_read(in, [&](std::uint8_t r) {
+            if (writer_[r] >= 0) edge(static_cast<std::size_t>(writer_[r]), k);
+        });
+        if (in.has(kDst)) {
+            const std::uint8_t r = in.dst;
+            if (writer_[r] >= 0) edge(static_cast<std::size_t>(writer_[r]), k);
+            for (std::uint32_t j : readers_[r])
+                if (j != k) edge(j, k);
+            readers_[r].clear();
+            writer_[r] = static_cast<std::int64_t>(k);
+        }
+        for_each_reg_read(in, [&](std::uint8_t r) { readers_[r].push_back(static_cast<std::uint32_t>(k)); });
+    }
+
+    // Memory: overlapping accesses, one a write.
+    void memory(std::size_t k, const Access* acc, int na) {
+        for (int x = 0; x < na; ++x)
+            for_each_page(acc[x], [&](std::uint64_t page) {
+                auto& v = touches_[page];
+                for (const Touch& t : v)
+                    if (t.k != k && (t.a.write || acc[x].write) && conflict(&t.a, 1, &acc[x], 1)) edge(t.k, k);
+            });
+        for (int x = 0; x < na; ++x)
+            for_each_page(acc[x], [&](std::uint64_t page) { touches_[page].push_back({acc[x], static_cast<std::uint32_t>(k)}); });
+    }
+
+    // A swait: after the earlier waits on its flag and the window's DMAs that raise it.
+    void wait(std::size_t k, const Instruction& in) {
+        const std::uint16_t f = flag_of(in);
+        for (std::uint32_t w : waits_)
+            if (flag_of(st_.code[begin_ + w]) == f) edge(w, k);
+        auto it = raisers_.find(f);
+        if (it != raisers_.end())
+            for (std::uint32_t d : it->second) edge(d, k);
+        waits_.push_back(static_cast<std::uint32_t>(k));
+        // A DMA whose flag another stream may wait for (a remote one, or any when the chip has
+        // several cores) stays above every later swait: sunk below a wait that needs that
+        // stream's progress, it would deadlock the two.
+        for (std::uint32_t d : shared_raisers_) edge(d, k);
+    }
+
+    // Anything else: after the waits it may not pass (it raises their flag, or touches what
+    // their raisers touch).
+    void after_waits(std::size_t k, const Instruction& in, const Access* acc, int na) {
+        const bool raises = raises_local_flag(in, st_.chip);
+        for (std::uint32_t w : waits_) {
+            if ((raises && in.flag == flag_of(st_.code[begin_ + w])) || (na > 0 && plan_.wait_blocks(s_, begin_ + w, acc, na)))
+                edge(w, k);
+        }
+        if (raises) raisers_[in.flag].push_back(static_cast<std::uint32_t>(k));
+        if (in.op == Opcode::Dma && (!raises || shared_chip_)) shared_raisers_.push_back(static_cast<std::uint32_t>(k));
+    }
+};
+
+// Priority: the longest path to the end of the window, through dependencies and through the
+// pipeline time queued behind an instruction on its unit.
+std::vector<Tick> heights(const Graph& g, const std::vector<Cost>& cost) {
+    const std::size_t n = cost.size();
+    std::vector<Tick> height(n, 0);
+    std::unordered_map<std::uint64_t, std::uint32_t> next_on_pipe;
+    for (std::size_t k = n; k-- > 0;) {
+        const Cost& c = cost[k];
+        Tick after = 0;
+        for (std::uint32_t j : g.succ[k]) after = std::max(after, height[j]);
+        height[k] = c.occupancy + c.latency + after;
+        if (c.kind == Kind::Unit) {
+            const std::uint64_t key = (std::uint64_t(c.unit) << 8) | c.pipe;
+            auto it = next_on_pipe.find(key);
+            if (it != next_on_pipe.end()) height[k] = std::max(height[k], c.occupancy + height[it->second]);
+            next_on_pipe[key] = static_cast<std::uint32_t>(k);
+        }
+    }
+    return height;
+}
+
+// The window [begin, end) of stream s as the model times it: each instruction's cost, and the
+// completions modelled so far, from which a swait's flag condition holds.
+struct Window {
+    const Context& cx;
+    const Planner& plan;
+    std::uint32_t s;
+    std::uint64_t begin, end;
+    std::vector<Cost> cost;
+    std::vector<Tick> done;  // modelled completion of each instruction placed
+
+    // When swait k's flag condition holds: its raisers' completions, modelled for those in the
+    // window (placed before it by the graph), measured for the others.
+    Tick flag_ready(std::size_t k) const {
+        if (cost[k].kind != Kind::Wait) return Tick(0);
+        const Stream& st = cx.run.streams[s];
+        if (st.code[begin + k].op == Opcode::Barrier) return st.life[begin + k].issue;
+        Tick t = 0;
+        for (const Raiser& r : plan.covered(s, begin + k)) {
+            if (r.stream == s && r.index >= begin && r.index < end) t = std::max(t, done[r.index - begin]);
+            else if (r.dma != kNone) t = std::max(t, cx.run.dmas[r.dma].complete);
+            else t = std::max(t, cx.run.streams[r.stream].life[r.index].complete);
+        }
+        return t;
+    }
+
+    // Places instruction k on model m.
+    void place(Model& m, std::size_t k, const Outcome& o) {
+        done[k] = o.complete;
+        m.apply(cx.run.streams[s].code[begin + k], cost[k], o);
+    }
+    Outcome evaluate(const Model& m, std::size_t k) const { return m.evaluate(cx.run.streams[s].code[begin + k], cost[k], flag_ready(k)); }
+};
+
+// The model's finish of the window in program order.
+Tick modelled_in_order(Window& w, Model m) {
+    std::fill(w.done.begin(), w.done.end(), 0);
+    for (std::size_t k = 0; k < w.cost.size(); ++k) w.place(m, k, w.evaluate(m, k));
+    return m.finish;
+}
+
+// Greedy list scheduling (schedule.h): the window's order (empty if the graph had a cycle,
+// which cannot happen: edges go forward) and the model's finish of it.
+Tick list_schedule(Window& w, Model m, Graph g, const std::vector<Tick>& height, std::vector<std::uint64_t>& order) {
+    const std::size_t n = w.cost.size();
+    auto before = [&](std::uint32_t a, std::uint32_t b) { return height[a] != height[b] ? height[a] > height[b] : a < b; };
+    std::set<std::uint32_t, decltype(before)> ready(before);
+    for (std::size_t k = 0; k < n; ++k)
+        if (g.indeg[k] == 0) ready.insert(static_cast<std::uint32_t>(k));
+    std::fill(w.done.begin(), w.done.end(), 0);
+    order.reserve(n);
+    while (!ready.empty()) {
+        std::uint32_t best = 0;
+        Outcome best_o;
+        bool found = false;
+        for (std::uint32_t k : ready) {
+            const Outcome o = w.evaluate(m, k);
+            if (!found || o.issue < best_o.issue) {
+                best = k;
+                best_o = o;
+                found = true;
+            }
+            if (o.issue <= m.cur) break;  // nothing issues earlier than the next slot
+        }
+        ready.erase(best);
+        w.place(m, best, best_o);
+        order.push_back(w.begin + best);
+        for (std::uint32_t j : g.succ[best])
+            if (--g.indeg[j] == 0) ready.insert(j);
+    }
+    if (order.size() != n) order.clear();
+    return m.finish;
+}
+
+}  // namespace
+
 WindowScheduler::WindowScheduler(const Context& cx, const Planner& plan) : cx_(cx), plan_(plan) {}
 WindowScheduler::~WindowScheduler() = default;
 
@@ -145,8 +462,7 @@ void WindowScheduler::measure_queue_depths(std::uint32_t s, std::uint64_t from, 
 }
 
 WindowSchedule WindowScheduler::schedule(std::uint32_t s, std::uint64_t begin, std::uint64_t end) {
-    const RunData& run = cx_.run;
-    const Stream& st = run.streams[s];
+    const Stream& st = cx_.run.streams[s];
     WindowSchedule out;
     end = std::min<std::uint64_t>(end, st.code.size());
     if (begin >= end) return out;
@@ -154,238 +470,20 @@ WindowSchedule WindowScheduler::schedule(std::uint32_t s, std::uint64_t begin, s
     for (std::uint64_t i = warm; i < end; ++i)
         if (!st.life[i].seen) return out;
     measure_queue_depths(s, warm, end + 2048);
-
-    auto cost_of = [&](std::uint64_t i, Cost& c) {
-        const Instruction& in = st.code[i];
-        const Life& l = st.life[i];
-        c = Cost{};
-        switch (unit_kind(in.op)) {
-            case UnitKind::Vector:
-            case UnitKind::Matrix: {
-                const std::uint32_t op = cx_.ix.op_of(s, i);
-                if (op == kNone) return false;
-                const UnitOp& u = run.unit_ops[op];
-                c.kind = Kind::Unit;
-                c.unit = u.unit;
-                c.pipe = pipe_of(in.op);
-                c.matrix = unit_kind(in.op) == UnitKind::Matrix;
-                c.occupancy = u.end - u.start;
-                c.latency = u.complete - u.end;
-                return true;
-            }
-            case UnitKind::Dma: {
-                const std::uint32_t d = cx_.ix.dma_of(s, i);
-                c.kind = Kind::Dma;
-                c.latency = d == kNone ? l.complete - l.issue : run.dmas[d].complete - std::min(run.dmas[d].complete, l.issue);
-                return true;
-            }
-            case UnitKind::Sync: c.kind = in.op == Opcode::SWait || in.op == Opcode::Barrier ? Kind::Wait : Kind::Scalar; break;
-            default: break;
-        }
-        c.latency = l.complete - std::min(l.complete, l.issue);
-        return true;
-    };
-    auto measured = [&](std::uint64_t i, const Cost& c) {
-        const Life& l = st.life[i];
-        Outcome o;
-        o.issue = l.issue;
-        o.complete = l.complete;
-        o.start = o.end = o.operands_read = l.issue;
-        if (c.kind == Kind::Unit) {
-            const UnitOp& u = run.unit_ops[cx_.ix.op_of(s, i)];
-            o.start = u.start;
-            o.end = o.operands_read = u.end;
-            o.complete = u.complete;
-        } else if (c.kind == Kind::Dma) {
-            o.complete = l.issue + c.latency;
-        }
-        return o;
-    };
-
-    auto measured_complete = [&](std::uint64_t i) {
-        Cost c;
-        cost_of(i, c);
-        return measured(i, c).complete;
-    };
-    Model base;
-    base.slot = std::max<Tick>(1, cx_.ix.issue_slot(s));
-    auto ensure_unit = [&](std::uint32_t u) {
-        auto& x = base.units[u];
-        if (x.ring.empty()) x.ring.assign(std::max(1u, queue_depth_[u]), 0);
-    };
-    for (std::uint64_t i = warm; i < begin; ++i) {
-        Cost c;
-        if (!cost_of(i, c)) continue;
-        if (c.kind == Kind::Unit) ensure_unit(c.unit);
-        base.apply(st.code[i], c, measured(i, c));
-    }
+    const Measured ms(cx_, s);
+    Model base = warm_model(ms, cx_, s, queue_depth_, warm, begin);
     const std::size_t n = static_cast<std::size_t>(end - begin);
-    std::vector<Cost> cost(n);
+    Window w{cx_, plan_, s, begin, end, std::vector<Cost>(n), std::vector<Tick>(n, 0)};
     for (std::size_t k = 0; k < n; ++k) {
-        if (!cost_of(begin + k, cost[k])) return out;
-        if (cost[k].kind == Kind::Unit) ensure_unit(cost[k].unit);
+        if (!ms.cost_of(begin + k, w.cost[k])) return out;
+        if (w.cost[k].kind == Kind::Unit) ensure_unit(base, queue_depth_, w.cost[k].unit);
     }
-
-    // The dependency graph (schedule.h).
-    std::vector<std::vector<std::uint32_t>> succ(n);
-    std::vector<std::uint32_t> indeg(n, 0);
-    auto edge = [&](std::size_t a, std::size_t b) {
-        succ[a].push_back(static_cast<std::uint32_t>(b));
-        ++indeg[b];
-    };
-    std::array<std::int64_t, kNumRegs> writer;
-    writer.fill(-1);
-    std::array<std::vector<std::uint32_t>, kNumRegs> readers;
-    struct Touch {
-        Access a;
-        std::uint32_t k;
-    };
-    // Accesses by 4 KiB page, so that an access is compared only with those that share a page.
-    std::unordered_map<std::uint64_t, std::vector<Touch>> touches;
-    auto for_each_page = [](const Access& a, auto f) {
-        const std::uint64_t tag = (std::uint64_t(a.space) << 62) | (std::uint64_t(a.chip) << 44);
-        const std::uint64_t last = a.hi > a.lo ? (a.hi - 1) >> 12 : a.lo >> 12;
-        for (std::uint64_t p = a.lo >> 12; p <= last; ++p) f(tag | p);
-    };
-    std::vector<std::uint32_t> waits;
-    std::unordered_map<std::uint16_t, std::vector<std::uint32_t>> raisers;  // local flag -> DMAs
-    std::int64_t fence = -1;                                               // last sset/sadd/barrier/halt
-    std::vector<std::uint32_t> shared_raisers;
-    bool shared_chip = false;
-    for (std::uint32_t o = 0; o < run.streams.size(); ++o)
-        if (o != s && run.streams[o].chip == st.chip) shared_chip = true;
-    for (std::size_t k = 0; k < n; ++k) {
-        const Instruction& in = st.code[begin + k];
-        if (is_barrier_like(in.op)) {
-            for (std::size_t j = static_cast<std::size_t>(fence + 1); j < k; ++j) edge(j, k);
-            if (fence >= 0) edge(static_cast<std::size_t>(fence), k);
-            fence = static_cast<std::int64_t>(k);
-            continue;
-        }
-        if (fence >= 0) edge(static_cast<std::size_t>(fence), k);
-        for_each_reg_read(in, [&](std::uint8_t r) {
-            if (writer[r] >= 0) edge(static_cast<std::size_t>(writer[r]), k);
-        });
-        if (in.has(kDst)) {
-            const std::uint8_t r = in.dst;
-            if (writer[r] >= 0) edge(static_cast<std::size_t>(writer[r]), k);
-            for (std::uint32_t j : readers[r])
-                if (j != k) edge(j, k);
-            readers[r].clear();
-            writer[r] = static_cast<std::int64_t>(k);
-        }
-        for_each_reg_read(in, [&](std::uint8_t r) { readers[r].push_back(static_cast<std::uint32_t>(k)); });
-        Access acc[2];
-        const int na = accesses(in, st.chip, acc);
-        for (int x = 0; x < na; ++x)
-            for_each_page(acc[x], [&](std::uint64_t page) {
-                auto& v = touches[page];
-                for (const Touch& t : v)
-                    if (t.k != k && (t.a.write || acc[x].write) && conflict(&t.a, 1, &acc[x], 1)) edge(t.k, k);
-            });
-        for (int x = 0; x < na; ++x)
-            for_each_page(acc[x], [&](std::uint64_t page) { touches[page].push_back({acc[x], static_cast<std::uint32_t>(k)}); });
-        if (in.op == Opcode::SWait) {
-            const std::uint16_t f = in.has(kFlag) ? in.flag : 0;
-            for (std::uint32_t w : waits)
-                if ((st.code[begin + w].has(kFlag) ? st.code[begin + w].flag : 0) == f) edge(w, k);
-            auto it = raisers.find(f);
-            if (it != raisers.end())
-                for (std::uint32_t d : it->second) edge(d, k);
-            waits.push_back(static_cast<std::uint32_t>(k));
-            // A DMA whose flag another stream may wait for (a remote one, or any when the chip
-            // has several cores) stays above every later swait: sunk below a wait that needs
-            // that stream's progress, it would deadlock the two.
-            for (std::uint32_t d : shared_raisers) edge(d, k);
-        } else {
-            for (std::uint32_t w : waits) {
-                const Instruction& wi = st.code[begin + w];
-                if ((raises_local_flag(in, st.chip) && in.flag == (wi.has(kFlag) ? wi.flag : 0)) ||
-                    (na > 0 && plan_.wait_blocks(s, begin + w, acc, na)))
-                    edge(w, k);
-            }
-            if (raises_local_flag(in, st.chip)) raisers[in.flag].push_back(static_cast<std::uint32_t>(k));
-            if (in.op == Opcode::Dma && (!raises_local_flag(in, st.chip) || shared_chip))
-                shared_raisers.push_back(static_cast<std::uint32_t>(k));
-        }
-    }
-
-    // Priority: the longest path to the end of the window, through dependencies and through the
-    // pipeline time queued behind an instruction on its unit.
-    std::vector<Tick> height(n, 0);
-    {
-        std::unordered_map<std::uint64_t, std::uint32_t> next_on_pipe;
-        for (std::size_t k = n; k-- > 0;) {
-            const Cost& c = cost[k];
-            Tick after = 0;
-            for (std::uint32_t j : succ[k]) after = std::max(after, height[j]);
-            height[k] = c.occupancy + c.latency + after;
-            if (c.kind == Kind::Unit) {
-                const std::uint64_t key = (std::uint64_t(c.unit) << 8) | c.pipe;
-                auto it = next_on_pipe.find(key);
-                if (it != next_on_pipe.end()) height[k] = std::max(height[k], c.occupancy + height[it->second]);
-                next_on_pipe[key] = static_cast<std::uint32_t>(k);
-            }
-        }
-    }
-
-    // When a swait's flag condition holds: its raisers' completions, modelled for those in the
-    // window (placed before it by the graph), measured for the others.
-    std::vector<Tick> done(n, 0);
-    auto flag_ready = [&](std::size_t k) {
-        if (cost[k].kind != Kind::Wait) return Tick(0);
-        if (st.code[begin + k].op == Opcode::Barrier) return st.life[begin + k].issue;
-        Tick t = 0;
-        for (const Raiser& r : plan_.covered(s, begin + k)) {
-            if (r.stream == s && r.index >= begin && r.index < end) t = std::max(t, done[r.index - begin]);
-            else if (r.dma != kNone) t = std::max(t, run.dmas[r.dma].complete);
-            else t = std::max(t, run.streams[r.stream].life[r.index].complete);
-        }
-        return t;
-    };
-
-    {
-        Model m = base;
-        for (std::size_t k = 0; k < n; ++k) {
-            const Outcome o = m.evaluate(st.code[begin + k], cost[k], flag_ready(k));
-            done[k] = o.complete;
-            m.apply(st.code[begin + k], cost[k], o);
-        }
-        out.modelled_before = m.finish;
-        out.start = st.life[begin].issue;
-        for (std::uint64_t i = begin; i < end; ++i) out.measured = std::max({out.measured, st.life[i].issue, measured_complete(i)});
-    }
-
-    // Greedy list scheduling (schedule.h).
-    auto before = [&](std::uint32_t a, std::uint32_t b) { return height[a] != height[b] ? height[a] > height[b] : a < b; };
-    std::set<std::uint32_t, decltype(before)> ready(before);
-    for (std::size_t k = 0; k < n; ++k)
-        if (indeg[k] == 0) ready.insert(static_cast<std::uint32_t>(k));
-    Model m = base;
-    std::fill(done.begin(), done.end(), 0);
-    out.order.reserve(n);
-    while (!ready.empty()) {
-        std::uint32_t best = 0;
-        Outcome best_o;
-        bool found = false;
-        for (std::uint32_t k : ready) {
-            const Outcome o = m.evaluate(st.code[begin + k], cost[k], flag_ready(k));
-            if (!found || o.issue < best_o.issue) {
-                best = k;
-                best_o = o;
-                found = true;
-            }
-            if (o.issue <= m.cur) break;  // nothing issues earlier than the next slot
-        }
-        ready.erase(best);
-        done[best] = best_o.complete;
-        m.apply(st.code[begin + best], cost[best], best_o);
-        out.order.push_back(begin + best);
-        for (std::uint32_t j : succ[best])
-            if (--indeg[j] == 0) ready.insert(j);
-    }
-    out.modelled_after = m.finish;
-    if (out.order.size() != n) out.order.clear();  // a cycle cannot happen: edges go forward
+    Graph g = GraphBuilder(cx_, plan_, s, begin, n).build();
+    const std::vector<Tick> height = heights(g, w.cost);
+    out.modelled_before = modelled_in_order(w, base);
+    out.start = st.life[begin].issue;
+    for (std::uint64_t i = begin; i < end; ++i) out.measured = std::max({out.measured, st.life[i].issue, ms.complete(i)});
+    out.modelled_after = list_schedule(w, base, std::move(g), height, out.order);
     return out;
 }
 

@@ -47,7 +47,6 @@ public:
     WindowSchedule schedule(std::uint32_t s, std::uint64_t begin, std::uint64_t end);
 
 private:
-    struct Model;
     const Context& cx_;
     const Planner& plan_;
     std::vector<unsigned> queue_depth_;  // per unit, the most the run showed so far

@@ -13,18 +13,15 @@ namespace {
 constexpr std::uint64_t kMinBytes = 64 * 1024;  // smaller DMAs are latency, not bandwidth
 constexpr std::uint64_t kAlign = 512;
 
-}  // namespace
+// Per chip: its HBM peak, its engines (unit id -> the instructions' unit index, as the run
+// shows them) and how many streams it has.
+struct Chip {
+    double hbm_gbps = 0;
+    std::map<std::uint32_t, std::uint8_t> engines;
+    unsigned streams = 0;
+};
 
-Suggestion split_suggestion(const Context& cx, const Planner& plan, const std::function<Tick(int, Tick, Tick)>& hbm_idle) {
-    const RunData& run = cx.run;
-    Suggestion sug;
-    // Per chip: its HBM peak, its engines (unit id -> the instructions' unit index, as the run
-    // shows them) and how many streams it has.
-    struct Chip {
-        double hbm_gbps = 0;
-        std::map<std::uint32_t, std::uint8_t> engines;
-        unsigned streams = 0;
-    };
+std::map<std::uint16_t, Chip> chips_of(const RunData& run) {
     std::map<std::uint16_t, Chip> chips;
     for (const Unit& u : run.units)
         if (u.role == Role::Hbm && u.chip >= 0) chips[static_cast<std::uint16_t>(u.chip)].hbm_gbps += u.peak_gbps;
@@ -33,70 +30,138 @@ Suggestion split_suggestion(const Context& cx, const Planner& plan, const std::f
         const Stream& st = run.streams[d.stream];
         chips[st.chip].engines.emplace(d.engine, st.code[d.index].unit);
     }
-    // Flags the rule allows (split_dma.h): monotone, and counted by one stream alone.
-    auto countable = [&](std::uint32_t s, std::uint16_t f) {
-        const FlagCounting& c = plan.flag_counting(run.streams[s].chip, f);
-        return c.monotone && c.one_stream;
-    };
-    // Candidates, and per wait the saving.
-    std::map<std::pair<std::uint32_t, std::uint64_t>, unsigned> split;  // DMA -> pieces
-    std::map<std::uint32_t, Tick> saving_on;
-    std::set<std::string> steps, anns;
+    return chips;
+}
+
+// The DMAs to split, and what splitting them saves.
+struct Candidates {
+    std::map<std::pair<std::uint32_t, std::uint64_t>, unsigned> split;  // DMA (stream, index) -> pieces
+    std::map<std::uint32_t, Tick> saving_on;                            // per stream
+    std::set<std::string> steps, anns;  // of the waits, of the DMAs
     std::uint64_t waits = 0;
-    for (const WaitStall& w : cx.waits) {
-        const Stream& st = run.streams[w.stream];
-        const Chip& chip = chips[st.chip];
-        if (chip.streams != 1 || chip.hbm_gbps <= 0) continue;
+};
+
+class CandidateFinder {
+public:
+    CandidateFinder(const Context& cx, const Planner& plan, const std::map<std::uint16_t, Chip>& chips,
+                    const std::function<Tick(int, Tick, Tick)>& hbm_idle)
+        : cx_(cx), run_(cx.run), plan_(plan), chips_(chips), hbm_idle_(hbm_idle) {}
+
+    Candidates find() {
+        for (const WaitStall& w : cx_.waits) wait(w);
+        return std::move(c_);
+    }
+
+private:
+    const Context& cx_;
+    const RunData& run_;
+    const Planner& plan_;
+    const std::map<std::uint16_t, Chip>& chips_;
+    const std::function<Tick(int, Tick, Tick)>& hbm_idle_;
+    Candidates c_;
+
+    // Flags the rule allows (split_dma.h): monotone, and counted by one stream alone.
+    bool countable(std::uint32_t s, std::uint16_t f) const {
+        const FlagCounting& c = plan_.flag_counting(run_.streams[s].chip, f);
+        return c.monotone && c.one_stream;
+    }
+
+    // How much earlier DMA raiser r of wait w lands split into k pieces (0: not split); k is set.
+    Tick split_gain(const WaitStall& w, const Raiser& r, const Chip& chip, unsigned& k) const {
+        const Dma& d = run_.dmas[r.dma];
+        const Instruction& in = run_.streams[r.stream].code[r.index];
+        const double engine = run_.units[d.engine].peak_gbps;
+        k = static_cast<unsigned>(std::min<double>(static_cast<double>(chip.engines.size()), engine > 0 ? chip.hbm_gbps / engine : 0));
+        const Tick t = d.complete - std::min(d.complete, d.start);
+        const bool engine_bound = t > 0 && static_cast<double>(d.bytes) * 1000.0 / static_cast<double>(t) >= 0.7 * engine;
+        if (!(r.stream == w.stream && in.mem_dst.chip == kLocalChip && d.bytes >= kMinBytes && engine > 0 &&
+              engine < 0.8 * chip.hbm_gbps && k >= 2 && engine_bound && in.has(kFlag) && countable(r.stream, in.flag)))
+            return 0;
+        const Tick faster = static_cast<Tick>(static_cast<double>(d.bytes) * 1000.0 / std::min(k * engine, chip.hbm_gbps));
+        return std::min(t - std::min(t, faster), hbm_idle_(run_.streams[w.stream].chip, d.start, d.complete));
+    }
+
+    // Wait w: the DMAs it waits for that split, and how much earlier the latest lands.
+    void wait(const WaitStall& w) {
+        const Stream& st = run_.streams[w.stream];
+        const Chip& chip = chips_.at(st.chip);
+        if (chip.streams != 1 || chip.hbm_gbps <= 0) return;
         Tick latest = 0, latest_new = 0;
         bool any = false;
-        for (const Raiser& r : plan.covered(w.stream, w.index)) {
+        for (const Raiser& r : plan_.covered(w.stream, w.index)) {
             if (r.dma == kNone) {
                 latest = latest_new = std::max(latest, st.life[w.index].issue);
                 continue;
             }
-            const Dma& d = run.dmas[r.dma];
+            const Dma& d = run_.dmas[r.dma];
             latest = std::max(latest, d.complete);
             Tick done = d.complete;
-            const Instruction& in = run.streams[r.stream].code[r.index];
-            const double engine = run.units[d.engine].peak_gbps;
-            const unsigned k = static_cast<unsigned>(
-                std::min<double>(static_cast<double>(chip.engines.size()), engine > 0 ? chip.hbm_gbps / engine : 0));
-            const Tick t = d.complete - std::min(d.complete, d.start);
-            const bool engine_bound = t > 0 && static_cast<double>(d.bytes) * 1000.0 / static_cast<double>(t) >= 0.7 * engine;
-            if (r.stream == w.stream && in.mem_dst.chip == kLocalChip && d.bytes >= kMinBytes && engine > 0 &&
-                engine < 0.8 * chip.hbm_gbps && k >= 2 && engine_bound && in.has(kFlag) && countable(r.stream, in.flag)) {
-                const Tick faster = static_cast<Tick>(static_cast<double>(d.bytes) * 1000.0 / std::min(k * engine, chip.hbm_gbps));
-                const Tick gain = std::min(t - std::min(t, faster), hbm_idle(st.chip, d.start, d.complete));
-                if (gain > 0) {
-                    done -= gain;
-                    split[{r.stream, r.index}] = k;
-                    any = true;
-                    anns.insert(run.annotation(in));
-                }
+            unsigned k = 0;
+            const Tick gain = split_gain(w, r, chip, k);
+            if (gain > 0) {
+                done -= gain;
+                c_.split[{r.stream, r.index}] = k;
+                any = true;
+                c_.anns.insert(run_.annotation(run_.streams[r.stream].code[r.index]));
             }
             latest_new = std::max(latest_new, done);
         }
-        if (!any || latest_new >= latest) continue;
-        saving_on[w.stream] += std::min(w.stall, latest - latest_new);
-        ++waits;
-        const std::string ann = run.annotation(st.code[w.index]);
-        steps.insert(ann.substr(ann.rfind('/') == std::string::npos ? 0 : ann.rfind('/') + 1));
+        if (!any || latest_new >= latest) return;
+        c_.saving_on[w.stream] += std::min(w.stall, latest - latest_new);
+        ++c_.waits;
+        const std::string ann = run_.annotation(st.code[w.index]);
+        c_.steps.insert(ann.substr(ann.rfind('/') == std::string::npos ? 0 : ann.rfind('/') + 1));
     }
-    if (split.empty()) return sug;
-    // The number of pieces per flag: the smallest k of its DMAs (every split DMA of the flag
-    // gets that many).
+};
+
+// The number of pieces per flag: the smallest k of its DMAs (every split DMA of the flag gets
+// that many).
+std::map<std::pair<std::uint32_t, std::uint16_t>, unsigned> pieces_per_flag(const RunData& run, const Candidates& c) {
     std::map<std::pair<std::uint32_t, std::uint16_t>, unsigned> pieces;  // (stream, flag) -> k
-    for (const auto& [dma, k] : split) {
+    for (const auto& [dma, k] : c.split) {
         auto key = std::make_pair(dma.first, run.streams[dma.first].code[dma.second].flag);
         auto it = pieces.find(key);
         pieces[key] = it == pieces.end() ? k : std::min(it->second, k);
     }
+    return pieces;
+}
+
+// DMA `in` as k contiguous pieces: the first in e.in, the others in e.then; this DMA's engine
+// first, then the chip's other engines.
+void split_into_pieces(const Instruction& in, unsigned k, const Chip& chip, Edit& e) {
+    std::vector<std::uint8_t> units{in.unit};
+    for (const auto& [engine, unit] : chip.engines)
+        if (std::find(units.begin(), units.end(), unit) == units.end()) units.push_back(unit);
+    const std::uint64_t step = (in.bytes / k + kAlign - 1) / kAlign * kAlign;
+    std::uint64_t off = 0;
+    for (unsigned p = 0; p < k && off < in.bytes; ++p) {
+        Instruction piece = in;
+        piece.unit = units[p % units.size()];
+        piece.mem_src.addr = in.mem_src.addr + off;
+        piece.mem_dst.addr = in.mem_dst.addr + off;
+        piece.bytes = p + 1 == k ? in.bytes - off : std::min(step, in.bytes - off);
+        piece.value = flag_increment(in);
+        piece.set(kValue);
+        off += piece.bytes;
+        if (p == 0) e.in = piece;
+        else e.then.push_back(piece);
+    }
+    // (k pieces, none empty: bytes >= kMinBytes, so (k - 1) steps stay below them.)
+}
+
+}  // namespace
+
+Suggestion split_suggestion(const Context& cx, const Planner& plan, const std::function<Tick(int, Tick, Tick)>& hbm_idle) {
+    const RunData& run = cx.run;
+    Suggestion sug;
+    const std::map<std::uint16_t, Chip> chips = chips_of(run);
+    const Candidates c = CandidateFinder(cx, plan, chips, hbm_idle).find();
+    if (c.split.empty()) return sug;
     // The edits: the split DMAs into pieces, the other raises and the waits of those flags scaled.
     std::uint64_t dmas = 0, moved_bytes = 0;
-    for (const auto& [key, k] : pieces) {
+    for (const auto& [key, k] : pieces_per_flag(run, c)) {
         const auto [s, f] = key;
         const Stream& st = run.streams[s];
-        const Chip& chip = chips[st.chip];
         for (std::uint64_t j : plan.sync_and_dma(s)) {
             const Instruction& in = st.code[j];
             if (!in.has(kFlag) || in.flag != f) continue;
@@ -104,29 +169,11 @@ Suggestion split_suggestion(const Context& cx, const Planner& plan, const std::f
             if (in.op == Opcode::SWait) {
                 e.in.value = in.cond == Cond::Gt ? static_cast<std::int64_t>(k) * (in.value + 1) : static_cast<std::int64_t>(k) * in.value;
                 e.in.cond = Cond::Ge;
-            } else if (!split.count({s, j})) {
+            } else if (!c.split.count({s, j})) {
                 e.in.value = static_cast<std::int64_t>(k) * flag_increment(in);
                 e.in.set(kValue);
             } else {
-                // Pieces: this DMA's engine first, then the chip's other engines.
-                std::vector<std::uint8_t> units{in.unit};
-                for (const auto& [engine, unit] : chip.engines)
-                    if (std::find(units.begin(), units.end(), unit) == units.end()) units.push_back(unit);
-                const std::uint64_t step = (in.bytes / k + kAlign - 1) / kAlign * kAlign;
-                std::uint64_t off = 0;
-                for (unsigned p = 0; p < k && off < in.bytes; ++p) {
-                    Instruction piece = in;
-                    piece.unit = units[p % units.size()];
-                    piece.mem_src.addr = in.mem_src.addr + off;
-                    piece.mem_dst.addr = in.mem_dst.addr + off;
-                    piece.bytes = p + 1 == k ? in.bytes - off : std::min(step, in.bytes - off);
-                    piece.value = flag_increment(in);
-                    piece.set(kValue);
-                    off += piece.bytes;
-                    if (p == 0) e.in = piece;
-                    else e.then.push_back(piece);
-                }
-                // (k pieces, none empty: bytes >= kMinBytes, so (k - 1) steps stay below them.)
+                split_into_pieces(in, k, chips.at(st.chip), e);
                 ++dmas;
                 moved_bytes += in.bytes;
             }
@@ -136,15 +183,15 @@ Suggestion split_suggestion(const Context& cx, const Planner& plan, const std::f
     if (sug.edits.empty()) return sug;
     sug.kind = "split_dma";
     // Roofline over the whole run: faster transfers shorten it only into time the HBM was idle.
-    for (const auto& [s, t] : saving_on)
+    for (const auto& [s, t] : c.saving_on)
         sug.estimated_saving = std::max(sug.estimated_saving, std::min(t, hbm_idle(run.streams[s].chip, 0, run.end)));
     std::string where;
-    for (const auto& x : steps) where += (where.empty() ? "" : ",") + x;
-    sug.where = steps.size() == 1 ? *steps.begin() : "*/" + where;
+    for (const auto& x : c.steps) where += (where.empty() ? "" : ",") + x;
+    sug.where = c.steps.size() == 1 ? *c.steps.begin() : "*/" + where;
     std::string a;
-    for (const auto& x : anns) a += (a.empty() ? "" : ", ") + (x.empty() ? std::string("(no annotation)") : x);
+    for (const auto& x : c.anns) a += (a.empty() ? "" : ", ") + (x.empty() ? std::string("(no annotation)") : x);
     std::ostringstream cause, action;
-    cause << waits << " sync-flag waits on DMAs that one engine moved more slowly than the HBM could (" << a << ")";
+    cause << c.waits << " sync-flag waits on DMAs that one engine moved more slowly than the HBM could (" << a << ")";
     action << "split " << dmas << " DMAs (" << moved_bytes << " bytes) into pieces over the chip's other DMA engines (each raise of their flags counted "
            << "that many times, and the waits scaled to match)";
     sug.cause = cause.str();

@@ -123,7 +123,7 @@ std::string ranks_text(const std::vector<std::uint32_t>& ranks) {
     return s;
 }
 
-void rank_suggestions(std::vector<Suggestion>& s) {
+void rank_by_verdict(std::vector<Suggestion>& s) {
     std::stable_sort(s.begin(), s.end(), [](const Suggestion& x, const Suggestion& y) {
         if (group(x) != group(y)) return group(x) < group(y);
         if (group(x) == 1) return x.estimated_saving > y.estimated_saving;
@@ -210,7 +210,7 @@ void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis
         ++replayed;
         set_measured(s, static_cast<std::int64_t>(base) - static_cast<std::int64_t>(ps_of_ns(rr.simulated_ns)), floor);
     }
-    rank_suggestions(a.suggestions);
+    rank_by_verdict(a.suggestions);
     verify_together(run, a, ro, work, base, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     a.verified = true;
     std::ostringstream note;

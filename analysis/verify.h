@@ -37,7 +37,7 @@ void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis
 
 // The ranking: verified (measured saving, largest first), not verified (estimate), no gain
 // (measured, largest first); ties keep the estimate order.
-void rank_suggestions(std::vector<Suggestion>& s);
+void rank_by_verdict(std::vector<Suggestion>& s);
 
 // OUT/verification.txt: the presented order, so that xpu_analyze OUT --apply N applies the
 // suggestion the report shows as N, and checks that it writes the very trace that was replayed.

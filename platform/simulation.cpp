@@ -112,6 +112,224 @@ struct CoreView {
     std::vector<std::string> vpu_vmem;                               // per vpu index: the Vmem its mem is bound to
 };
 
+// The unit families a core's sockets bind: vector units, matrix units, DMA engines.
+const char* const kFamilySocket[3] = {"vpu", "mxu", "dma"};
+const char* const kFamilyWhat[3] = {"vector unit", "matrix unit", "DMA engine"};
+
+// What the platform description binds to core c.
+CoreView view_of(const PlatformConfig& cfg, const BindingOrder& order, const ScalarCore* c) {
+    auto bound_targets = [&](const std::string& module, const std::string& socket) {
+        return platform::bound_targets(order, module, socket);
+    };
+    CoreView v;
+    v.core = c;
+    v.path = path_in_chip(c->name());
+    auto* self = const_cast<ScalarCore*>(c);
+    for (int f = 0; f < 3; ++f)
+        if (auto* p = self->port(kFamilySocket[f])) v.units[f] = p->bound;
+    if (auto* p = self->port("flags")) v.flags_bound = p->bound > 0;
+    auto flags = bound_targets(v.path, "flags");
+    if (!flags.empty()) v.flag_count = sync_flag_count(cfg, flags.front());
+    for (const auto& mxu : bound_targets(v.path, "mxu")) v.mxu_shape.push_back(matrix_unit_shape(cfg, mxu));
+    for (const auto& dma : bound_targets(v.path, "dma")) {
+        auto f = bound_targets(dma, "flags");
+        v.dma_flags.push_back({!f.empty(), f.empty() ? 0 : sync_flag_count(cfg, f.front())});
+    }
+    for (const auto& vpu : bound_targets(v.path, "vpu")) {
+        auto mem = bound_targets(vpu, "mem");
+        v.vpu_vmem.push_back(mem.empty() ? std::string() : mem.front());
+    }
+    return v;
+}
+
+// The address map, as the models compute global addresses: space base + operand address.
+struct AddressMap {
+    std::vector<MapRange> ranges;
+    std::array<std::uint64_t, 2> space_base{};
+    std::array<bool, 2> has_space{};
+    std::uint64_t remote_flag_count = 0;  // flags of the SyncFlags in the flags window
+};
+
+AddressMap address_map_of(const PlatformConfig& cfg) {
+    AddressMap am;
+    for (const auto& e : cfg.address_map) {
+        const ModuleDecl* t = cfg.module(e.target);
+        am.ranges.push_back({e.window, e.target, e.base, t && t->spec->capacity() ? *t->spec->capacity() : 0});
+    }
+    const SpaceBases spaces = space_bases(cfg);  // the builder's rule (platform/builder.h)
+    am.space_base = spaces.base;
+    am.has_space = spaces.has;
+    for (const auto& m : am.ranges)
+        if (m.window == Window::Flags) am.remote_flag_count = sync_flag_count(cfg, m.target);
+    return am;
+}
+
+std::string mem_text(const MemRef& m) {
+    std::string s(space_name(m.space));
+    if (m.chip != kLocalChip) s += "@" + std::to_string(m.chip);
+    return s + ":" + hex(m.addr);
+}
+
+// Empty if [space base + addr, + bytes) lies inside one entry of the map (restricted to
+// `target` when given), else what is wrong.
+std::string range_problem(const PlatformConfig& cfg, const AddressMap& am, const char* key, const MemRef& m,
+                          std::uint64_t bytes, const std::string* target) {
+    const auto s = static_cast<unsigned>(m.space);
+    const Window w = m.space == Space::Vmem ? Window::Vmem : Window::Hbm;
+    const bool overflow = m.addr > UINT64_MAX - am.space_base[s];
+    const std::uint64_t g = am.space_base[s] + m.addr;
+    if (am.has_space[s] && !overflow)
+        for (const auto& r : am.ranges)
+            if (r.window == w && (!target || r.target == *target) && r.contains(g, bytes)) return {};
+    // Only now (an error) build the message.
+    std::string where = std::string(key) + "=" + mem_text(m) + " bytes=" + std::to_string(bytes) + ": ";
+    if (!am.has_space[s])
+        return where + "no memory serves " + std::string(space_name(m.space)) + " (the address map of " + cfg.file +
+               " has no " + std::string(space_name(m.space)) + " entry)";
+    std::string known;
+    for (const auto& r : am.ranges)
+        if (r.window == w && (!target || r.target == *target)) known += (known.empty() ? "" : ", ") + r.text();
+    return where + "global range [" + hex(g) + ", +" + std::to_string(bytes) +
+           ") is outside the memory map (expected inside " +
+           (known.empty() ? std::string("a ") + std::string(space_name(m.space)) + " memory" : known) + ")";
+}
+
+// The checks of one instruction of a stream against the platform: each throws at the first
+// problem, a TraceError for the trace's, a ConfigError for the platform description's.
+class InstructionCheck {
+public:
+    InstructionCheck(const PlatformConfig& cfg, const AddressMap& am, const trace::TraceFile& trace, std::size_t stream,
+                     const CoreView& v, std::uint64_t index, const Instruction& in)
+        : cfg_(cfg), am_(am), trace_(trace), s_(stream), chip_(trace.streams()[stream].chip), v_(v), index_(index), in_(in) {}
+
+    void run() const {
+        registers();
+        unit_index();
+        switch (in_.op) {
+            case Opcode::MPush:
+            case Opcode::MatMul: matrix(); break;
+            case Opcode::VLoad:
+            case Opcode::VStore: vector_memory(); break;
+            case Opcode::Dma: dma(); break;
+            case Opcode::SWait:
+            case Opcode::SSet:
+            case Opcode::SAdd:
+            case Opcode::Barrier: sync(); break;
+            default: break;
+        }
+    }
+
+private:
+    const PlatformConfig& cfg_;
+    const AddressMap& am_;
+    const trace::TraceFile& trace_;
+    std::size_t s_;
+    std::uint16_t chip_;
+    const CoreView& v_;
+    std::uint64_t index_;
+    const Instruction& in_;
+
+    std::string where() const {
+        return trace_.describe_stream(s_) + ", instruction " + std::to_string(index_) + " (" + trace::format_instruction(in_) + "): ";
+    }
+    [[noreturn]] void bad(const std::string& what) const { throw trace::TraceError(where() + what); }
+    [[noreturn]] void missing(const std::string& what) const {
+        std::string w = where();
+        throw ConfigError(cfg_.file + ": " + std::string(v_.core->name()) + " " + what + ", but " + w.substr(0, w.size() - 2) +
+                          " needs it");
+    }
+
+    // Registers: the scoreboard has kNumRegs entries.
+    void registers() const {
+        static const Field reg_field[] = {kDst, kSrc0, kSrc1, kSrc2};
+        static const char* reg_key[] = {"d", "s0", "s1", "s2"};
+        const std::uint8_t ids[] = {in_.dst, in_.src[0], in_.src[1], in_.src[2]};
+        for (int r = 0; r < 4; ++r)
+            if (in_.has(reg_field[r]) && ids[r] >= kNumRegs)
+                bad(std::string(reg_key[r]) + "=r" + std::to_string(ids[r]) +
+                    " is not a register (expected s0..s63, v0..v63 or m0..m63, ids 0.." + std::to_string(kNumRegs - 1) + ")");
+    }
+
+    // The unit it goes to: bound to the core, and its index within the family.
+    void unit_index() const {
+        const UnitKind kind = unit_kind(in_.op);
+        if (kind != UnitKind::Vector && kind != UnitKind::Matrix && kind != UnitKind::Dma) return;
+        const int f = kind == UnitKind::Vector ? 0 : kind == UnitKind::Matrix ? 1 : 2;
+        if (v_.units[f] == 0)
+            missing(std::string("has no ") + kFamilyWhat[f] + " bound to its " + kFamilySocket[f] + " socket (add one and a binding '" +
+                    v_.path + "." + kFamilySocket[f] + "[0] -> ...' to chip.bindings)");
+        if (in_.unit >= v_.units[f])
+            bad("u=" + std::to_string(in_.unit) + ": the core has " + std::to_string(v_.units[f]) + " " + kFamilyWhat[f] +
+                (v_.units[f] == 1 ? "" : "s") + " (" + kFamilySocket[f] + "[0.." + std::to_string(v_.units[f] - 1) + "]) in " +
+                cfg_.file);
+    }
+
+    // mpush, matmul: a shape, and a weight tile that fits the array.
+    void matrix() const {
+        if (in_.op == Opcode::MatMul && !in_.has(kShape)) bad("a matmul needs shape=MxNxK");
+        if (!in_.has(kShape)) return;
+        if (in_.op == Opcode::MatMul && in_.m == 0) bad("shape m=0: a matmul streams at least one row");
+        if (in_.unit >= v_.mxu_shape.size()) return;
+        auto [rows, cols] = v_.mxu_shape[in_.unit];
+        if (rows && cols && (in_.k > rows || in_.n > cols))
+            bad("a " + std::to_string(in_.k) + "x" + std::to_string(in_.n) + " (k x n) weight tile does not fit the " +
+                std::to_string(rows) + "x" + std::to_string(cols) + " array of mxu[" + std::to_string(in_.unit) +
+                "] (expected k <= rows = " + std::to_string(rows) + ", n <= cols = " + std::to_string(cols) + ")");
+    }
+
+    // vld, vst: bytes, and a range of its own chip's VMEM (the one its vector unit is bound to).
+    void vector_memory() const {
+        const bool load = in_.op == Opcode::VLoad;
+        const Field mf = load ? kMemSrc : kMemDst;
+        const MemRef& m = load ? in_.mem_src : in_.mem_dst;
+        const char* key = load ? "src" : "dst";
+        if (!in_.has(kBytes)) bad("a vld/vst needs bytes=");
+        if (!in_.has(mf)) return;
+        if (m.space != Space::Vmem || (m.chip != kLocalChip && m.chip != chip_))
+            bad(std::string(key) + "=" + mem_text(m) + ": a vld/vst addresses its own chip's vmem");
+        const std::string* vmem = in_.unit < v_.vpu_vmem.size() && !v_.vpu_vmem[in_.unit].empty() ? &v_.vpu_vmem[in_.unit] : nullptr;
+        auto p = range_problem(cfg_, am_, key, m, in_.bytes, vmem);
+        if (!p.empty()) bad(p);
+    }
+
+    // dma: operands, a source on its own chip, a destination chip that exists, ranges in the
+    // map, and a flag its engine's SyncFlags (or the remote flags window) has.
+    void dma() const {
+        if (!in_.has(kMemSrc) || !in_.has(kMemDst) || !in_.has(kBytes)) bad("a DMA needs src=, dst= and bytes=");
+        if (in_.bytes == 0) bad("bytes=0: a DMA moves at least one byte");
+        if (in_.mem_src.chip != kLocalChip && in_.mem_src.chip != chip_)
+            bad("src=" + mem_text(in_.mem_src) + ": a DMA reads from its own chip only (write to the other chip from there)");
+        const bool remote = in_.mem_dst.chip != kLocalChip && in_.mem_dst.chip != chip_;
+        if (remote && in_.mem_dst.chip >= cfg_.chips)
+            bad("dst=" + mem_text(in_.mem_dst) + ": chip " + std::to_string(in_.mem_dst.chip) + " does not exist (" + cfg_.file +
+                " has " + std::to_string(cfg_.chips) + " chip" + (cfg_.chips == 1 ? "" : "s") + ", 0.." +
+                std::to_string(cfg_.chips - 1) + ")");
+        auto p = range_problem(cfg_, am_, "src", in_.mem_src, in_.bytes, nullptr);
+        if (p.empty()) p = range_problem(cfg_, am_, "dst", in_.mem_dst, in_.bytes, nullptr);
+        if (!p.empty()) bad(p);
+        if (!in_.has(kFlag)) return;
+        std::uint64_t count = am_.remote_flag_count;
+        if (!remote && in_.unit < v_.dma_flags.size()) {
+            if (!v_.dma_flags[in_.unit].first)
+                missing("has a DMA engine dma[" + std::to_string(in_.unit) +
+                        "] with no SyncFlags bound to its flags socket (to raise completion flags)");
+            count = v_.dma_flags[in_.unit].second;
+        }
+        if (count && in_.flag >= count)
+            bad("flag=" + std::to_string(in_.flag) + " is out of range: the chip has " + std::to_string(count) + " sync flags (0.." +
+                std::to_string(count - 1) + ")");
+    }
+
+    // swait, sset, sadd, barrier: the core's SyncFlags, and a flag it has.
+    void sync() const {
+        if (!v_.flags_bound) missing("has no SyncFlags bound to its flags socket");
+        const std::uint16_t flag = in_.has(kFlag) ? in_.flag : 0;
+        if (v_.flag_count && flag >= v_.flag_count)
+            bad("flag=" + std::to_string(flag) + " is out of range: the chip has " + std::to_string(v_.flag_count) +
+                " sync flags (0.." + std::to_string(v_.flag_count - 1) + ")");
+    }
+};
+
 }  // namespace
 
 Simulation::Simulation(const PlatformConfig& cfg, const std::string& trace_path)
@@ -123,200 +341,21 @@ Simulation::Simulation(const PlatformConfig& cfg, const std::string& trace_path)
 // Checking the trace against the platform before the run
 
 bool Simulation::check_trace(const std::function<bool()>& stop_requested) const {
-    // The address map, as the models compute global addresses: space base + operand address.
-    std::vector<MapRange> map;
-    for (const auto& e : cfg_.address_map) {
-        const ModuleDecl* t = cfg_.module(e.target);
-        map.push_back({e.window, e.target, e.base, t && t->spec->capacity() ? *t->spec->capacity() : 0});
-    }
-    const SpaceBases spaces = space_bases(cfg_);
-    const auto& space_base = spaces.base;
-    const auto& has_space = spaces.has;
+    const AddressMap am = address_map_of(cfg_);
+    std::map<std::pair<unsigned, unsigned>, CoreView> views;  // per (chip, core id)
     const BindingOrder order = binding_order(cfg_);
-    auto bound_targets = [&](const std::string& module, const std::string& socket) {
-        return platform::bound_targets(order, module, socket);
-    };
-    std::uint64_t remote_flag_count = 0;  // flags of the SyncFlags in the flags window
-    for (const auto& m : map)
-        if (m.window == Window::Flags) remote_flag_count = sync_flag_count(cfg_, m.target);
-
-    // One view per (chip, core id).
-    std::map<std::pair<unsigned, unsigned>, CoreView> views;
-    for (auto* c : platform_->cores()) {
-        CoreView v;
-        v.core = c;
-        v.path = path_in_chip(c->name());
-        auto* self = const_cast<ScalarCore*>(c);
-        const char* fams[3] = {"vpu", "mxu", "dma"};
-        for (int f = 0; f < 3; ++f)
-            if (auto* p = self->port(fams[f])) v.units[f] = p->bound;
-        if (auto* p = self->port("flags")) v.flags_bound = p->bound > 0;
-        auto flags = bound_targets(v.path, "flags");
-        if (!flags.empty()) v.flag_count = sync_flag_count(cfg_, flags.front());
-        for (const auto& mxu : bound_targets(v.path, "mxu"))
-            v.mxu_shape.push_back(matrix_unit_shape(cfg_, mxu));
-        for (const auto& dma : bound_targets(v.path, "dma")) {
-            auto f = bound_targets(dma, "flags");
-            v.dma_flags.push_back({!f.empty(), f.empty() ? 0 : sync_flag_count(cfg_, f.front())});
-        }
-        for (const auto& vpu : bound_targets(v.path, "vpu")) {
-            auto mem = bound_targets(vpu, "mem");
-            v.vpu_vmem.push_back(mem.empty() ? std::string() : mem.front());
-        }
-        views[{c->config().chip, c->config().core}] = std::move(v);
-    }
-
-    auto mem_text = [](const MemRef& m) {
-        std::string s(space_name(m.space));
-        if (m.chip != kLocalChip) s += "@" + std::to_string(m.chip);
-        return s + ":" + hex(m.addr);
-    };
-    // Empty if [space base + addr, + bytes) lies inside one entry of the map (restricted to
-    // `target` when given), else what is wrong.
-    auto range_problem = [&](const char* key, const MemRef& m, std::uint64_t bytes,
-                             const std::string* target) -> std::string {
-        const auto s = static_cast<unsigned>(m.space);
-        const Window w = m.space == Space::Vmem ? Window::Vmem : Window::Hbm;
-        const bool overflow = m.addr > UINT64_MAX - space_base[s];
-        const std::uint64_t g = space_base[s] + m.addr;
-        if (has_space[s] && !overflow)
-            for (const auto& r : map)
-                if (r.window == w && (!target || r.target == *target) && r.contains(g, bytes)) return {};
-        // Only now (an error) build the message.
-        std::string where = std::string(key) + "=" + mem_text(m) + " bytes=" + std::to_string(bytes) + ": ";
-        if (!has_space[s])
-            return where + "no memory serves " + std::string(space_name(m.space)) + " (the address map of " + cfg_.file +
-                   " has no " + std::string(space_name(m.space)) + " entry)";
-        std::string known;
-        for (const auto& r : map)
-            if (r.window == w && (!target || r.target == *target)) known += (known.empty() ? "" : ", ") + r.text();
-        return where + "global range [" + hex(g) + ", +" + std::to_string(bytes) +
-               ") is outside the memory map (expected inside " +
-               (known.empty() ? std::string("a ") + std::string(space_name(m.space)) + " memory" : known) + ")";
-    };
-
+    for (auto* c : platform_->cores()) views[{c->config().chip, c->config().core}] = view_of(cfg_, order, c);
     constexpr std::size_t kChunk = 4096;
     std::vector<Instruction> buf(kChunk);
-    static const char* fam_socket[3] = {"vpu", "mxu", "dma"};
-    static const char* fam_what[3] = {"vector unit", "matrix unit", "DMA engine"};
     for (std::size_t s = 0; s < trace_.streams().size(); ++s) {
         const trace::StreamInfo& si = trace_.streams()[s];
         auto vit = views.find({si.chip, si.core});
         if (vit == views.end()) continue;  // the builder has already refused such a trace
-        const CoreView& v = vit->second;
         trace::StreamReader reader(trace_, s);
         std::uint64_t index = 0;
         while (std::size_t n = reader.read(buf.data(), kChunk)) {
             if (stop_requested && stop_requested()) return false;
-            for (std::size_t i = 0; i < n; ++i, ++index) {
-                const Instruction& in = buf[i];
-                auto where = [&] {
-                    return trace_.describe_stream(s) + ", instruction " + std::to_string(index) + " (" +
-                           trace::format_instruction(in) + "): ";
-                };
-                auto bad = [&](const std::string& what) { throw trace::TraceError(where() + what); };
-                auto missing = [&](const std::string& what) {
-                    std::string w = where();
-                    throw ConfigError(cfg_.file + ": " + std::string(v.core->name()) + " " + what + ", but " +
-                                      w.substr(0, w.size() - 2) + " needs it");
-                };
-                // Registers: the scoreboard has kNumRegs entries.
-                static const Field reg_field[] = {kDst, kSrc0, kSrc1, kSrc2};
-                static const char* reg_key[] = {"d", "s0", "s1", "s2"};
-                const std::uint8_t ids[] = {in.dst, in.src[0], in.src[1], in.src[2]};
-                for (int r = 0; r < 4; ++r)
-                    if (in.has(reg_field[r]) && ids[r] >= kNumRegs)
-                        bad(std::string(reg_key[r]) + "=r" + std::to_string(ids[r]) +
-                            " is not a register (expected s0..s63, v0..v63 or m0..m63, ids 0.." +
-                            std::to_string(kNumRegs - 1) + ")");
-                const UnitKind kind = unit_kind(in.op);
-                if (kind == UnitKind::Vector || kind == UnitKind::Matrix || kind == UnitKind::Dma) {
-                    const int f = kind == UnitKind::Vector ? 0 : kind == UnitKind::Matrix ? 1 : 2;
-                    if (v.units[f] == 0)
-                        missing(std::string("has no ") + fam_what[f] + " bound to its " + fam_socket[f] +
-                                " socket (add one and a binding '" + v.path + "." + fam_socket[f] +
-                                "[0] -> ...' to chip.bindings)");
-                    if (in.unit >= v.units[f])
-                        bad("u=" + std::to_string(in.unit) + ": the core has " + std::to_string(v.units[f]) + " " +
-                            fam_what[f] + (v.units[f] == 1 ? "" : "s") + " (" + fam_socket[f] + "[0.." +
-                            std::to_string(v.units[f] - 1) + "]) in " + cfg_.file);
-                }
-                switch (in.op) {
-                    case Opcode::MPush:
-                    case Opcode::MatMul: {
-                        if (in.op == Opcode::MatMul && !in.has(kShape)) bad("a matmul needs shape=MxNxK");
-                        if (!in.has(kShape)) break;
-                        if (in.op == Opcode::MatMul && in.m == 0) bad("shape m=0: a matmul streams at least one row");
-                        if (in.unit < v.mxu_shape.size()) {
-                            auto [rows, cols] = v.mxu_shape[in.unit];
-                            if (rows && cols && (in.k > rows || in.n > cols))
-                                bad("a " + std::to_string(in.k) + "x" + std::to_string(in.n) +
-                                    " (k x n) weight tile does not fit the " + std::to_string(rows) + "x" +
-                                    std::to_string(cols) + " array of mxu[" + std::to_string(in.unit) +
-                                    "] (expected k <= rows = " + std::to_string(rows) + ", n <= cols = " +
-                                    std::to_string(cols) + ")");
-                        }
-                        break;
-                    }
-                    case Opcode::VLoad:
-                    case Opcode::VStore: {
-                        const bool load = in.op == Opcode::VLoad;
-                        const Field mf = load ? kMemSrc : kMemDst;
-                        const MemRef& m = load ? in.mem_src : in.mem_dst;
-                        const char* key = load ? "src" : "dst";
-                        if (!in.has(kBytes)) bad("a vld/vst needs bytes=");
-                        if (!in.has(mf)) break;
-                        if (m.space != Space::Vmem || (m.chip != kLocalChip && m.chip != si.chip))
-                            bad(std::string(key) + "=" + mem_text(m) + ": a vld/vst addresses its own chip's vmem");
-                        const std::string* vmem =
-                            in.unit < v.vpu_vmem.size() && !v.vpu_vmem[in.unit].empty() ? &v.vpu_vmem[in.unit] : nullptr;
-                        auto p = range_problem(key, m, in.bytes, vmem);
-                        if (!p.empty()) bad(p);
-                        break;
-                    }
-                    case Opcode::Dma: {
-                        if (!in.has(kMemSrc) || !in.has(kMemDst) || !in.has(kBytes))
-                            bad("a DMA needs src=, dst= and bytes=");
-                        if (in.bytes == 0) bad("bytes=0: a DMA moves at least one byte");
-                        if (in.mem_src.chip != kLocalChip && in.mem_src.chip != si.chip)
-                            bad("src=" + mem_text(in.mem_src) +
-                                ": a DMA reads from its own chip only (write to the other chip from there)");
-                        const bool remote = in.mem_dst.chip != kLocalChip && in.mem_dst.chip != si.chip;
-                        if (remote && in.mem_dst.chip >= cfg_.chips)
-                            bad("dst=" + mem_text(in.mem_dst) + ": chip " + std::to_string(in.mem_dst.chip) +
-                                " does not exist (" + cfg_.file + " has " + std::to_string(cfg_.chips) + " chip" +
-                                (cfg_.chips == 1 ? "" : "s") + ", 0.." + std::to_string(cfg_.chips - 1) + ")");
-                        auto p = range_problem("src", in.mem_src, in.bytes, nullptr);
-                        if (p.empty()) p = range_problem("dst", in.mem_dst, in.bytes, nullptr);
-                        if (!p.empty()) bad(p);
-                        if (in.has(kFlag)) {
-                            std::uint64_t count = remote_flag_count;
-                            if (!remote && in.unit < v.dma_flags.size()) {
-                                if (!v.dma_flags[in.unit].first)
-                                    missing("has a DMA engine dma[" + std::to_string(in.unit) +
-                                            "] with no SyncFlags bound to its flags socket (to raise completion flags)");
-                                count = v.dma_flags[in.unit].second;
-                            }
-                            if (count && in.flag >= count)
-                                bad("flag=" + std::to_string(in.flag) + " is out of range: the chip has " +
-                                    std::to_string(count) + " sync flags (0.." + std::to_string(count - 1) + ")");
-                        }
-                        break;
-                    }
-                    case Opcode::SWait:
-                    case Opcode::SSet:
-                    case Opcode::SAdd:
-                    case Opcode::Barrier: {
-                        if (!v.flags_bound) missing("has no SyncFlags bound to its flags socket");
-                        const std::uint16_t flag = in.has(kFlag) ? in.flag : 0;
-                        if (v.flag_count && flag >= v.flag_count)
-                            bad("flag=" + std::to_string(flag) + " is out of range: the chip has " +
-                                std::to_string(v.flag_count) + " sync flags (0.." + std::to_string(v.flag_count - 1) + ")");
-                        break;
-                    }
-                    default: break;
-                }
-            }
+            for (std::size_t i = 0; i < n; ++i, ++index) InstructionCheck(cfg_, am, trace_, s, vit->second, index, buf[i]).run();
         }
     }
     return true;

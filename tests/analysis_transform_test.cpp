@@ -24,6 +24,7 @@
 #include "analysis/dependencies.h"
 #include "analysis/patch.h"
 #include "analysis/schedule.h"
+#include "analysis/suggest/finder.h"
 #include "tests/analysis_fixture.h"
 #include "traces/trace_reader.h"
 #include "traces/trace_text.h"
@@ -483,6 +484,54 @@ TEST(DoubleBuffer, TheDataFlowAndWaitChecksCatchBrokenRewrites) {
     EXPECT_EQ(failures.size(), 1) << "a read before all the pieces landed went unnoticed";
     split[2].value = 2;  // scaled: both pieces
     expect_reads_after_their_wait(split, 0);
+}
+
+// The finders (analysis/suggest/finder.h): one per kind, each listed once; what they find is
+// self-contained (kind, where, finding, action, estimate, and the changes a patch writes), so
+// that a suggestion can be applied and re-simulated on its own.
+TEST(Finders, OnePerKindAndEverySuggestionSelfContained) {
+    std::vector<std::string> kinds;
+    for (const auto& f : analysis::suggestion_finders()) kinds.push_back(f->kind());
+    const std::vector<std::string> want = {"double_buffer", "drop_wait", "hoist_dma",  "pipeline_collective",
+                                           "reorder",       "merge_dma", "split_dma", "collective_algorithm"};
+    EXPECT_EQ(kinds, want);
+    gen::GemmParams p = two_blocks(1024);
+    p.double_buffer = false;
+    const Analyzed r = analyzed(gemm_trace("single.bin", p).path);
+    ASSERT_FALSE(r.a.suggestions.empty());
+    for (std::size_t i = 0; i < r.a.suggestions.size(); ++i) {
+        const analysis::Suggestion& s = r.a.suggestions[i];
+        EXPECT_NE(std::find(kinds.begin(), kinds.end(), s.kind), kinds.end()) << s.kind;
+        EXPECT_FALSE(s.where.empty()) << s.kind;
+        EXPECT_FALSE(s.cause.empty()) << s.kind;
+        EXPECT_FALSE(s.action.empty()) << s.kind;
+        EXPECT_GT(s.estimated_saving, 0u) << s.kind;
+        EXPECT_TRUE(!s.moves.empty() || !s.edits.empty() || s.kind == "collective_algorithm") << s.kind << ": nothing to apply";
+        if (i > 0) {
+            EXPECT_GE(r.a.suggestions[i - 1].estimated_saving, s.estimated_saving) << "ranked by estimated saving";
+        }
+    }
+}
+
+// Ranking is a step of its own: below the noise floor (0.01% of the run, at least 10 ns) a
+// suggestion goes; the rest are ordered by estimated saving, ties in the order found; at most max.
+TEST(Finders, RankingDropsNoiseOrdersBySavingKeepsTiesInOrderAndCaps) {
+    auto sug = [](const char* kind, Tick saving) {
+        analysis::Suggestion s;
+        s.kind = kind;
+        s.estimated_saving = saving;
+        return s;
+    };
+    const Tick end = 1000000000;  // 1 ms: the floor is 100 ns
+    std::vector<analysis::Suggestion> v = {sug("a", 200000), sug("b", 99999), sug("c", 500000), sug("d", 200000), sug("e", 300000)};
+    analysis::rank_suggestions(v, end, 3);
+    std::vector<std::string> got;
+    for (const auto& s : v) got.push_back(s.kind);
+    EXPECT_EQ(got, (std::vector<std::string>{"c", "e", "a"}));
+    std::vector<analysis::Suggestion> w = {sug("a", 9999), sug("b", 10000)};
+    analysis::rank_suggestions(w, 1000, 10);  // a short run: the floor is 10 ns
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0].kind, "b");
 }
 
 }  // namespace

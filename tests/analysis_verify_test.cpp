@@ -84,7 +84,7 @@ TEST(Verify, RankedVerifiedByMeasuredThenNotVerifiedThenNoGain) {
     std::vector<Suggestion> s = {measured("slower", 900, -5000, Verdict::NoGain), sug("unreplayed", 800),
                                  measured("small", 700, 100, Verdict::Verified), measured("big", 100, 4000, Verdict::Verified),
                                  measured("tiny", 50, 2, Verdict::NoGain)};
-    rank_suggestions(s);
+    rank_by_verdict(s);
     const char* want[] = {"big", "small", "unreplayed", "tiny", "slower"};
     for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(s[i].kind, want[i]) << i;
 }
@@ -104,7 +104,7 @@ TEST(Verify, FileRoundTripGivesTheSameRanking) {
     a.suggestions[2].measured_saving = 123456;
     a.suggestions[2].verdict = Verdict::Verified;
     a.suggestions[2].patch_crc = 42;
-    rank_suggestions(a.suggestions);
+    rank_by_verdict(a.suggestions);
     const std::string path = (std::filesystem::temp_directory_path() / ("verification_test_" + std::to_string(::getpid()) + ".txt")).string();
     write_verification(path, a);
     ASSERT_TRUE(read_verification(path, fresh));

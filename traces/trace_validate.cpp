@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <iomanip>
 #include <string_view>
 #include <unordered_map>
@@ -169,9 +168,27 @@ std::vector<std::string> check_instruction(const Instruction& in, std::size_t st
 
 namespace {
 
+// The problems found so far, at most `max`.
+class Problems {
+public:
+    explicit Problems(std::size_t max) : max_(max == 0 ? 1 : max) {}
+    // Adds m if there is room; false once the list is full.
+    bool add(std::string m) {
+        if (out_.size() < max_) out_.push_back({std::move(m)});
+        return out_.size() < max_;
+    }
+    bool full() const { return out_.size() >= max_; }
+    std::vector<Problem> take() { return std::move(out_); }
+
+private:
+    std::size_t max_;
+    std::vector<Problem> out_;
+};
+
 // Walks every block header from offset 64 to the end of the block area and cross-checks the
 // block structure with the header and the stream table.
-void check_blocks(const TraceFile& tf, const std::function<bool(std::string)>& add) {
+void check_blocks(const TraceFile& tf, Problems& problems) {
+    auto add = [&](std::string m) { return problems.add(std::move(m)); };
     const std::string& path = tf.path();
     detail::InputFile f(path);
     const std::size_t ns = tf.streams().size();
@@ -223,62 +240,70 @@ void check_blocks(const TraceFile& tf, const std::function<bool(std::string)>& a
     }
 }
 
+// The string table: strings are distinct (the text form names each by its text), without NUL,
+// valid UTF-8.
+void check_strings(const TraceFile& tf, const std::string& bin_path, Problems& problems) {
+    const auto& strings = tf.strings();
+    std::unordered_map<std::string_view, std::size_t> first_of;
+    for (std::size_t i = 0; i < strings.size() && !problems.full(); ++i) {
+        auto [it, fresh] = first_of.emplace(strings[i], i);
+        if (!fresh)
+            problems.add(bin_path + ": string table, string " + std::to_string(i) + ": duplicate of string " +
+                         std::to_string(it->second) + " " + quote_string(strings[i]) +
+                         " (strings must be distinct: the text form names each by its text)");
+        if (strings[i].find('\0') != std::string::npos)
+            problems.add(bin_path + ": string table, string " + std::to_string(i) + ": contains a NUL byte");
+        else if (!is_valid_utf8(strings[i]))
+            problems.add(bin_path + ": string table, string " + std::to_string(i) + ": not valid UTF-8: " +
+                         quote_string(strings[i]));
+    }
+}
+
+// Every instruction of stream s against the operand conventions (check_instruction). False
+// once the list of problems is full.
+bool check_stream(const TraceFile& tf, std::size_t s, Problems& problems) {
+    constexpr std::size_t kChunk = 4096;
+    std::vector<Instruction> buf(kChunk);
+    StreamReader r(tf, s);
+    std::uint64_t index = 0;
+    while (std::size_t n = r.read(buf.data(), kChunk)) {
+        for (std::size_t i = 0; i < n; ++i, ++index) {
+            auto issues = check_instruction(buf[i], tf.strings().size());
+            if (issues.empty()) continue;
+            std::string msg = tf.describe_stream(s) + ", instruction " + std::to_string(index) + " (" +
+                              format_instruction(buf[i]) + "): ";
+            for (std::size_t k = 0; k < issues.size(); ++k) msg += (k ? "; " : "") + issues[k];
+            if (!problems.add(std::move(msg))) return false;
+        }
+    }
+    return true;
+}
+
 }  // namespace
 
 std::vector<Problem> validate(const std::string& bin_path, std::size_t max_problems) {
-    std::vector<Problem> out;
-    if (max_problems == 0) max_problems = 1;
-    auto add = [&](std::string m) {
-        if (out.size() < max_problems) out.push_back({std::move(m)});
-        return out.size() < max_problems;
-    };
+    Problems problems(max_problems);
     TraceFile tf;
     try {
         tf = TraceFile::open(bin_path);
     } catch (const TraceError& e) {
-        add(e.what());
-        return out;
+        problems.add(e.what());
+        return problems.take();
     }
-    const auto& strings = tf.strings();
-    std::unordered_map<std::string_view, std::size_t> first_of;  // the text form needs distinct strings
-    for (std::size_t i = 0; i < strings.size() && out.size() < max_problems; ++i) {
-        auto [it, fresh] = first_of.emplace(strings[i], i);
-        if (!fresh)
-            add(bin_path + ": string table, string " + std::to_string(i) + ": duplicate of string " +
-                std::to_string(it->second) + " " + quote_string(strings[i]) +
-                " (strings must be distinct: the text form names each by its text)");
-        if (strings[i].find('\0') != std::string::npos)
-            add(bin_path + ": string table, string " + std::to_string(i) + ": contains a NUL byte");
-        else if (!is_valid_utf8(strings[i]))
-            add(bin_path + ": string table, string " + std::to_string(i) + ": not valid UTF-8: " +
-                quote_string(strings[i]));
-    }
+    check_strings(tf, bin_path, problems);
     try {
-        check_blocks(tf, add);
+        check_blocks(tf, problems);
     } catch (const TraceError& e) {
-        add(e.what());
+        problems.add(e.what());
     }
-    constexpr std::size_t kChunk = 4096;
-    std::vector<Instruction> buf(kChunk);
-    for (std::size_t s = 0; s < tf.streams().size() && out.size() < max_problems; ++s) {
+    for (std::size_t s = 0; s < tf.streams().size() && !problems.full(); ++s) {
         try {
-            StreamReader r(tf, s);
-            std::uint64_t index = 0;
-            while (std::size_t n = r.read(buf.data(), kChunk)) {
-                for (std::size_t i = 0; i < n; ++i, ++index) {
-                    auto issues = check_instruction(buf[i], strings.size());
-                    if (issues.empty()) continue;
-                    std::string msg = tf.describe_stream(s) + ", instruction " + std::to_string(index) + " (" +
-                                      format_instruction(buf[i]) + "): ";
-                    for (std::size_t k = 0; k < issues.size(); ++k) msg += (k ? "; " : "") + issues[k];
-                    if (!add(std::move(msg))) return out;
-                }
-            }
+            if (!check_stream(tf, s, problems)) break;
         } catch (const TraceError& e) {
-            add(e.what());
+            problems.add(e.what());
         }
     }
-    return out;
+    return problems.take();
 }
 
 // ---------------------------------------------------------------------------------------------

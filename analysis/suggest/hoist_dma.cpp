@@ -1,0 +1,35 @@
+// hoist_dma: sync-flag waits on DMAs issued late. Move each DMA a stalled wait waits for up to
+// just after the last instruction it depends on (a prefetch into the buffer as soon as it is
+// free). The estimate: wait_remedy.cpp (hoist_option).
+#include <sstream>
+
+#include "analysis/suggest/finder.h"
+#include "analysis/suggest/wait_groups.h"
+
+namespace xpu::analysis {
+
+namespace {
+
+class HoistDma : public SuggestionFinder {
+public:
+    const char* kind() const override { return "hoist_dma"; }
+    void find(const SuggestContext& sc, std::vector<Suggestion>& out) const override {
+        for (auto& [step, g] : group_hoists(sc, kind())) {
+            const std::string at = finish_group(g);
+            std::ostringstream cause, action;
+            cause << g.waits << " sync-flag waits at " << at << " on DMAs issued late (" << dma_list(g) << ")";
+            action << "prefetch: hoist " << g.dmas
+                   << " DMAs earlier, each to just after the last instruction it depends on (its buffer is free and its data ready there), "
+                   << g.passed << " instruction slots in all";
+            g.s.cause = cause.str();
+            g.s.action = action.str();
+            out.push_back(std::move(g.s));
+        }
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<SuggestionFinder> hoist_dma_finder() { return std::make_unique<HoistDma>(); }
+
+}  // namespace xpu::analysis

@@ -1,0 +1,79 @@
+// reorder: a wait that holds back independent work. List-schedule a window of the stream from
+// the wait on against a machine model of the run (analysis/schedule.h); where the model finds
+// nothing faster, move the wait down to its first use. The estimate: the model's finish of the
+// window in program order less in the new order (sinking: wait_remedy.cpp, sink_saving).
+#include <algorithm>
+#include <sstream>
+
+#include "analysis/schedule.h"
+#include "analysis/suggest/finder.h"
+#include "analysis/suggest/wait_groups.h"
+
+namespace xpu::analysis {
+
+namespace {
+
+// The window list-scheduled for a wait that holds back independent work: from the wait to
+// past its first use by as much again (so that the held-back work can spread over the work
+// that follows), bounded to keep the quadratic graph cheap.
+constexpr std::uint64_t kMaxWindow = 8192;
+
+// List-schedules a window at each wait of group g against the machine model of the run; where
+// the model finds the new order faster, it replaces the plain sinking of the waits (moves,
+// saving per stream, instructions that change place). False if no window gains.
+bool list_schedule(WindowScheduler& scheduler, WaitGroup& g) {
+    std::sort(g.held.begin(), g.held.end(), [](const WaitGroup::Held& x, const WaitGroup::Held& y) {
+        return x.stream != y.stream ? x.stream < y.stream : x.wait < y.wait;
+    });
+    std::vector<Move> moves;
+    std::map<std::uint32_t, Tick> saving_on;
+    std::uint64_t passed = 0;
+    std::map<std::uint32_t, std::uint64_t> scheduled_to;  // per stream, the end of the last window
+    for (const WaitGroup::Held& h : g.held) {
+        if (h.wait < scheduled_to[h.stream]) continue;
+        const std::uint64_t end = h.wait + std::min(kMaxWindow, 2 * (h.first_use - h.wait) + 1);
+        const WindowSchedule ws = scheduler.schedule(h.stream, h.wait, end);
+        if (ws.order.empty() || ws.modelled_after >= ws.modelled_before) continue;
+        saving_on[h.stream] += ws.modelled_before - ws.modelled_after;
+        const std::uint64_t stop = h.wait + ws.order.size();
+        for (std::size_t p = 0; p < ws.order.size(); ++p) {
+            moves.push_back({h.stream, ws.order[p], stop, p + 1});
+            if (ws.order[p] != h.wait + p) ++passed;
+        }
+        scheduled_to[h.stream] = stop;
+    }
+    if (moves.empty()) return false;
+    g.s.moves = std::move(moves);
+    g.saving_on = std::move(saving_on);
+    g.passed = passed;
+    return true;
+}
+
+class Reorder : public SuggestionFinder {
+public:
+    const char* kind() const override { return "reorder"; }
+    void find(const SuggestContext& sc, std::vector<Suggestion>& out) const override {
+        WindowScheduler scheduler(sc.cx, sc.plan);
+        for (auto& [step, g] : group_sinks(sc, kind())) {
+            const bool scheduled = list_schedule(scheduler, g);
+            const std::string at = finish_group(g);
+            std::ostringstream cause, action;
+            cause << g.waits << " waits at " << at << " hold back independent work that does not need the data waited for";
+            if (scheduled)
+                action << "reorder: list-schedule the instructions from each wait on (" << g.passed
+                       << " instructions change place; dependencies and sync semantics kept), interleaving the held-back work with the work after it";
+            else
+                action << "reorder: move each wait down to the first instruction that needs its data (" << g.passed
+                       << " independent instructions move above them; waits made redundant by a later one are dropped)";
+            g.s.cause = cause.str();
+            g.s.action = action.str();
+            out.push_back(std::move(g.s));
+        }
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<SuggestionFinder> reorder_finder() { return std::make_unique<Reorder>(); }
+
+}  // namespace xpu::analysis

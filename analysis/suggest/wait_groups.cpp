@@ -1,0 +1,77 @@
+#include "analysis/suggest/wait_groups.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "analysis/suggest/finder.h"
+
+namespace xpu::analysis {
+
+std::string step_of(const std::string& ann) {
+    const auto p = ann.rfind('/');
+    return p == std::string::npos ? ann : ann.substr(p + 1);
+}
+
+namespace {
+
+// The group of remedy r's step, counting the wait and its saving.
+WaitGroup& group_of(std::map<std::string, WaitGroup>& groups, const WaitRemedy& r) {
+    const std::string where = step_of(r.ann);
+    WaitGroup& g = groups[where];
+    g.s.kind = r.kind;
+    g.s.where = where;
+    g.saving_on[r.wait->stream] += r.saving;
+    g.ops.insert(r.ann);
+    ++g.waits;
+    return g;
+}
+
+}  // namespace
+
+std::map<std::string, WaitGroup> group_hoists(const SuggestContext& sc, const char* kind) {
+    std::map<std::string, WaitGroup> groups;
+    for (const WaitRemedy& r : sc.remedies) {
+        if (std::strcmp(r.kind, kind) != 0) continue;
+        WaitGroup& g = group_of(groups, r);
+        for (const Hoist& h : r.hoists) {
+            if (h.renamed) g.renamed.insert({h.stream, h.from});
+            if (g.moved.insert({h.stream, h.from}).second) {
+                g.s.moves.push_back({h.stream, h.from, h.to});
+                ++g.dmas;
+                g.passed += h.from - h.to;
+                g.dma_anns.insert(sc.run.annotation(sc.run.streams[h.stream].code[h.from]));
+            }
+        }
+    }
+    return groups;
+}
+
+std::map<std::string, WaitGroup> group_sinks(const SuggestContext& sc, const char* kind) {
+    std::map<std::string, WaitGroup> groups;
+    for (const WaitRemedy& r : sc.remedies) {
+        if (std::strcmp(r.kind, kind) != 0) continue;
+        WaitGroup& g = group_of(groups, r);
+        const WaitStall& w = *r.wait;
+        if (g.moved.insert({w.stream, w.index}).second) {
+            g.s.moves.push_back({w.stream, w.index, r.redundant ? Move::kDelete : r.stop});
+            if (!r.redundant) g.passed += r.stop - w.index - 1;
+            g.held.push_back({w.stream, w.index, r.stop});
+        }
+    }
+    return groups;
+}
+
+std::string finish_group(WaitGroup& g) {
+    for (const auto& [stream, t] : g.saving_on) g.s.estimated_saving = std::max(g.s.estimated_saving, t);
+    if (g.ops.size() == 1) g.s.where = *g.ops.begin();
+    else g.s.where = "*/" + g.s.where + " (" + std::to_string(g.ops.size()) + " ops)";
+    return g.s.where.empty() ? "(no annotation)" : g.s.where;
+}
+
+std::string dma_list(const WaitGroup& g) {
+    std::string anns;
+    for (const auto& x : g.dma_anns) anns += (anns.empty() ? "" : ", ") + (x.empty() ? std::string("(no annotation)") : x);
+    return anns;
+}
+
+}  // namespace xpu::analysis

@@ -1,0 +1,51 @@
+// The finders of the wait kinds (hoist_dma, double_buffer, pipeline_collective, drop_wait,
+// reorder) make one suggestion per step of an op (the last part of the annotation: wait_data,
+// wait_c, ...) out of the waits whose remedy is theirs, so that one suggestion fixes a pattern
+// wherever the compiler emitted it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/analysis.h"
+
+namespace xpu::analysis {
+
+struct SuggestContext;
+
+struct WaitGroup {
+    Suggestion s;               // kind, where (the step until finish_group), moves
+    std::set<std::string> ops;  // the annotations it covers
+    std::map<std::uint32_t, Tick> saving_on;  // per stream: streams run in parallel, so the
+                                              // suggestion saves the largest of these, not their sum
+    std::set<std::pair<std::uint32_t, std::uint64_t>> moved;
+    std::set<std::pair<std::uint32_t, std::uint64_t>> renamed;  // hoists: the DMAs whose buffer gets a second one
+    std::uint64_t waits = 0, dmas = 0, passed = 0;
+    std::set<std::string> dma_anns;  // hoists: the DMAs' annotations
+    struct Held {  // sinks: a wait holding back independent work, and the first instruction needing it
+        std::uint32_t stream;
+        std::uint64_t wait, first_use;
+    };
+    std::vector<Held> held;
+};
+
+// The step of an op: the last part of its annotation.
+std::string step_of(const std::string& ann);
+
+// The waits whose remedy (wait_remedy.h) is `kind`, by step (in step order): for a hoist kind,
+// the DMAs moved (each once); for a sink kind, the waits sunk or deleted.
+std::map<std::string, WaitGroup> group_hoists(const SuggestContext& sc, const char* kind);
+std::map<std::string, WaitGroup> group_sinks(const SuggestContext& sc, const char* kind);
+
+// Sets the group's estimated saving (the largest of its streams') and where it applies (its op,
+// or "*/step (n ops)"). Returns where, as the finding's text says it ("(no annotation)").
+std::string finish_group(WaitGroup& g);
+
+// The DMAs' annotations, for the finding's text: "gemm/load_a, gemm/load_b".
+std::string dma_list(const WaitGroup& g);
+
+}  // namespace xpu::analysis
