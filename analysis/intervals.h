@@ -37,17 +37,21 @@ inline Tick covered(const std::vector<Interval>& merged, Tick a, Tick b) {
     return t;
 }
 
-// Adds `amount` (bytes, busy time...) spread evenly over [b, e) to the buckets of `v` (bucket
+// Adds `amount` (bytes, busy time...) spread evenly over [b, e) to the buckets v[0, n) (bucket
 // k covers [k * bucket, (k + 1) * bucket)); an empty interval counts as [b, b + 1). Buckets
-// past the end of `v` are dropped.
-inline void spread(std::vector<double>& v, Tick bucket, Tick b, Tick e, double amount) {
-    if (v.empty() || bucket == 0) return;
+// past n are dropped.
+inline void spread(double* v, std::size_t n, Tick bucket, Tick b, Tick e, double amount) {
+    if (n == 0 || bucket == 0) return;
     if (e <= b) e = b + 1;
     const double rate = amount / static_cast<double>(e - b);
-    for (std::size_t k = static_cast<std::size_t>(b / bucket); k < v.size() && k * bucket < e; ++k) {
+    for (std::size_t k = static_cast<std::size_t>(b / bucket); k < n && k * bucket < e; ++k) {
         const Tick x = std::max<Tick>(b, k * bucket), y = std::min<Tick>(e, (k + 1) * bucket);
         if (y > x) v[k] += rate * static_cast<double>(y - x);
     }
+}
+
+inline void spread(std::vector<double>& v, Tick bucket, Tick b, Tick e, double amount) {
+    spread(v.data(), v.size(), bucket, b, e, amount);
 }
 
 }  // namespace xpu::analysis

@@ -1,23 +1,10 @@
 #include "analysis/suggest/loads.h"
 
+#include "analysis/intervals.h"
+
 #include <algorithm>
 
 namespace xpu::analysis {
-
-namespace {
-
-// Bytes of a transaction spread evenly over [b, e] into buckets v[0, n) of `bucket` ps.
-// The same loop as analyze.cpp's spread (a shared helper is to replace both).
-void spread_bytes(double* v, std::size_t n, Tick bucket, Tick b, Tick e, double bytes) {
-    if (e <= b) e = b + 1;
-    const double rate = bytes / static_cast<double>(e - b);
-    for (std::size_t k = static_cast<std::size_t>(b / bucket); k < n && k * bucket < e; ++k) {
-        const Tick x = std::max<Tick>(b, k * bucket), y = std::min<Tick>(e, (k + 1) * bucket);
-        if (y > x) v[k] += rate * static_cast<double>(y - x);
-    }
-}
-
-}  // namespace
 
 HbmLoad::HbmLoad(const RunData& run) {
     bucket_ = std::max<Tick>(1000, run.end / 100000 + 1);
@@ -27,7 +14,7 @@ HbmLoad::HbmLoad(const RunData& run) {
         if (u.role != Role::Hbm) continue;
         Chip& c = chips_[u.chip];
         if (c.bytes.empty()) c.bytes.assign(n + 1, 0.0);
-        spread_bytes(c.bytes.data() + 1, n, bucket_, m.arrival, m.done, static_cast<double>(m.bytes));  // bucket k into k + 1
+        spread(c.bytes.data() + 1, n, bucket_, m.arrival, m.done, static_cast<double>(m.bytes));  // bucket k into k + 1
     }
     for (const Unit& u : run.units)
         if (u.role == Role::Hbm) chips_[u.chip].peak_per_ps += u.peak_gbps / 1000.0;
