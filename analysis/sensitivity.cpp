@@ -29,6 +29,7 @@ const std::vector<Lever>& levers() {
         {"HBM bandwidth", "HbmController", {"channel_bandwidth_gbps"}, true},
         {"HBM latency", "HbmController", {"latency_ns"}, false},
         {"DMA engine bandwidth", "DmaEngine", {"bandwidth_gbps"}, true},
+        {"matrix units (rows streamed per cycle)", "MatrixUnit", {"rows_per_cycle"}, true},
         {"vector units (load/store width, transcendental and cross-lane rate)", "VectorUnit",
          {"ldst_bytes_per_cycle", "trans_cycles_per_vreg", "xlu_cycles_per_vreg"}, true},
         {"VMEM port width", "Vmem", {"port_bytes_per_cycle"}, true},

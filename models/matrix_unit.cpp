@@ -32,7 +32,7 @@ void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& del
             start = max_tick(accept, weight_port_free_);
             // Without a shadow buffer the array must be empty before its weights change.
             start = max_tick(start, cfg_.double_buffer ? shadow_free_ : drain_done_);
-            occupied_until = start + cfg_.rows * cyc;
+            occupied_until = start + ((cfg_.rows + cfg_.rows_per_cycle - 1) / cfg_.rows_per_cycle) * cyc;
             complete = occupied_until;
             weight_port_free_ = occupied_until;
             weights_ready_ = occupied_until;
@@ -49,8 +49,8 @@ void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& del
                 return;
             }
             start = max_tick(max_tick(earliest, weights_ready_), stream_free_);
-            occupied_until = start + Tick(in.m) * cyc;
-            complete = start + (Tick(in.m) + cfg_.rows + cfg_.cols - 2) * cyc;
+            occupied_until = start + ((Tick(in.m) + cfg_.rows_per_cycle - 1) / cfg_.rows_per_cycle) * cyc;
+            complete = occupied_until + Tick(cfg_.rows + cfg_.cols - 2) * cyc;  // the last row drains
             stream_free_ = occupied_until;
             drain_done_ = max_tick(drain_done_, complete);
             if (!weights_used_) {  // these weights are now in the array: the shadow is free

@@ -3,6 +3,8 @@
 // Timing (cycles), the classic analytic model rather than per-PE simulation:
 //   mpush  loads a weight tile: `rows` cycles (one row of weights enters per cycle).
 //   matmul streams M LHS rows: the array takes a new row each cycle (M cycles of occupancy);
+//          with rows_per_cycle = r > 1 (a what-if array r times as fast), pushes take
+//          ceil(rows / r) and matmuls ceil(M / r) cycles of occupancy, fill and drain unchanged;
 //          the last result leaves M + rows + cols - 2 cycles after the first row entered
 //          (fill through the rows, skew across the cols, drain).
 //   mpop   moves M result rows out at `pop_rows_per_cycle`.
@@ -30,6 +32,7 @@ struct MatrixUnitParams {
     unsigned queue_depth = 32;  // the lookahead that hides weight loads
     unsigned pop_rows_per_cycle = 8;
     unsigned pop_latency = 4;
+    unsigned rows_per_cycle = 1;  // LHS rows streamed and weight rows loaded per cycle
 
     void declare(ParamVisitor& v) {
         v.u32("rows", rows, 1, 4096, "rows", "systolic array rows (weight rows, the K of a tile)");
@@ -38,6 +41,9 @@ struct MatrixUnitParams {
         v.u32("queue_depth", queue_depth, 1, 4096, "instructions", "instructions waiting in the unit");
         v.u32("pop_rows_per_cycle", pop_rows_per_cycle, 1, 4096, "rows/cycle", "result rows popped per cycle");
         v.u32("pop_latency", pop_latency, 0, 1000, "cycles", "pop latency, cycles");
+        v.u32("rows_per_cycle", rows_per_cycle, 1, 64, "rows/cycle",
+              "LHS rows streamed and weight rows loaded per cycle: 1 in a classic systolic array, N for an array "
+              "N times as fast at the same shape (fill and drain unchanged); the what-if for matrix throughput");
     }
 };
 
@@ -63,7 +69,7 @@ public:
     std::vector<Stat> stats() const override;
     // Peak multiply-accumulates per second of this unit, for roofline bounds.
     double peak_flops_per_s() const {
-        return 2.0 * cfg_.rows * cfg_.cols * (1e12 / static_cast<double>(cfg_.cycle));
+        return 2.0 * cfg_.rows * cfg_.cols * cfg_.rows_per_cycle * (1e12 / static_cast<double>(cfg_.cycle));
     }
     std::uint64_t flops() const { return flops_; }
 
