@@ -242,7 +242,9 @@ void mini_bar(std::string& h, const CauseTimes& t, const std::string& what) {
 
 // "95.26 us · 8 instr", or "· 8 units" for the kinds of unit (count_word).
 std::string rollup_right(const Rollup& r, const char* count_word) {
-    return duration(sum(r.time)) + " \xC2\xB7 " + std::to_string(r.instructions) + " " + count_word;
+    const std::string word = count_word;
+    return duration(sum(r.time)) + " \xC2\xB7 " + std::to_string(r.instructions) + " " +
+           (word == "units" && r.instructions == 1 ? std::string("unit") : word);
 }
 
 std::vector<BarRow> rollup_rows(std::vector<Rollup> v, std::size_t limit, const char* count_word) {
