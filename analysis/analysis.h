@@ -60,8 +60,9 @@ struct Stall {
 // Core time by a key (op annotation, layer, chip): busy (issue slots) + stalls by cause.
 struct Rollup {
     std::string key;
-    std::uint64_t instructions = 0;
+    std::uint64_t instructions = 0;  // (per unit kind: the units of the kind)
     CauseTimes time{};
+    std::uint64_t layers = 1;        // by_op_merged: how many layers' ops it adds up (analysis/names.h)
     Tick total() const;
 };
 
@@ -143,7 +144,10 @@ struct Suggestion {
                          // collective_algorithm
     std::string cause;   // the finding, e.g. "sync-flag waits at gemm/wait_data on DMAs issued right before them"
     std::string action;  // what to change
-    std::string where;   // annotation (op) it applies to
+    std::string where;   // annotation (op) it applies to; ops of several layers rolled up (analysis/names.h)
+    // The full detail the short texts roll up: every op (annotation) it applies at, and every op
+    // of the DMAs its finding names, in natural order (analysis.json `ops`, `dma_ops`; report.html).
+    std::vector<std::string> ops, dma_ops;
     Tick estimated_saving = 0;  // never above the run's headroom over its lower bound
     std::vector<Move> moves;
     std::vector<Edit> edits;  // applied with the moves (an edited instruction may also move)
@@ -163,7 +167,8 @@ struct Analysis {
     std::uint64_t records = 0, instructions = 0;
     std::vector<UnitAccount> units;
     std::vector<Stall> top_stalls;  // longest first
-    std::vector<Rollup> by_op, by_layer, by_chip, by_unit_kind;
+    std::vector<Rollup> by_op, by_layer, by_chip, by_unit_kind;  // by total, largest first, ties in natural order (chips: natural order)
+    std::vector<Rollup> by_op_merged;  // by_op with the layers added up: "layer*/attn/qkv_proj/load_b", `layers` of them
     CauseTimes core_total{};  // all cores together
     std::vector<PathStep> critical_path;  // from the end backwards
     CauseTimes critical_by_cause{};

@@ -19,11 +19,12 @@ void causes(JsonWriter& j, const char* key, const CauseTimes& t) {
     j.end_object();
 }
 
-void rollups(JsonWriter& j, const char* key, const std::vector<Rollup>& v) {
+void rollups(JsonWriter& j, const char* key, const std::vector<Rollup>& v, bool layers = false) {
     j.begin_array(key);
     for (const Rollup& r : v) {
         j.begin_object();
         j.field("key", r.key);
+        if (layers) j.field("layers", r.layers);
         j.field("instructions", r.instructions);
         j.field("total_ns", ns(r.total()));
         causes(j, "ns", r.time);
@@ -55,6 +56,7 @@ void write_analysis_json(std::ostream& os, const RunData& run, const Analysis& a
     }
     j.end_array();
     rollups(j, "by_op", a.by_op);
+    rollups(j, "by_op_merged", a.by_op_merged, true);
     rollups(j, "by_layer", a.by_layer);
     rollups(j, "by_chip", a.by_chip);
     j.begin_array("top_stalls");
@@ -165,6 +167,12 @@ void write_analysis_json(std::ostream& os, const RunData& run, const Analysis& a
         j.field("kind", s.kind);
         j.field("where", s.where);
         j.field("finding", s.cause);
+        j.begin_array("ops");  // every op it applies at (where rolls them up across layers)
+        for (const std::string& o : s.ops) j.value(o);
+        j.end_array();
+        j.begin_array("dma_ops");  // every op of the DMAs the finding names
+        for (const std::string& o : s.dma_ops) j.value(o);
+        j.end_array();
         j.field("action", s.action);
         j.field("estimated_saving_ns", ns(s.estimated_saving));
         if (s.measured) j.field("measured_saving_ns", static_cast<double>(s.measured_saving) / 1000.0);

@@ -17,6 +17,7 @@
 #include "analysis/context.h"
 #include "analysis/intervals.h"
 #include "analysis/large_array.h"
+#include "analysis/names.h"
 #include "traces/mostly_sorted.h"
 #include "traces/trace_text.h"
 #include "traces/vmem_liveness.h"
@@ -147,6 +148,36 @@ std::string why(const Context& cx, std::uint32_t s, std::uint64_t i, const Stall
     return os.str();
 }
 
+// Largest first; ties in natural order of the key (layer2 before layer10).
+void sort_rollups(std::vector<Rollup>& v) {
+    std::sort(v.begin(), v.end(), [](const Rollup& x, const Rollup& y) {
+        const Tick tx = x.total(), ty = y.total();
+        return tx != ty ? tx > ty : natural_less(x.key, y.key);
+    });
+}
+
+// The ops of every layer added up: "layer3/attn/qkv_proj/load_b" counts for
+// "layer*/attn/qkv_proj/load_b" (analysis/names.h), `layers` the number of ops it adds up.
+std::vector<Rollup> merge_layers(const std::vector<Rollup>& by_op) {
+    std::map<std::string, Rollup> m;
+    for (const Rollup& r : by_op) {
+        auto [it, fresh] = m.emplace(layer_pattern(r.key), r);
+        if (fresh) continue;  // keeps its own key while it is alone (a pattern of one op shows the op)
+        Rollup& x = it->second;
+        x.instructions += r.instructions;
+        for (std::size_t c = 0; c < kCauses; ++c) x.time[c] += r.time[c];
+        ++x.layers;
+    }
+    std::vector<Rollup> out;
+    out.reserve(m.size());
+    for (auto& [k, r] : m) {
+        if (r.layers > 1) r.key = k;
+        out.push_back(std::move(r));
+    }
+    sort_rollups(out);
+    return out;
+}
+
 struct StallLess {
     bool operator()(const Stall& a, const Stall& b) const { return a.total > b.total; }  // min-heap
 };
@@ -259,9 +290,10 @@ void core_pass(Context& cx, Analysis& a, const AnalyzeOptions& opt) {
     for (auto* m : {&by_ann, &by_layer, &by_chip}) {
         std::vector<Rollup>& out = m == &by_ann ? a.by_op : m == &by_layer ? a.by_layer : a.by_chip;
         for (auto& [k, r] : *m) out.push_back(r);
-        if (m != &by_chip)
-            std::stable_sort(out.begin(), out.end(), [](const Rollup& x, const Rollup& y) { return x.total() > y.total(); });
+        if (m != &by_chip) sort_rollups(out);
+        else std::sort(out.begin(), out.end(), [](const Rollup& x, const Rollup& y) { return natural_less(x.key, y.key); });
     }
+    a.by_op_merged = merge_layers(a.by_op);
     while (!top.empty()) {
         a.top_stalls.push_back(top.top());
         top.pop();

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "analysis/intervals.h"
+#include "analysis/names.h"
 #include "analysis/report.h"
 
 namespace xpu::analysis {
@@ -21,6 +23,27 @@ std::string direction_of(const std::string& path) {
 std::string op_of(const std::string& ann) {
     const auto p = ann.rfind('/');
     return p == std::string::npos ? ann : ann.substr(0, p);
+}
+
+// The collective algorithms xpu_tracegen lowers (traces/gen/collective.h), named as the second
+// component of their ops' annotations ("all-reduce/torus2d/reduce_scatter").
+constexpr const char* kAlgorithms[] = {"ring", "bidir-ring", "torus2d"};
+
+// The known algorithms the ops name: what the trace already uses.
+std::set<std::string> algorithms_in(const std::map<std::string, std::uint64_t>& ops) {
+    std::set<std::string> out;
+    for (const auto& [op, bytes] : ops) {
+        std::size_t b = 0;
+        for (;;) {
+            const std::size_t e = op.find('/', b);
+            const std::string c = op.substr(b, e == std::string::npos ? std::string::npos : e - b);
+            for (const char* a : kAlgorithms)
+                if (c == a) out.insert(c);
+            if (e == std::string::npos) break;
+            b = e + 1;
+        }
+    }
+    return out;
 }
 
 }  // namespace
@@ -74,6 +97,8 @@ Suggestion collective_algorithm(const RunData& run) {
             op_bytes = b;
         }
     s.where = op.empty() ? "(inter-chip traffic)" : op;
+    for (const auto& [o, b] : bytes_by_op) s.ops.push_back(o);
+    s.ops = sorted_names(std::move(s.ops));
     const bool ring = total == 2;
     std::ostringstream cause, action;
     cause << "inter-chip traffic uses " << used << " of the " << total << " link directions (";
@@ -84,12 +109,16 @@ Suggestion collective_algorithm(const RunData& run) {
     }
     cause << " of the busiest direction's bytes); the busiest link (" << busiest_link << ") was busy " << format_time(busiest)
           << " of the " << format_time(span) << " the traffic lasted";
-    action << "pick another collective algorithm: "
-           << (ring ? "a bidirectional ring (half of the bytes each way)"
-                    : "one that spreads the bytes over every dimension and direction of the torus (e.g. rings along each dimension, both ways)")
-           << " moves them in at best " << used << "/" << total
-           << " of the busiest link's time; a change of lowering, not a patch of this trace: lower the collective that way (e.g. xpu_tracegen collective --algo "
-           << (ring ? "bidir-ring" : "torus2d") << ") and compare the runs with xpu_analyze --compare";
+    // Name a lowering xpu_tracegen has, never the one the trace uses already.
+    const std::string other = ring ? "bidir-ring" : "torus2d";
+    action << "another collective algorithm could spread the bytes over every "
+           << (ring ? "direction of the ring (half each way)" : "dimension and direction of the torus") << ": at best " << used << "/"
+           << total << " of the busiest link's time; ";
+    if (!algorithms_in(bytes_by_op).count(other))
+        action << "e.g. xpu_tracegen collective --algo " << other << ", then xpu_analyze --compare";
+    else
+        action << "the trace's " << other << " runs each " << (ring ? "ring" : "dimension")
+               << " one way (xpu_tracegen has no lowering that runs both ways)";
     s.cause = cause.str();
     s.action = action.str();
     return s;

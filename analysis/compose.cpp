@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "analysis/names.h"
+
 namespace xpu::analysis {
 
 namespace {
@@ -51,7 +53,11 @@ Suggestion compose(const std::vector<const Suggestion*>& parts) {
         c.estimated_saving += p->estimated_saving;
         c.moves.insert(c.moves.end(), p->moves.begin(), p->moves.end());
         c.edits.insert(c.edits.end(), p->edits.begin(), p->edits.end());
+        c.ops.insert(c.ops.end(), p->ops.begin(), p->ops.end());
+        c.dma_ops.insert(c.dma_ops.end(), p->dma_ops.begin(), p->dma_ops.end());
     }
+    c.ops = sorted_names(std::move(c.ops));
+    c.dma_ops = sorted_names(std::move(c.dma_ops));
     return c;
 }
 

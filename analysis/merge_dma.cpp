@@ -37,6 +37,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/names.h"
 #include "analysis/report.h"
 
 namespace xpu::analysis {
@@ -350,20 +351,6 @@ Tick merge_estimate(const Context& cx, const Planner& plan, const std::vector<Me
     return best;
 }
 
-// Where: the ops of the merged DMAs, each step once ("*/step" when several ops share it).
-std::string merge_where(const std::set<std::string>& ops) {
-    std::map<std::string, std::set<std::string>> steps;
-    for (const std::string& a : ops) {
-        const auto p = a.rfind('/');
-        steps[p == std::string::npos ? a : a.substr(p + 1)].insert(a);
-    }
-    std::string where;
-    for (const auto& [step, in] : steps)
-        where += (where.empty() ? "" : ", ") + (in.size() == 1 ? (in.begin()->empty() ? std::string("(no annotation)") : *in.begin()) : "*/" + step);
-    if (ops.size() > steps.size()) where += " (" + std::to_string(ops.size()) + " ops)";
-    return where;
-}
-
 }  // namespace
 
 Suggestion merge_suggestion(const Context& cx, const Planner& plan, const std::function<Tick(int, Tick, Tick)>& hbm_idle) {
@@ -394,7 +381,9 @@ Suggestion merge_suggestion(const Context& cx, const Planner& plan, const std::f
         for (std::size_t j = 1; j < m.pieces.size(); ++j) sug.moves.push_back({m.stream, m.pieces[j], Move::kDelete});
     }
     if (!merged) return sug;
-    sug.where = merge_where(ops);
+    // Where: the ops of the merged DMAs, each step once, rolled up across layers (analysis/names.h).
+    sug.ops = sorted_names(std::vector<std::string>(ops.begin(), ops.end()));
+    sug.where = where_text(sug.ops);
     std::ostringstream cause, action;
     cause << merged << " runs of back-to-back contiguous DMAs (" << pieces << " DMAs) on one engine and one flag each pay the engine's per-DMA cost ("
           << format_time(fixed_min) << " measured; " << format_time(overhead) << " in all): the core was held "

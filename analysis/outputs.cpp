@@ -62,7 +62,7 @@ Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const Outp
     try {
         if (a.verified) write_verification(path("verification.txt"), a);
         std::ostringstream text;
-        print_report(text, run, a, opt.top);
+        print_report(text, run, a, opt.top, opt.per_layer);
         {
             std::ofstream f(path("report.txt"), std::ios::binary);
             f << text.str();
@@ -72,7 +72,7 @@ Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const Outp
         write_analysis_json_file(path("analysis.json"), run, a);
         clock.lap("analysis.json");
         if (opt.html) {
-            write_report_html(path("report.html"), run, a);
+            write_report_html(path("report.html"), run, a, opt.per_layer);
             clock.lap("report.html");
         }
         if (opt.timeline) {

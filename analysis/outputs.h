@@ -24,6 +24,7 @@ struct PhaseTimes {
 struct OutputOptions {
     bool print = true;       // the terminal report on `os`
     std::size_t top = 10;    // rows per table in the terminal report
+    bool per_layer = false;  // time by op per layer in report.txt and report.html (default: added up over layers)
     bool html = true, timeline = true;
     PhaseTimes* timing = nullptr;  // if set, filled with the phases' wall times
     VerifyOptions verify;          // replay the top candidates (enabled by default)

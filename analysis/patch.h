@@ -9,9 +9,23 @@
 
 namespace xpu::analysis {
 
+// What a suggestion changes, each instruction counted once: deleted; else moved, if it changes
+// place (its position among the stream's instructions that are not deleted differs from the
+// original's: a list-scheduled window moves every instruction of the window, but those the new
+// order leaves where they were do not change place); else rewritten (edited). The finders'
+// texts (reorder: "N instructions change place") and xpu_analyze --apply's message count alike.
+struct PatchCount {
+    std::size_t moved = 0, deleted = 0, rewritten = 0;
+    std::size_t total() const { return moved + deleted + rewritten; }
+};
+PatchCount count_changes(const RunData& run, const Suggestion& s);
+
+// "12 instructions change place, 3 dropped, 1 rewritten" (the parts that are not 0; "no instruction changes").
+std::string changes_text(const PatchCount& c);
+
 // Writes the run's trace with `s` applied to `path` (atomically, via the trace writer).
-// Returns the number of instructions moved, deleted or rewritten. Throws std::runtime_error naming the
-// file on a write error.
-std::size_t write_patched_trace(const RunData& run, const Suggestion& s, const std::string& path);
+// Returns what it changed (count_changes). Throws std::runtime_error naming the file on a
+// write error.
+PatchCount write_patched_trace(const RunData& run, const Suggestion& s, const std::string& path);
 
 }  // namespace xpu::analysis

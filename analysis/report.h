@@ -10,7 +10,8 @@
 
 namespace xpu::analysis {
 
-void print_report(std::ostream& os, const RunData& run, const Analysis& a, std::size_t top = 10);
+// Time by op: added up over layers (Analysis::by_op_merged), or per layer (by_op) if per_layer.
+void print_report(std::ostream& os, const RunData& run, const Analysis& a, std::size_t top = 10, bool per_layer = false);
 void write_analysis_json(std::ostream& os, const RunData& run, const Analysis& a);
 // Writes `path` atomically (temp file + rename); throws std::runtime_error naming it.
 void write_analysis_json_file(const std::string& path, const RunData& run, const Analysis& a);

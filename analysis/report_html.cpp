@@ -10,9 +10,11 @@
 #include <numeric>
 
 #include "analysis/bounds.h"
+#include "analysis/patch.h"
 #include "analysis/render_util.h"
 #include "analysis/verify.h"
 #include "traces/json_writer.h"
+#include "traces/trace_text.h"
 
 namespace xpu::analysis {
 
@@ -76,6 +78,34 @@ std::string instr_label(const RunData& run, std::uint32_t stream, std::uint64_t 
 std::string instr_text(const RunData& run, std::uint32_t stream, std::uint64_t index) {
     if (stream < run.streams.size() && index < run.streams[stream].code.size()) return describe(run, stream, index);
     return instr_label(run, stream, index);
+}
+
+// An instruction's text form with its annotation, without its place: "swait flag=2 val=3 cond=ge [layer0/mlp/wait_data]".
+std::string instruction_text(const RunData& run, Instruction in) {
+    const std::string ann = run.annotation(in);
+    in.present = static_cast<std::uint16_t>(in.present & ~(kAnn | kTimestamp));
+    std::string t = trace::format_instruction(in);
+    if (!ann.empty()) t += " [" + ann + "]";
+    return t;
+}
+
+// Where a move puts an instruction: in front of "#12 swait ... [ann]", or at the end of the stream.
+std::string target_text(const RunData& run, std::uint32_t stream, std::uint64_t before) {
+    if (stream >= run.streams.size() || before >= run.streams[stream].code.size()) return "the end of the stream";
+    return "#" + std::to_string(before) + " " + instruction_text(run, run.streams[stream].code[before]);
+}
+
+// The full list behind a rolled-up text, collapsed: "<details><summary>ops (160)</summary>...".
+void names_details(std::string& h, const char* what, const std::vector<std::string>& names) {
+    if (names.size() < 2) return;
+    h += "<details><summary>";
+    esc(h, what);
+    h += " (" + std::to_string(names.size()) + ")</summary><small>";
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (i) h += "<br>";
+        esc(h, names[i].empty() ? "(no annotation)" : names[i]);
+    }
+    h += "</small></details>";
 }
 
 void swatch(std::string& h, Cause c) {
@@ -210,11 +240,14 @@ void mini_bar(std::string& h, const CauseTimes& t, const std::string& what) {
     h += "</svg>";
 }
 
-std::string rollup_right(const Rollup& r) {
-    return duration(sum(r.time)) + " \xC2\xB7 " + std::to_string(r.instructions) + " instr";
+// "95.26 us · 8 instr", or "· 8 units" for the kinds of unit (count_word).
+std::string rollup_right(const Rollup& r, const char* count_word) {
+    const std::string word = count_word;
+    return duration(sum(r.time)) + " \xC2\xB7 " + std::to_string(r.instructions) + " " +
+           (word == "units" && r.instructions == 1 ? std::string("unit") : word);
 }
 
-std::vector<BarRow> rollup_rows(std::vector<Rollup> v, std::size_t limit) {
+std::vector<BarRow> rollup_rows(std::vector<Rollup> v, std::size_t limit, const char* count_word) {
     std::stable_sort(v.begin(), v.end(), [](const Rollup& x, const Rollup& y) { return sum(x.time) > sum(y.time); });
     if (v.size() > limit) v.resize(limit);
     double scale = 0;
@@ -223,16 +256,17 @@ std::vector<BarRow> rollup_rows(std::vector<Rollup> v, std::size_t limit) {
     for (const auto& r : v) {
         BarRow b;
         b.label = r.key.empty() ? "(no annotation)" : r.key;
+        if (r.layers > 1) b.label += " x" + std::to_string(r.layers);  // by_op_merged: the layers it adds up
         b.t = r.time;
         b.scale = scale;
-        b.right = rollup_right(r);
+        b.right = rollup_right(r, count_word);
         rows.push_back(std::move(b));
     }
     return rows;
 }
 
-void rollup_section(std::string& h, const char* id, const char* title, const char* intro, const std::vector<Rollup>& v,
-                    std::size_t limit, const char* key_title) {
+void rollup_section(std::string& h, const char* id, const char* title, const std::string& intro, const std::vector<Rollup>& v,
+                    std::size_t limit, const char* key_title, const char* count_word = "instr") {
     h += "<section id=\"";
     h += id;
     h += "\"><h2>";
@@ -241,7 +275,7 @@ void rollup_section(std::string& h, const char* id, const char* title, const cha
     h += intro;
     if (v.size() > limit) h += " The " + std::to_string(limit) + " largest of " + std::to_string(v.size()) + " are shown.";
     h += "</p>\n";
-    const auto rows = rollup_rows(v, limit);
+    const auto rows = rollup_rows(v, limit, count_word);
     stacked_bars(h, rows, title);
     cause_table(h, rows, key_title);
     h += "</section>\n";
@@ -432,7 +466,7 @@ details{margin:4px 0 10px;font-size:13px}summary{cursor:pointer;color:#555}
 
 }  // namespace
 
-void write_report_html(const std::string& path, const RunData& run, const Analysis& a) {
+void write_report_html(const std::string& path, const RunData& run, const Analysis& a, bool per_layer) {
     std::string h;
     h.reserve(1 << 18);
     const double end = static_cast<double>(a.end);
@@ -534,6 +568,8 @@ void write_report_html(const std::string& path, const RunData& run, const Analys
                 esc(h, s.where);
                 h += "</td><td>";
                 esc(h, s.cause);
+                names_details(h, "ops", s.ops);
+                names_details(h, "DMAs' ops", s.dma_ops);
                 h += "</td><td>";
                 esc(h, s.action);
                 h += "</td><td>";
@@ -552,29 +588,28 @@ void write_report_html(const std::string& path, const RunData& run, const Analys
                 h += "</td><td class=\"n\">" + duration(s.estimated_saving) + " <small>(" +
                      percent(static_cast<double>(s.estimated_saving), end) + " of the run)</small></td><td>";
                 if (s.moves.empty() && s.edits.empty()) h += "none recorded";
+                else esc(h, changes_text(count_changes(run, s)));  // as xpu_analyze --apply counts them
                 if (!s.edits.empty()) {  // merge_dma: the rewritten DMAs first, then the dropped ones
-                    h += std::to_string(s.edits.size()) + (s.edits.size() == 1 ? " rewrite" : " rewrites");
                     const std::size_t show = std::min<std::size_t>(s.edits.size(), 3);
                     for (std::size_t m = 0; m < show; ++m) {
                         const Edit& ed = s.edits[m];
                         h += "<br><small>";
-                        esc(h, "rewrite " + instr_label(run, ed.stream, ed.index) + " to bytes=" + std::to_string(ed.in.bytes) +
-                                   " val=" + std::to_string(ed.in.value));
+                        std::string t = "rewrite " + instr_text(run, ed.stream, ed.index) + " to " + instruction_text(run, ed.in);
+                        if (!ed.then.empty()) t += " and " + std::to_string(ed.then.size()) + " more after it";
+                        esc(h, t);
                         h += "</small>";
                     }
                     if (s.edits.size() > show) h += "<br><small>\xE2\x80\xA6</small>";
-                    if (!s.moves.empty()) h += "<br>";
                 }
                 if (!s.moves.empty()) {
-                    h += std::to_string(s.moves.size()) + (s.moves.size() == 1 ? " change" : " changes");
                     const std::size_t show = std::min<std::size_t>(s.moves.size(), 3);
                     for (std::size_t m = 0; m < show; ++m) {
                         const Move& mv = s.moves[m];
                         h += "<br><small>";
                         if (mv.before == Move::kDelete)
-                            esc(h, "delete " + instr_label(run, mv.stream, mv.from));
+                            esc(h, "delete " + instr_text(run, mv.stream, mv.from));
                         else
-                            esc(h, "move " + instr_label(run, mv.stream, mv.from) + " before #" + std::to_string(mv.before));
+                            esc(h, "move " + instr_text(run, mv.stream, mv.from) + " before " + target_text(run, mv.stream, mv.before));
                         h += "</small>";
                     }
                     if (s.moves.size() > show) h += "<br><small>\xE2\x80\xA6</small>";
@@ -636,13 +671,19 @@ void write_report_html(const std::string& path, const RunData& run, const Analys
     }
     h += "</section>\n";
 
-    rollup_section(h, "ops", "Core time per op", "Core time (issue slots and stalls) by the instructions' annotation (op), largest first.",
-                   a.by_op, kTopOps, "op");
+    {
+        // Added up over layers unless asked per layer (the merged list has no more rows than by_op).
+        const bool merged = !per_layer && !a.by_op_merged.empty() && a.by_op_merged.size() < a.by_op.size();
+        std::string intro = "Core time (issue slots and stalls) by the instructions' annotation (op), largest first.";
+        if (merged)
+            intro += " Each op added up over the layers (layer*/..., xN: N layers); per layer: <code>xpu_analyze OUT --per-layer</code>.";
+        rollup_section(h, "ops", "Core time per op", intro, merged ? a.by_op_merged : a.by_op, kTopOps, "op");
+    }
     rollup_section(h, "layers", "Core time per layer", "Core time by layer (the annotations' layerN/ prefix).", a.by_layer,
                    kMaxRollupRows, "layer");
     rollup_section(h, "chips", "Core time per chip", "Core time of each chip's cores.", a.by_chip, kMaxRollupRows, "chip");
     rollup_section(h, "kinds", "Time per kind of unit", "Every unit's time added up by kind.", a.by_unit_kind, kMaxRollupRows,
-                   "kind");
+                   "kind", "units");
 
     // --- over time -----------------------------------------------------------------------------
     h += "<section id=\"time\"><h2>Over time</h2>\n";

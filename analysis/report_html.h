@@ -14,6 +14,7 @@
 namespace xpu::analysis {
 
 // Writes the page to `path`. Throws std::runtime_error (naming the path) if it cannot be written.
-void write_report_html(const std::string& path, const RunData& run, const Analysis& a);
+// Time per op added up over layers (Analysis::by_op_merged), or per layer (by_op) if per_layer.
+void write_report_html(const std::string& path, const RunData& run, const Analysis& a, bool per_layer = false);
 
 }  // namespace xpu::analysis

@@ -42,7 +42,7 @@ std::string breakdown(const CauseTimes& t, Tick whole, std::size_t n = 4) {
 
 }  // namespace
 
-void print_report(std::ostream& os, const RunData& run, const Analysis& a, std::size_t top) {
+void print_report(std::ostream& os, const RunData& run, const Analysis& a, std::size_t top, bool per_layer) {
     const Tick T = a.end;
     os << "== stall analysis (" << a.records << " log records, " << a.instructions << " instructions, " << format_time(T)
        << " simulated) ==\n";
@@ -52,10 +52,15 @@ void print_report(std::ostream& os, const RunData& run, const Analysis& a, std::
     os << "\nunits (every unit's time = busy + stalls by cause + idle)\n";
     for (const UnitAccount& u : a.units)
         os << "  " << std::left << std::setw(28) << u.name << std::right << " " << breakdown(u.time, T) << "\n";
-    os << "\ntime by op (core time: issue slots + stalls, largest first)\n";
-    for (std::size_t i = 0; i < a.by_op.size() && i < top; ++i) {
-        const Rollup& r = a.by_op[i];
-        os << "  " << std::left << std::setw(40) << r.key << std::right << std::setw(13) << format_time(r.total()) << "  "
+    // Added up over layers unless asked per layer (the merged list has no more rows than by_op).
+    const bool merged = !per_layer && !a.by_op_merged.empty() && a.by_op_merged.size() < a.by_op.size();
+    const std::vector<Rollup>& ops = merged ? a.by_op_merged : a.by_op;
+    os << "\ntime by op (core time: issue slots + stalls, largest first"
+       << (merged ? "; added up over layers, per layer: xpu_analyze OUT --per-layer" : "") << ")\n";
+    for (std::size_t i = 0; i < ops.size() && i < top; ++i) {
+        const Rollup& r = ops[i];
+        const std::string key = r.layers > 1 ? r.key + " x" + std::to_string(r.layers) : r.key;
+        os << "  " << std::left << std::setw(40) << key << std::right << std::setw(13) << format_time(r.total()) << "  "
            << breakdown(r.time, r.total(), 3) << "\n";
     }
     if (a.by_layer.size() > 1) {

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/names.h"
 
 namespace xpu::analysis {
 
@@ -38,6 +39,7 @@ struct Candidates {
     std::map<std::pair<std::uint32_t, std::uint64_t>, unsigned> split;  // DMA (stream, index) -> pieces
     std::map<std::uint32_t, Tick> saving_on;                            // per stream
     std::set<std::string> steps, anns;  // of the waits, of the DMAs
+    std::set<std::string> wait_anns;    // the waits' ops (Suggestion::ops)
     std::uint64_t waits = 0;
 };
 
@@ -111,6 +113,7 @@ private:
         ++c_.waits;
         const std::string ann = run_.annotation(st.code[w.index]);
         c_.steps.insert(ann.substr(ann.rfind('/') == std::string::npos ? 0 : ann.rfind('/') + 1));
+        c_.wait_anns.insert(ann);
     }
 };
 
@@ -188,8 +191,9 @@ Suggestion split_suggestion(const Context& cx, const Planner& plan, const std::f
     std::string where;
     for (const auto& x : c.steps) where += (where.empty() ? "" : ",") + x;
     sug.where = c.steps.size() == 1 ? *c.steps.begin() : "*/" + where;
-    std::string a;
-    for (const auto& x : c.anns) a += (a.empty() ? "" : ", ") + (x.empty() ? std::string("(no annotation)") : x);
+    sug.ops = sorted_names(std::vector<std::string>(c.wait_anns.begin(), c.wait_anns.end()));
+    sug.dma_ops = sorted_names(std::vector<std::string>(c.anns.begin(), c.anns.end()));
+    const std::string a = rolled_list(sug.dma_ops, 100);  // across layers; the full list: dma_ops
     std::ostringstream cause, action;
     cause << c.waits << " sync-flag waits on DMAs that one engine moved more slowly than the HBM could (" << a << ")";
     action << "split " << dmas << " DMAs (" << moved_bytes << " bytes) into pieces over the chip's other DMA engines (each raise of their flags counted "

@@ -7,6 +7,7 @@
 //   xpu_analyze OUT --verify K | --no-verify  replay the K best suggestions (default 5) and rank them
 //                                            by measured saving, or do not replay
 //   xpu_analyze OUT --sensitivity [--factor F] also the measured speedup of each resource scaled by F
+//   xpu_analyze OUT --per-layer              time by op per layer (default: added up over layers)
 //   xpu_analyze OUT --timing                 also the seconds of each phase on stderr (scripts/bench.sh)
 // Exit codes: 0 done, 2 usage, 4 unreadable log or trace, 6 an output could not be written.
 #include <cstdio>
@@ -79,7 +80,7 @@ int apply_suggestions(const std::string& dir, const std::string& list, const std
     const bool measured = together ? a.together.measured && a.together.ranks == ranks : s.measured;
     const std::int64_t saving = together ? a.together.measured_saving : s.measured_saving;
     const std::uint32_t crc = together ? a.together.patch_crc : s.patch_crc;
-    std::size_t n = 0;
+    PatchCount n;
     try {
         n = write_patched_trace(run, s, out);
     } catch (const std::runtime_error& e) {
@@ -89,8 +90,8 @@ int apply_suggestions(const std::string& dir, const std::string& list, const std
         return fail(kBadLog, out + ": the patched trace differs from the one replayed for --apply " + list + " (CRC-32 " +
                                  std::to_string(file_crc(out)) + ", replayed " + std::to_string(crc) + "): analyse the run again");
     if (quiet) return kOk;
-    std::cout << "applied suggestion" << (together ? "s " : " ") << list << " [" << s.kind << "] at " << s.where << ": " << n
-              << (s.edits.empty() ? " instructions moved or dropped" : " instructions moved, dropped or rewritten") << "; ";
+    std::cout << "applied suggestion" << (together ? "s " : " ") << list << " [" << s.kind << "] at " << s.where << ": " << changes_text(n)
+              << "; ";
     if (measured)
         std::cout << (together ? "replayed together" : verdict_key(s.verdict)) << ", measured saving " << (saving < 0 ? "-" : "")
                   << format_time(static_cast<xpu::Tick>(std::llabs(saving))) << " (estimated " << format_time(s.estimated_saving) << ")\n";
@@ -114,6 +115,7 @@ int main(int argc, char* argv[]) {
         ("output,o", po::value(&out), "where --apply writes the patched trace")
         ("compare", "compare two output folders: xpu_analyze --compare OUT_A OUT_B")
         ("top", po::value(&top), "rows per table in the terminal report (default 10)")
+        ("per-layer", "time by op per layer (layer0/attn/qkv_proj, layer1/...) in report.txt and report.html, not added up over layers")
         ("verify", po::value(&verify_k), "replay the K best suggestions by estimate on the run's platform and rank by measured saving (default 5)")
         ("sensitivity", "also replay the trace with each major resource of its platform scaled (--factor), a table of measured speedups")
         ("factor", po::value(&factor), "how much more capable --sensitivity makes each resource (default 2)")
@@ -161,6 +163,7 @@ int main(int argc, char* argv[]) {
         OutputOptions o;
         o.print = !quiet;
         o.top = top;
+        o.per_layer = vm.count("per-layer") > 0;
         o.verify.enabled = !vm.count("no-verify") && verify_k > 0;
         o.verify.candidates = verify_k;
         o.verify.budget_seconds = verify_budget;

@@ -508,7 +508,10 @@ TEST_F(HtmlReport, SuggestionsRankedBySaving) {
     EXPECT_NE(s.find("(15.0% of the run)"), std::string::npos);
     EXPECT_NE(s.find("delete the swait &lt;i&gt;#1&lt;/i&gt;"), std::string::npos);
     EXPECT_NE(s.find("delete chip0.core0 #1"), std::string::npos);
-    EXPECT_NE(s.find("move chip0.core0 #6 before #2"), std::string::npos);
+    // Changes as instruction text with the annotation, not bare indices.
+    EXPECT_NE(s.find("move chip0.core0 #6 dma src=hbm:0x100000 dst=vmem:0x2000 bytes=2097152 flag=2 ["), std::string::npos);
+    EXPECT_NE(s.find("before #2 mpush s0=v2 [layer0/gemm/matmul]"), std::string::npos);
+    EXPECT_NE(s.find("delete chip0.core0 #1 swait flag=1 val=1 cond=ge"), std::string::npos);
     EXPECT_NE(s.find("move chip0.core0 #5"), std::string::npos);
 }
 

@@ -410,7 +410,7 @@ TEST(AnalysisMerge, WhichDmasMergeAndThePatchedTraceStillCompletes) {
         for (std::size_t j = 1; j < m.pieces.size(); ++j, ++dropped) s.moves.push_back({m.stream, m.pieces[j], analysis::Move::kDelete});
     }
     const std::string patched = temp_path("merge-patched.bin");
-    EXPECT_EQ(analysis::write_patched_trace(r.data, s, patched), runs.size() + dropped);
+    EXPECT_EQ(analysis::write_patched_trace(r.data, s, patched).total(), runs.size() + dropped);
     // One SystemC simulation per process: the patched trace runs in sim_main.
     const std::string out = temp_path("merge-patched-out");
     const std::string cmd = std::string(XPU_BINARY_DIR) + "/platform/sim_main --platform " + source_path("configs/xpu.yaml") +

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "analysis/patch.h"
 #include "analysis/schedule.h"
 #include "analysis/suggest/finder.h"
 #include "analysis/suggest/wait_groups.h"
@@ -20,14 +21,13 @@ constexpr std::uint64_t kMaxWindow = 8192;
 
 // List-schedules a window at each wait of group g against the machine model of the run; where
 // the model finds the new order faster, it replaces the plain sinking of the waits (moves,
-// saving per stream, instructions that change place). False if no window gains.
+// saving per stream). False if no window gains.
 bool list_schedule(WindowScheduler& scheduler, WaitGroup& g) {
     std::sort(g.held.begin(), g.held.end(), [](const WaitGroup::Held& x, const WaitGroup::Held& y) {
         return x.stream != y.stream ? x.stream < y.stream : x.wait < y.wait;
     });
     std::vector<Move> moves;
     std::map<std::uint32_t, Tick> saving_on;
-    std::uint64_t passed = 0;
     std::map<std::uint32_t, std::uint64_t> scheduled_to;  // per stream, the end of the last window
     for (const WaitGroup::Held& h : g.held) {
         if (h.wait < scheduled_to[h.stream]) continue;
@@ -36,16 +36,12 @@ bool list_schedule(WindowScheduler& scheduler, WaitGroup& g) {
         if (ws.order.empty() || ws.modelled_after >= ws.modelled_before) continue;
         saving_on[h.stream] += ws.modelled_before - ws.modelled_after;
         const std::uint64_t stop = h.wait + ws.order.size();
-        for (std::size_t p = 0; p < ws.order.size(); ++p) {
-            moves.push_back({h.stream, ws.order[p], stop, p + 1});
-            if (ws.order[p] != h.wait + p) ++passed;
-        }
+        for (std::size_t p = 0; p < ws.order.size(); ++p) moves.push_back({h.stream, ws.order[p], stop, p + 1});
         scheduled_to[h.stream] = stop;
     }
     if (moves.empty()) return false;
     g.s.moves = std::move(moves);
     g.saving_on = std::move(saving_on);
-    g.passed = passed;
     return true;
 }
 
@@ -56,12 +52,15 @@ public:
         WindowScheduler scheduler(sc.cx, sc.plan);
         for (auto& [step, g] : group_sinks(sc, kind())) {
             const bool scheduled = list_schedule(scheduler, g);
+            // Counted as xpu_analyze --apply counts what it writes (a window's instructions that
+            // its new order leaves in place do not change place).
+            if (scheduled) g.passed = count_changes(sc.run, g.s).moved;
             const std::string at = finish_group(g);
             std::ostringstream cause, action;
             cause << g.waits << " waits at " << at << " hold back independent work that does not need the data waited for";
             if (scheduled)
-                action << "reorder: list-schedule the instructions from each wait on (" << g.passed
-                       << " instructions change place; dependencies and sync semantics kept), interleaving the held-back work with the work after it";
+                action << "reorder: list-schedule the instructions from each wait on (" << changes_text({g.passed, 0, 0})
+                       << "; dependencies and sync semantics kept), interleaving the held-back work with the work after it";
             else
                 action << "reorder: move each wait down to the first instruction that needs its data (" << g.passed
                        << " independent instructions move above them; waits made redundant by a later one are dropped)";

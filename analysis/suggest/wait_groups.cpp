@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "analysis/names.h"
 #include "analysis/suggest/finder.h"
 
 namespace xpu::analysis {
@@ -63,15 +64,16 @@ std::map<std::string, WaitGroup> group_sinks(const SuggestContext& sc, const cha
 
 std::string finish_group(WaitGroup& g) {
     for (const auto& [stream, t] : g.saving_on) g.s.estimated_saving = std::max(g.s.estimated_saving, t);
+    const std::vector<std::string> ops(g.ops.begin(), g.ops.end());
+    g.s.ops = sorted_names(ops);
+    g.s.dma_ops = sorted_names(std::vector<std::string>(g.dma_anns.begin(), g.dma_anns.end()));
     if (g.ops.size() == 1) g.s.where = *g.ops.begin();
-    else g.s.where = "*/" + g.s.where + " (" + std::to_string(g.ops.size()) + " ops)";
+    else g.s.where = where_text(ops);  // "*/step (n ops)", "layer*/.../step x32", "*/step (n ops in L layers)"
     return g.s.where.empty() ? "(no annotation)" : g.s.where;
 }
 
 std::string dma_list(const WaitGroup& g) {
-    std::string anns;
-    for (const auto& x : g.dma_anns) anns += (anns.empty() ? "" : ", ") + (x.empty() ? std::string("(no annotation)") : x);
-    return anns;
+    return rolled_list(std::vector<std::string>(g.dma_anns.begin(), g.dma_anns.end()), kListChars);
 }
 
 }  // namespace xpu::analysis

@@ -41,11 +41,18 @@ std::string step_of(const std::string& ann);
 std::map<std::string, WaitGroup> group_hoists(const SuggestContext& sc, const char* kind);
 std::map<std::string, WaitGroup> group_sinks(const SuggestContext& sc, const char* kind);
 
-// Sets the group's estimated saving (the largest of its streams') and where it applies (its op,
-// or "*/step (n ops)"). Returns where, as the finding's text says it ("(no annotation)").
+// Sets the group's estimated saving (the largest of its streams'), where it applies (its op, or
+// its ops rolled up across layers, analysis/names.h: "*/step (n ops)", "layer*/mlp/down_proj/step
+// x32", "*/step (n ops in L layers)") and the full lists (Suggestion::ops, dma_ops). Returns
+// where, as the finding's text says it ("(no annotation)").
 std::string finish_group(WaitGroup& g);
 
-// The DMAs' annotations, for the finding's text: "gemm/load_a, gemm/load_b".
+// How long a list of names in a finding may grow (then "+N more"; the full list is in
+// Suggestion::ops and dma_ops).
+inline constexpr std::size_t kListChars = 100;
+
+// The DMAs' annotations rolled up across layers, for the finding's text: "gemm/load_a,
+// gemm/load_b", "layer*/attn/out_proj/load_a x32, layer*/attn/out_proj/load_b x32, +3 more".
 std::string dma_list(const WaitGroup& g);
 
 }  // namespace xpu::analysis

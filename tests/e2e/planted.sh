@@ -62,8 +62,9 @@ assert s, "no suggestion at all"
 top = s[0]
 print("top finding: [%s] at %s: %s (estimated saving %.1f ns)" % (top["kind"], top["where"], top["finding"], top["estimated_saving_ns"]))
 assert top["kind"] == sys.argv[2], "top suggestion is %s, the planted cause calls for %s" % (top["kind"], sys.argv[2])
-# "where" is an op, "*/step (n ops)", or (merge_dma) a list of those separated by ", ".
-steps = [w.split("/")[-1] for w in top["where"].split(" (")[0].split(", ")]
+# "where" is an op, an op rolled up across layers ("layer*/mlp/down_proj/wait_data x32"),
+# "*/step (n ops)" ("(n ops in L layers)"), or (merge_dma) a list of those separated by ", ".
+steps = [w.split("/")[-1].split(" ")[0] for w in top["where"].split(" (")[0].split(", ")]
 assert sys.argv[3] in steps, "top suggestion is at %s, not at the planted %s" % (top["where"], sys.argv[3])
 assert top["estimated_saving_ns"] > 0
 PYEOF
