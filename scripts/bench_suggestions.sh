@@ -23,7 +23,7 @@
 #
 # usage: scripts/bench_suggestions.sh [--quick] [--out DIR] [BUILD_DIR]
 #   --quick   a subset (one size per planted option, 1-2-layer decodes, 3 GEMMs, one TP decode,
-#             one collective): a few minutes; the full corpus takes ~40 minutes on 2 cores
+#             one collective): under a minute here; the full corpus ~15 minutes on 2 cores
 #   --out     results folder (default bench-results/suggestions[-quick]); the runs stay in DIR/runs
 #   BUILD_DIR default build/ (built beforehand: scripts/build.sh)
 # Progress (percent and ETA) goes to stderr; the tables and bars to stdout.
@@ -114,21 +114,26 @@ if quick:
     planted("all-reduce ring 4 MiB x4 (ring 4)", collective("ring", 4, 4 * MiB), ["--serial-collective"], p, s, weight=4)
 else:
     for shape in [(1000, 1536, 704), (2048, 2048, 2048), (4096, 1024, 3072), (1536, 8192, 1024), (3000, 2000, 1000),
-                  (4096, 4096, 4096)]:
+                  (4096, 4096, 4096), (2048, 11008, 4096), (8192, 1000, 3000)]:
         add("gemm %dx%dx%d" % shape, gemm(*shape), weight=3 if shape[0] * shape[1] * shape[2] < 2**34 else 12)
     # Decodes: a spread of model, batch, cached sequence and layers (not the cross product).
     for model, b, seq, layers, w in [("llama2-7b", 1, 512, 1, 3), ("llama2-7b", 8, 2048, 2, 10),
                                      ("llama2-7b", 32, 4096, 1, 20), ("llama2-13b", 1, 4096, 2, 8),
                                      ("llama2-13b", 8, 1024, 1, 5), ("llama2-13b", 32, 512, 2, 15),
                                      ("llama2-7b", 1, 2048, 32, 150), ("llama2-13b", 8, 1024, 32, 200),
-                                     ("llama2-7b", 32, 512, 32, 250)]:
+                                     ("llama2-7b", 32, 512, 32, 250), ("llama2-13b", 1, 4096, 32, 120),
+                                     ("llama2-7b", 8, 4096, 32, 200), ("llama2-7b", 32, 4096, 32, 500),
+                                     ("llama2-13b", 32, 2048, 32, 500)]:
         add("%s decode b%d s%d L%d" % (model, b, seq, layers), decode(model, b, seq, layers), weight=w)
-    add("llama2-7b prefill b1 s512 L2", decode("llama2-7b", 1, 512, 2, phase="prefill"), weight=60)
+    add("llama2-7b prefill b1 s512 L2", decode("llama2-7b", 1, 512, 2, phase="prefill"), weight=15)
+    add("llama2-13b prefill b1 s1024 L2", decode("llama2-13b", 1, 1024, 2, phase="prefill"), weight=60)
     # Tensor parallel decodes on rings of 2, 4 and 8 chips and on a 4x4 torus.
     for tp in (2, 4, 8):
         p, s = ring(tp)
         add("llama2-7b decode b1 s2048 L2 tp%d (ring %d)" % (tp, tp), decode("llama2-7b", 1, 2048, 2, tp=tp), p, s,
             weight=20 + 5 * tp)
+    p, s = ring(4)
+    add("llama2-7b decode b1 s2048 L32 tp4 (ring 4)", decode("llama2-7b", 1, 2048, 32, tp=4), p, s, weight=150)
     add("llama2-13b decode b8 s1024 L1 tp4 (torus 4x4)", decode("llama2-13b", 8, 1024, 1, tp=4), "xpu-torus4x4.yaml",
         weight=30)
     add("llama2-7b decode b1 s2048 L1 tp8 (torus 4x4)", decode("llama2-7b", 1, 2048, 1, tp=8), "xpu-torus4x4.yaml",
@@ -154,8 +159,9 @@ else:
     for shape in [(1024, 2048, 1024), (2048, 2048, 2048), (4096, 4096, 2048)]:
         for opt in gemm_opts:
             planted("gemm %dx%dx%d" % shape, gemm(*shape), opt, weight=3 if shape[0] < 4096 else 8)
-    for opt in gemm_opts:  # and on a llama2-7b decode layer
+    for opt in gemm_opts:  # and on llama2-7b decodes of one and two layers
         planted("llama2-7b decode b1 s512 L1", decode("llama2-7b", 1, 512, 1), opt, weight=3)
+        planted("llama2-7b decode b8 s2048 L2", decode("llama2-7b", 8, 2048, 2), opt, weight=10)
     p, s = ring(4)
     for size in (1, 4, 16):
         planted("all-reduce ring %d MiB x4 (ring 4)" % size, collective("ring", 4, size * MiB), ["--serial-collective"],
@@ -336,10 +342,16 @@ with open(os.path.join(out, "bench_suggestions.csv"), "w", newline="") as f:
 # Markdown.
 def md_sugg(r):
     ss = r.get("suggestions", [])
-    shown = [s for s in ss if s["measured_saving_ns"] is not None or s["status"] == "verified"]
+    def why(s):  # why a suggestion was not replayed
+        n = s.get("status_note", "")
+        return (" (advice)" if n.startswith("a change of lowering") else " (beyond --verify 5)" if n.startswith("not replayed")
+                else " (%s)" % n if n else "")
+    # every replayed one, and the unreplayed ones among the first three ranks
+    shown = [s for s in ss if s["measured_saving_ns"] is not None or s["status"] == "verified" or s["rank"] <= 3]
     rest = len(ss) - len(shown)
-    parts = ["%d. `%s` %s: %s / %s, %s" % (s["rank"], s["kind"], s["where"], fmt_us(s["estimated_saving_ns"]),
-                                           fmt_us(s["measured_saving_ns"]), s["status"]) for s in shown]
+    parts = ["%d. `%s` %s: %s / %s, %s%s" % (s["rank"], s["kind"], s["where"], fmt_us(s["estimated_saving_ns"]),
+                                             fmt_us(s["measured_saving_ns"]), s["status"],
+                                             why(s) if s["status"] == "not_verified" else "") for s in shown]
     if rest:
         parts.append("(+%d not replayed)" % rest)
     return "<br>".join(parts) if parts else "none"
