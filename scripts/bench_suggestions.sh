@@ -122,8 +122,9 @@ else:
                                      ("llama2-13b", 8, 1024, 1, 5), ("llama2-13b", 32, 512, 2, 15),
                                      ("llama2-7b", 1, 2048, 32, 150), ("llama2-13b", 8, 1024, 32, 200),
                                      ("llama2-7b", 32, 512, 32, 250), ("llama2-13b", 1, 4096, 32, 120),
-                                     ("llama2-7b", 8, 4096, 32, 200), ("llama2-7b", 32, 4096, 32, 500),
-                                     ("llama2-13b", 32, 2048, 32, 500)]:
+                                     ("llama2-7b", 8, 4096, 32, 200), ("llama2-7b", 32, 1024, 32, 200),
+                                     ("llama2-13b", 16, 512, 32, 200)]:
+        # (32 layers at batch 32 and seq 4096 would need 64 GiB of KV cache: more than the chip's 32 GiB HBM)
         add("%s decode b%d s%d L%d" % (model, b, seq, layers), decode(model, b, seq, layers), weight=w)
     add("llama2-7b prefill b1 s512 L2", decode("llama2-7b", 1, 512, 2, phase="prefill"), weight=15)
     add("llama2-13b prefill b1 s1024 L2", decode("llama2-13b", 1, 1024, 2, phase="prefill"), weight=60)
