@@ -155,6 +155,18 @@ std::vector<ReplayResult> replay_all(const std::vector<ReplayJob>& jobs, const R
     return out;
 }
 
+std::function<void(std::size_t, std::size_t)> progress_lines(std::ostream& os, std::string label) {
+    const Clock::time_point t0 = Clock::now();
+    return [&os, label = std::move(label), t0](std::size_t done, std::size_t total) {
+        const double el = std::chrono::duration<double>(Clock::now() - t0).count();
+        const double eta = done ? el / static_cast<double>(done) * static_cast<double>(total - done) : 0;
+        char line[200];
+        std::snprintf(line, sizeof line, "%s: %zu of %zu replays done (%.0f%%), %.1f s, ETA %.1f s\n", label.c_str(), done, total,
+                      total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0, el, eta);
+        os << line << std::flush;
+    };
+}
+
 std::string find_sim_main() {
     std::error_code ec;
     const fs::path self = fs::read_symlink("/proc/self/exe", ec);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,10 @@ struct ReplayOptions {
 // Runs the jobs, the first ones first (callers put the most promising first, so that a budget
 // cuts the least). The results are in job order, whatever order the workers finished in.
 std::vector<ReplayResult> replay_all(const std::vector<ReplayJob>& jobs, const ReplayOptions& opt);
+
+// A progress callback that prints "LABEL: 3 of 6 replays done (50%), 4.1 s, ETA 4.1 s" lines on
+// `os` (long work shows percent and ETA), timed from when it is made.
+std::function<void(std::size_t, std::size_t)> progress_lines(std::ostream& os, std::string label);
 
 // The sim_main executable beside the running one: the same folder (an installed prefix's bin/),
 // or the build tree's platform/ next to analysis/. Empty if neither exists.

@@ -129,16 +129,7 @@ std::vector<SensitivityLine> measure_sensitivity(const std::string& out_dir, dou
     ro.jobs = opt.jobs;
     ro.budget_seconds = opt.budget_seconds;
     ro.stop_requested = opt.stop_requested;
-    const auto t0 = std::chrono::steady_clock::now();
-    if (opt.progress)
-        ro.progress = [&](std::size_t done, std::size_t total) {
-            const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            char b[160];
-            std::snprintf(b, sizeof b, "sensitivity: %zu of %zu replays done (%.0f%%), %.1f s, ETA %.1f s\n", done, total,
-                          100.0 * static_cast<double>(done) / static_cast<double>(total), el,
-                          done ? el / static_cast<double>(done) * static_cast<double>(total - done) : 0.0);
-            *opt.progress << b << std::flush;
-        };
+    if (opt.progress) ro.progress = progress_lines(*opt.progress, "sensitivity");
     if (ro.sim_main.empty()) {
         for (auto& l : lines) l.error = "no sim_main beside this program to replay with";
         return lines;

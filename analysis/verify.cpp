@@ -180,15 +180,7 @@ void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis
     ro.budget_seconds = opt.budget_seconds;
     ro.stop_requested = opt.stop_requested;
     const auto t0 = std::chrono::steady_clock::now();
-    if (opt.progress)
-        ro.progress = [&](std::size_t done, std::size_t total) {
-            const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            const double eta = done ? el / static_cast<double>(done) * static_cast<double>(total - done) : 0;
-            char line[160];
-            std::snprintf(line, sizeof line, "verify: %zu of %zu replays done (%.0f%%), %.1f s, ETA %.1f s\n", done, total,
-                          100.0 * static_cast<double>(done) / static_cast<double>(total), el, eta);
-            *opt.progress << line << std::flush;
-        };
+    if (opt.progress) ro.progress = progress_lines(*opt.progress, "verify");
     const std::vector<ReplayResult> r = replay_all(jobs, ro);
     fs::remove_all(work, ec);
 
