@@ -42,7 +42,7 @@ bool composable(const Suggestion& a, const Suggestion& b) {
     return true;
 }
 
-Suggestion compose(const std::vector<const Suggestion*>& parts) {
+Suggestion compose(const std::vector<const Suggestion*>& parts, Tick headroom) {
     Suggestion c;
     c.kind = "combined";
     for (const Suggestion* p : parts) {

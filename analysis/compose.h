@@ -13,7 +13,8 @@ namespace xpu::analysis {
 bool composable(const Suggestion& a, const Suggestion& b);
 
 // One suggestion holding the moves and edits of all of `parts` (which must compose pairwise):
-// kind "combined", estimate the sum (capped by the caller), where/finding/action listing the parts.
-Suggestion compose(const std::vector<const Suggestion*>& parts);
+// kind "combined", estimate the sum capped at `headroom` (no change saves more than the run's
+// headroom over its lower bound), where/finding/action listing the parts.
+Suggestion compose(const std::vector<const Suggestion*>& parts, Tick headroom);
 
 }  // namespace xpu::analysis

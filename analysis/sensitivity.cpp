@@ -16,7 +16,9 @@ namespace fs = std::filesystem;
 namespace {
 
 // One resource: the modules of a type (or a top-level key), the parameters scaled, and whether
-// more capable means larger (bandwidth) or smaller (latency, cycles per item).
+// more capable means larger (bandwidth) or smaller (latency, cycles per item). Keyed by the
+// description's `type:`, not by role: parameter names belong to a type (another HBM model with
+// role hbm would have other keys), and these are keys of a description to --set.
 struct Lever {
     const char* resource;
     const char* type;  // module type, or nullptr for a top-level key

@@ -87,7 +87,7 @@ void verify_together(const RunData& run, Analysis& a, ReplayOptions ro, const st
     fs::create_directories(work, ec);
     const std::string path = (fs::path(work) / "together.bin").string();
     try {
-        write_patched_trace(run, compose(parts), path);
+        write_patched_trace(run, compose(parts, a.bounds.headroom), path);
     } catch (const std::exception&) {
         return;
     }

@@ -74,7 +74,7 @@ int apply_suggestions(const std::string& dir, const std::string& list, const std
                                         p->kind + "]: they cannot be applied together");
         parts.push_back(&s);
     }
-    const Suggestion s = parts.size() == 1 ? *parts[0] : compose(parts);
+    const Suggestion s = parts.size() == 1 ? *parts[0] : compose(parts, a.bounds.headroom);
     const bool together = parts.size() > 1;
     // What was replayed for exactly this choice, if anything: a measured trace must come back identical.
     const bool measured = together ? a.together.measured && a.together.ranks == ranks : s.measured;
