@@ -56,6 +56,7 @@ Suggestion compose(const std::vector<const Suggestion*>& parts, Tick headroom) {
         c.ops.insert(c.ops.end(), p->ops.begin(), p->ops.end());
         c.dma_ops.insert(c.dma_ops.end(), p->dma_ops.begin(), p->dma_ops.end());
     }
+    c.estimated_saving = std::min(c.estimated_saving, headroom);  // no change saves more than the headroom
     c.ops = sorted_names(std::move(c.ops));
     c.dma_ops = sorted_names(std::move(c.dma_ops));
     return c;

@@ -3,10 +3,13 @@
 # made twice as capable, the trace replayed. The reference is the run's own bound (analysis.json
 # bounds, a closed form of bytes and streaming time): a run near its HBM bound speeds up most with
 # HBM bandwidth and hardly with matrix throughput; a compute-bound GEMM the other way round.
-#  - the llama2-7b decode layer sample (4.3% above its HBM bound): HBM bandwidth is the top line,
-#    > 1.10x; matrix units (rows streamed per cycle) < 1.02x;
+#  - the llama2-7b decode layer sample (batch 1: every weight read once, a few % above its HBM
+#    bound): HBM bandwidth is the top line, > 1.5x (measured 1.60x; it cannot reach 2x: the
+#    matrix units' weight loads and the per-step latencies set a floor); matrix units (rows
+#    streamed per cycle) < 1.05x;
 #  - a 2048^3 GEMM (compute bound): the chip clock (every on-chip unit, the matrix units'
-#    fill and drain included) > 1.5x, matrix units > 1.1x; HBM bandwidth < 1.02x;
+#    fill and drain included) > 1.5x, matrix units > 1.5x (measured 1.55x: 2048 rows per K step
+#    stream in half the cycles, fill, drain and the step's DMA wait do not); HBM bandwidth < 1.05x;
 #  - each line's --set reproduces its simulated time exactly (a separate sim_main run).
 # usage: bash sensitivity.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -38,11 +41,11 @@ print("decode: " + ", ".join("%s %.3fx" % (k, l["speedup"]) for k, l in dl.items
 print("gemm:   " + ", ".join("%s %.3fx" % (k, l["speedup"]) for k, l in gl.items()), file=sys.stderr)
 assert d["bounds"]["resources"][0]["name"] == "HBM"
 assert d["sensitivity"][0]["resource"] == "HBM bandwidth", "decode: top line %s" % d["sensitivity"][0]["resource"]
-assert dl["HBM bandwidth"]["speedup"] > 1.10
-assert dl["matrix units"]["speedup"] < 1.02
+assert dl["HBM bandwidth"]["speedup"] > 1.5
+assert dl["matrix units"]["speedup"] < 1.05
 assert gl["chip clock"]["speedup"] > 1.5
-assert gl["matrix units"]["speedup"] > 1.1
-assert gl["HBM bandwidth"]["speedup"] < 1.02
+assert gl["matrix units"]["speedup"] > 1.5
+assert gl["HBM bandwidth"]["speedup"] < 1.05
 for r, ls in (("decode", dl), ("gemm", gl)):
     for k in ("HBM bandwidth", "matrix units"):
         print(r, ls[k]["simulated_time_ns"], " ".join("--set " + s for s in ls[k]["sets"]))

@@ -86,8 +86,10 @@ together=$("$PY" -c '
 import json, sys
 t = json.load(open(sys.argv[1])).get("verified_together")
 if t and t["measured_saving_ns"] is not None: print(t["apply"], t["measured_saving_ns"])' "$WORK/run/analysis.json")
-# gemm-odd's hoist_dma and reorder compose (measured 2463.110 ns together): the check must run there.
-[[ $CASE != gemm-odd || -n $together ]] || fail "gemm-odd: no verified suggestions that compose"
+# Where two verified suggestions compose, applying them together must reproduce their measured
+# saving. None of the three cases has such a pair since the generator's schedules improved and the
+# window scheduler models HBM bandwidth (gemm-odd's reorder no longer exists); composition itself
+# is checked by analysis_compose_test.
 if [[ -n $together ]]; then
     read -r ranks measured <<< "$together"
     "$ANA" "$WORK/run" --apply "$ranks" -o "$WORK/together.bin" > /dev/null || fail "--apply $ranks failed"

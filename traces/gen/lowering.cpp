@@ -15,8 +15,17 @@ constexpr std::uint16_t kFlagC = 4;       // matmul write-back
 constexpr std::uint16_t kFlagVecIn0 = 5;  // flags 5, 6: vector pass input buffers
 constexpr std::uint16_t kFlagVecOut0 = 7; // flags 7, 8: vector pass output buffers
 constexpr std::uint16_t kFlagCopy = 9;
-constexpr unsigned kLhsRegs = 32;         // v0..v31 stream A rows
-constexpr unsigned kWeightReg = 32;       // v32..v39 hold weight tiles (one per MXU)
+constexpr unsigned kDmaSpread = 2;                 // engines a large transfer is spread over
+constexpr std::uint64_t kMinDmaPiece = 128 << 10;  // transfers below twice this stay one DMA
+constexpr std::uint64_t kDmaAlign = 4096;         // pieces start on a DMA chunk boundary
+constexpr unsigned kLhsRegs = 24;         // v0..v23 stream A rows
+// Weight tiles (one register per MXU) in two sets, v24..v31 and v32..v39, alternating by K
+// step: the next step's tiles load while this step's are still being pushed. With one set,
+// every load waited for the previous push to finish reading its register, serialising vld and
+// mpush at each step. Measured on a 2-layer llama2-7b decode with doubled HBM bandwidth: 1.21x
+// with this alone, 1.17x with the DMA spread alone (spread_dma), 1.56x with both.
+constexpr unsigned kWeightReg = 24;
+constexpr unsigned kLoadLeadChunks = 4;   // A-row loads run up to this many chunks ahead of their matmuls
 constexpr unsigned kOutReg = 40;          // v40..v63 epilogue: three stages of 8
 constexpr std::uint64_t kEpilogueDelayChunks = 40;  // > MXU queue (32 chunks) + drain
 constexpr unsigned kVregElements = 1024;  // 128 lanes x 8 sublanes
@@ -41,13 +50,29 @@ void Lowering::dma_in(std::uint64_t hbm, std::uint64_t vmem, std::uint64_t bytes
         }
         return;
     }
-    e_.dma(next_engine(), Space::Hbm, hbm, Space::Vmem, vmem, bytes, flag);
-    ++flag_count_[flag];
+    spread_dma(Space::Hbm, hbm, Space::Vmem, vmem, bytes, flag);
 }
 
 void Lowering::dma_out(std::uint64_t vmem, std::uint64_t hbm, std::uint64_t bytes, std::uint16_t flag) {
-    e_.dma(next_engine(), Space::Vmem, vmem, Space::Hbm, hbm, bytes, flag);
-    ++flag_count_[flag];
+    spread_dma(Space::Vmem, vmem, Space::Hbm, hbm, bytes, flag);
+}
+
+// A large transfer is spread over two DMA engines in contiguous pieces, as a compiler for a chip
+// with several engines does: one engine's bandwidth is no more than HBM's, so a tile on one
+// engine takes its full transfer time and only the transfers the prefetch depth keeps in flight
+// overlap. On configs/xpu.yaml this costs nothing while HBM sets the pace, and is what lets a
+// decode (one weight tile per step) run faster on faster HBM (see kWeightReg for the figures).
+// Two, not every engine: measured on GEMMs of three shapes, four pieces cost 1-2.5% against
+// one piece, two 0.8-2% (before the A loads ran ahead of their matmuls, which since recovered
+// more than that: docs/tracegen.md has the before/after table).
+void Lowering::spread_dma(Space src_space, std::uint64_t src, Space dst_space, std::uint64_t dst, std::uint64_t bytes,
+                          std::uint16_t flag) {
+    const std::uint64_t pieces = std::min<std::uint64_t>(std::min(cfg_.dma_engines, kDmaSpread), std::max<std::uint64_t>(1, bytes / kMinDmaPiece));
+    const std::uint64_t piece = ceil_div(ceil_div(bytes, pieces), kDmaAlign) * kDmaAlign;
+    for (std::uint64_t off = 0; off < bytes; off += piece) {
+        e_.dma(next_engine(), src_space, src + off, dst_space, dst + off, std::min(piece, bytes - off), flag);
+        ++flag_count_[flag];
+    }
 }
 
 void Lowering::wait_all(std::uint16_t flag) {
@@ -208,6 +233,7 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
     const unsigned nbuf = p.prefetch ? kBuffers : 1;
     auto lane_a = [&](std::uint64_t g, unsigned j) { return vm_a[g % nbuf] + (grouped ? j * a_tile : 0); };
     auto lane_b = [&](std::uint64_t g, unsigned j, std::uint64_t depth) { return vm_b[g % nbuf] + j * p.dim * depth * eb; };
+    auto weight_reg = [](std::uint64_t g, unsigned j) { return kWeightReg + static_cast<unsigned>(g % 2) * 8 + j; };
 
     // Accumulators: the 64 m registers split evenly over the MXUs, two sets per MXU (a block
     // drains one while the next fills the other); result chunks share a register modulo the set.
@@ -355,7 +381,7 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
         wait_all(kFlagBuf0 + g % nbuf);
         e.annotate(ann_weights);
         for (unsigned j = 0; j < bl.lanes.size(); ++j)
-            e.vld(0, vreg(kWeightReg + j), lane_b(g, j, depth), depth * bl.lanes[j].cols * eb);
+            e.vld(0, vreg(weight_reg(g, j)), lane_b(g, j, depth), depth * bl.lanes[j].cols * eb);
     };
 
     std::optional<std::size_t> finished;  // a block whose epilogue is due
@@ -379,22 +405,38 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
         weights_loaded = false;
         e.annotate(ann_push);
         for (unsigned j = 0; j < bl.lanes.size(); ++j)
-            e.mpush(j, vreg(kWeightReg + j), static_cast<std::uint32_t>(depth), static_cast<std::uint32_t>(bl.lanes[j].cols),
+            e.mpush(j, vreg(weight_reg(g, j)), static_cast<std::uint32_t>(depth), static_cast<std::uint32_t>(bl.lanes[j].cols),
                     p.dtype);
         if (finished) {
             start_epilogue(*finished);
             finished.reset();
         }
-        for (std::uint64_t r = 0; r * 8 < rows; ++r) {
+        // Shared A: one load feeds every MXU; own A: a load per lane (registers rotate). The
+        // loads run `lead` chunks ahead of their matmuls, as a compiler software-pipelines them
+        // on an in-order machine: a matmul issued right behind its load waits out the load's
+        // latency, which caps the chunk rate once the MXUs stream faster than that (measured on
+        // a 4096^3 GEMM with rows_per_cycle 2: 1.18x over rows_per_cycle 1 with the load just
+        // before its matmul, 1.71x with the lead).
+        const std::uint64_t chunks = (rows + 7) / 8;
+        const unsigned loads_per_chunk = bl.shared_a ? 1u : static_cast<unsigned>(bl.lanes.size());
+        const std::uint64_t lead = std::max(1u, std::min(kLoadLeadChunks, kLhsRegs / 2 / loads_per_chunk));
+        auto lhs_reg = [&](std::uint64_t r, unsigned j) {
+            return static_cast<unsigned>((r * loads_per_chunk + (bl.shared_a ? 0 : j)) % kLhsRegs);
+        };
+        auto load_lhs = [&](std::uint64_t r) {
+            const std::uint64_t rr = std::min<std::uint64_t>(8, rows - r * 8);
+            for (unsigned j = 0; j < loads_per_chunk; ++j) e.vld(0, vreg(lhs_reg(r, j)), lane_a(g, j) + r * 8 * depth * eb, rr * depth * eb);
+        };
+        e.annotate(ann_matmul);
+        for (std::uint64_t r = 0; r < lead - 1 && r < chunks; ++r) load_lhs(r);
+        for (std::uint64_t r = 0; r < chunks; ++r) {
             const std::uint64_t rr = std::min<std::uint64_t>(8, rows - r * 8);
             e.annotate(ann_matmul);
-            for (unsigned j = 0; j < bl.lanes.size(); ++j) {
-                // Shared A: one load feeds every MXU; own A: a load per lane (registers rotate).
-                const unsigned reg = static_cast<unsigned>((r * (bl.shared_a ? 1 : bl.lanes.size()) + (bl.shared_a ? 0 : j)) % kLhsRegs);
-                if (j == 0 || !bl.shared_a) e.vld(0, vreg(reg), lane_a(g, j) + r * 8 * depth * eb, rr * depth * eb);
-                e.matmul(j, acc(j, static_cast<unsigned>(s.block % 2), r), vreg(reg), static_cast<std::uint32_t>(rr),
-                         static_cast<std::uint32_t>(bl.lanes[j].cols), static_cast<std::uint32_t>(depth), p.dtype);
-            }
+            if (r + lead - 1 < chunks) load_lhs(r + lead - 1);
+            for (unsigned j = 0; j < bl.lanes.size(); ++j)
+                e.matmul(j, acc(j, static_cast<unsigned>(s.block % 2), r), vreg(lhs_reg(r, bl.shared_a ? 0 : j)),
+                         static_cast<std::uint32_t>(rr), static_cast<std::uint32_t>(bl.lanes[j].cols),
+                         static_cast<std::uint32_t>(depth), p.dtype);
             // With prefetch, the next step's weights come into registers three quarters into
             // this step (its data has landed by then), so that only the pushes are left at the
             // step boundary and they hide behind the queued matmuls.

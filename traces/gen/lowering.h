@@ -70,6 +70,8 @@ private:
     unsigned next_engine() { return engine_++ % cfg_.dma_engines; }
     void dma_in(std::uint64_t hbm, std::uint64_t vmem, std::uint64_t bytes, std::uint16_t flag);
     void dma_out(std::uint64_t vmem, std::uint64_t hbm, std::uint64_t bytes, std::uint16_t flag);
+    void spread_dma(Space src_space, std::uint64_t src, Space dst_space, std::uint64_t dst, std::uint64_t bytes,
+                    std::uint16_t flag);
     void wait_all(std::uint16_t flag);
 };
 
