@@ -38,6 +38,20 @@ for b, block in enumerate(re.findall(r"```sh\n(.*?)```", text, re.S), 1):
         cmd = ""
 if n < 10:
     sys.exit("README.md: only %d commands found in its sh blocks" % n)
+# Its tables render: a blank line before each, a separator row, every row as many cells as the header.
+lines = text.splitlines()
+for i, l in enumerate(lines):
+    if l.startswith("|") and (i == 0 or not lines[i - 1].startswith("|")):
+        if i > 0 and lines[i - 1].strip():
+            sys.exit("README.md:%d: a table needs a blank line before it" % (i + 1))
+        cells = lambda r: len(re.sub(r"`[^`]*`", "x", r).strip().strip("|").split("|"))
+        if i + 1 >= len(lines) or not re.match(r"^\|(\s*:?-+:?\s*\|)+\s*$", lines[i + 1]):
+            sys.exit("README.md:%d: a table header without its |---| row" % (i + 1))
+        j = i + 2
+        while j < len(lines) and lines[j].startswith("|"):
+            if cells(lines[j]) != cells(l):
+                sys.exit("README.md:%d: %d cells, the header has %d" % (j + 1, cells(lines[j]), cells(l)))
+            j += 1
 PYEOF
 export XPU_BUILD_DIR="$BUILD" XPU_SKIP_BUILD=1
 gtkwave() { xvfb-run -a gtkwave -x "$@"; }
