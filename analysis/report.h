@@ -1,6 +1,6 @@
-// The analysis' own outputs: the terminal report, analysis.json, and the side-by-side
-// comparison of two runs (xpu_analyze --compare). report.html and timeline.json have their own
-// writers (report_html.h, timeline_json.h).
+// The analysis' own outputs: the terminal report and analysis.json (the comparison of two runs
+// is analysis/compare.h's; report.html and timeline.json have their own writers: report_html.h,
+// timeline_json.h).
 #pragma once
 
 #include <ostream>
@@ -15,8 +15,6 @@ void print_report(std::ostream& os, const RunData& run, const Analysis& a, std::
 void write_analysis_json(std::ostream& os, const RunData& run, const Analysis& a);
 // Writes `path` atomically (temp file + rename); throws std::runtime_error naming it.
 void write_analysis_json_file(const std::string& path, const RunData& run, const Analysis& a);
-void print_comparison(std::ostream& os, const std::string& name_a, const RunData& ra, const Analysis& a,
-                      const std::string& name_b, const RunData& rb, const Analysis& b);
 
 // "12.345 us" with a unit that suits the magnitude (ps in, deterministic formatting).
 std::string format_time(Tick t);

@@ -127,54 +127,5 @@ void print_report(std::ostream& os, const RunData& run, const Analysis& a, std::
     }
 }
 
-void print_comparison(std::ostream& os, const std::string& name_a, const RunData& ra, const Analysis& a,
-                      const std::string& name_b, const RunData& rb, const Analysis& b) {
-    auto col = [&](const std::string& s) {
-        std::ostringstream o;
-        o << std::setw(20) << s;
-        return o.str();
-    };
-    os << "== comparison ==\n" << std::left << std::setw(34) << "" << std::right << col("A") << col("B") << col("B/A") << "\n";
-    os << "  A: " << name_a << "\n  B: " << name_b << "\n";
-    auto row = [&](const std::string& what, double x, double y, const std::string& fx, const std::string& fy) {
-        char r[32];
-        std::snprintf(r, sizeof r, "%.3fx", x > 0 ? y / x : 0.0);
-        os << "  " << std::left << std::setw(32) << what << std::right << col(fx) << col(fy) << col(x > 0 ? r : "-") << "\n";
-    };
-    row("simulated time", static_cast<double>(a.end), static_cast<double>(b.end), format_time(a.end), format_time(b.end));
-    row("instructions", static_cast<double>(a.instructions), static_cast<double>(b.instructions), std::to_string(a.instructions),
-        std::to_string(b.instructions));
-    os << "  core time by cause\n";
-    for (std::size_t c = 0; c < kCauses; ++c) {
-        if (!a.core_total[c] && !b.core_total[c]) continue;
-        row(std::string("    ") + cause_name(static_cast<Cause>(c)), static_cast<double>(a.core_total[c]),
-            static_cast<double>(b.core_total[c]), format_time(a.core_total[c]), format_time(b.core_total[c]));
-    }
-    os << "  utilisation (busy share of the run, mean over units of a kind)\n";
-    std::map<std::string, std::pair<double, double>> ua, ub;
-    auto util = [](const Analysis& x, std::map<std::string, std::pair<double, double>>& m) {
-        for (const auto& u : x.units) {
-            auto& p = m[u.kind];
-            p.first += x.end ? static_cast<double>(u.time[0]) / static_cast<double>(x.end) : 0;
-            p.second += 1;
-        }
-    };
-    util(a, ua);
-    util(b, ub);
-    std::map<std::string, bool> kinds;
-    for (auto& [k, v] : ua) kinds[k] = true;
-    for (auto& [k, v] : ub) kinds[k] = true;
-    for (auto& [k, v] : kinds) {
-        const double x = ua.count(k) ? 100 * ua[k].first / ua[k].second : 0, y = ub.count(k) ? 100 * ub[k].first / ub[k].second : 0;
-        char fx[16], fy[16];
-        std::snprintf(fx, sizeof fx, "%.1f%%", x);
-        std::snprintf(fy, sizeof fy, "%.1f%%", y);
-        row("    " + k, x, y, fx, fy);
-    }
-    os << "  top suggestion\n    A: " << (a.suggestions.empty() ? "none" : a.suggestions[0].kind + " at " + a.suggestions[0].where)
-       << "\n    B: " << (b.suggestions.empty() ? "none" : b.suggestions[0].kind + " at " + b.suggestions[0].where) << "\n";
-    (void)ra;
-    (void)rb;
-}
 
 }  // namespace xpu::analysis

@@ -3,7 +3,9 @@
 //                                            report.html, timeline.json}
 //   xpu_analyze OUT --apply N[,M...] -o patched.bin the trace with suggestion N (and M...) applied (re-simulate it
 //                                            to measure the gain against the estimate)
-//   xpu_analyze --compare OUT_A OUT_B        two runs side by side
+//   xpu_analyze --compare OUT_A OUT_B [-o DIR] two runs side by side: platform differences, time by
+//                                            cause, op and layer; DIR/compare.{txt,json,html}
+//                                            (default xpusim-compare)
 //   xpu_analyze OUT --verify K | --no-verify  replay the K best suggestions (default 5) and rank them
 //                                            by measured saving, or do not replay
 //   xpu_analyze OUT --sensitivity [--factor F] also the measured speedup of each resource scaled by F
@@ -14,14 +16,18 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include <sys/resource.h>
 
 #include <boost/program_options.hpp>
 
+#include "analysis/compare.h"
 #include "analysis/compose.h"
 #include "analysis/outputs.h"
 #include "analysis/patch.h"
+#include "analysis/render_util.h"
+#include "analysis/replay.h"
 #include "analysis/report.h"
 
 namespace po = boost::program_options;
@@ -45,6 +51,25 @@ void print_timing(const PhaseTimes& t) {
     rusage ru{};
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         std::fprintf(stderr, "xpu_analyze timing: peak_rss %llu bytes\n", static_cast<unsigned long long>(ru.ru_maxrss) * 1024);  // KiB on Linux
+}
+
+// The exact command that re-simulates a patched trace on the run's effective platform: the
+// sim_main beside this executable (by the path it was found at, so that it can be pasted as
+// is), into a folder of its own named after the trace, so that it never overwrites the run.
+std::string resimulate_command(const std::string& dir, const std::string& patched) {
+    std::string sim = find_sim_main();
+    if (sim.empty()) sim = "sim_main";
+    std::filesystem::path stem(patched);
+    stem.replace_extension();
+    auto quote = [](const std::string& s) {
+        if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+") == std::string::npos)
+            return s;
+        std::string q = "'";
+        for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+        return q + "'";
+    };
+    return quote(sim) + " --platform " + quote((std::filesystem::path(dir) / "platform.yaml").string()) + " --trace " + quote(patched) +
+           " --out " + quote(stem.string() + "-out");
 }
 
 // --apply LIST: the trace with the suggestions at these ranks applied (in the ranking the report
@@ -97,8 +122,7 @@ int apply_suggestions(const std::string& dir, const std::string& list, const std
                   << format_time(static_cast<xpu::Tick>(std::llabs(saving))) << " (estimated " << format_time(s.estimated_saving) << ")\n";
     else
         std::cout << "not verified, estimated saving " << format_time(s.estimated_saving) << "\n";
-    std::cout << "patched trace " << out << "; re-simulate it:\n  sim_main --platform "
-              << (std::filesystem::path(dir) / "platform.yaml").string() << " --trace " << out << "\n";
+    std::cout << "patched trace " << out << "; re-simulate it:\n  " << resimulate_command(dir, out) << "\n";
     return kOk;
 }
 }  // namespace
@@ -112,7 +136,8 @@ int main(int argc, char* argv[]) {
     double verify_budget = 300, factor = 2;
     opts.add_options()
         ("apply", po::value(&apply), "write the trace with suggestion N (1 = the top one) applied, or several that compose (1,3); needs -o")
-        ("output,o", po::value(&out), "where --apply writes the patched trace")
+        ("output,o", po::value(&out), "where --apply writes the patched trace; with --compare, the folder of "
+                                        "compare.txt, compare.json, compare.html (default xpusim-compare)")
         ("compare", "compare two output folders: xpu_analyze --compare OUT_A OUT_B")
         ("top", po::value(&top), "rows per table in the terminal report (default 10)")
         ("per-layer", "time by op per layer (layer0/attn/qkv_proj, layer1/...) in report.txt and report.html, not added up over layers")
@@ -152,7 +177,24 @@ int main(int argc, char* argv[]) {
             if (dirs.size() != 2) return fail(kUsage, "--compare needs two output folders: xpu_analyze --compare OUT_A OUT_B");
             const RunData ra = load_run(dirs[0]), rb = load_run(dirs[1]);
             const Analysis a = analyze(ra), b = analyze(rb);
-            print_comparison(std::cout, dirs[0], ra, a, dirs[1], rb, b);
+            const Comparison c = compare_runs(dirs[0], a, dirs[1], b);
+            // Loud on stderr as well: a comparison piped into a file must not hide it.
+            if (!c.same_trace) std::cerr << "xpu_analyze: " << trace_warning(c) << "\n";
+            const std::string cmp_dir = out.empty() ? "xpusim-compare" : out;
+            std::ostringstream text;
+            print_comparison(text, c, top);
+            try {
+                std::filesystem::create_directories(cmp_dir);
+                const std::filesystem::path d(cmp_dir);
+                render::FileOut t((d / "compare.txt").string());
+                t.write(text.str());
+                t.close();
+                write_comparison_json((d / "compare.json").string(), c);
+                write_comparison_html((d / "compare.html").string(), c);
+            } catch (const std::exception& e) {
+                return fail(kOutput, cmp_dir + ": cannot write the comparison: " + e.what());
+            }
+            if (!quiet) std::cout << text.str() << "comparison " << cmp_dir << "/{compare.txt, compare.json, compare.html}\n";
             return kOk;
         }
         if (dirs.size() != 1) return fail(kUsage, "expected one output folder (of sim_main --out), see --help");

@@ -214,11 +214,11 @@ void DmaEngine::completer() {
 
 std::vector<Stat> DmaEngine::stats() const {
     auto d = [](auto v) { return static_cast<double>(v); };
-    return {{"descriptors", d(descriptors_), true, "DMAs completed"},
-            {"bytes", d(bytes_), true, "bytes moved"},
-            {"chunks", d(chunks_), true, "chunk transactions (each a read and a write)"},
-            {"queue_full_wait_ns", ticks_to_ns(queue_wait_), false, "time cores waited for a free descriptor slot"},
-            {"remote_flags", d(remote_flags_), true, "completion flags raised on other chips"}};
+    return {{"descriptors", d(descriptors_), true, "DMAs completed", "DMAs"},
+            {"bytes", d(bytes_), true, "bytes moved", "bytes"},
+            {"chunks", d(chunks_), true, "chunk transactions (each a read and a write)", "chunks"},
+            {"queue_full_wait_ns", ticks_to_ns(queue_wait_), false, "time cores waited for a free descriptor slot", "ns"},
+            {"remote_flags", d(remote_flags_), true, "completion flags raised on other chips", "flags"}};
 }
 
 }  // namespace xpu

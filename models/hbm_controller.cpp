@@ -71,12 +71,12 @@ std::vector<Stat> HbmController::stats() const {
     Tick max_ch = 0;
     for (const auto& c : channels_) max_ch = std::max(max_ch, c.busy());
     return {
-        {"bytes_read", d(bytes_read_), true, "bytes read from HBM"},
-        {"bytes_written", d(bytes_written_), true, "bytes written to HBM"},
-        {"requests", d(requests_), true, "transactions served"},
-        {"peak_gbps", peak_gbps(), false, "channels x channel bandwidth"},
-        {"busiest_channel_busy_ns", ticks_to_ns(max_ch), false, "transfer time of the busiest channel"},
-        {"backpressure_ns", ticks_to_ns(backpressure_), false, "total time requests waited for channel queue room"},
+        {"bytes_read", d(bytes_read_), true, "bytes read from HBM", "bytes"},
+        {"bytes_written", d(bytes_written_), true, "bytes written to HBM", "bytes"},
+        {"requests", d(requests_), true, "transactions served", "transactions"},
+        {"peak_gbps", peak_gbps(), false, "channels x channel bandwidth", "GB/s"},
+        {"busiest_channel_busy_ns", ticks_to_ns(max_ch), false, "transfer time of the busiest channel", "ns"},
+        {"backpressure_ns", ticks_to_ns(backpressure_), false, "total time requests waited for channel queue room", "ns"},
     };
 }
 

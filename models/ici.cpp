@@ -61,8 +61,8 @@ void IciPort::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& d
 }
 
 std::vector<Stat> IciPort::stats() const {
-    return {{"forwarded", static_cast<double>(forwarded_), true, "transactions sent on toward another chip"},
-            {"delivered", static_cast<double>(delivered_), true, "transactions delivered into this chip"}};
+    return {{"forwarded", static_cast<double>(forwarded_), true, "transactions sent on toward another chip", "transactions"},
+            {"delivered", static_cast<double>(delivered_), true, "transactions delivered into this chip", "transactions"}};
 }
 
 IciLink::IciLink(const sc_core::sc_module_name& n, const IciLinkConfig& cfg)
@@ -101,11 +101,11 @@ void IciLink::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay)
 
 std::vector<Stat> IciLink::stats() const {
     auto d = [](auto v) { return static_cast<double>(v); };
-    return {{"bytes", d(bytes_), true, "payload bytes carried"},
-            {"wire_bytes", d(wire_bytes_), true, "bytes on the wire (payload + packet overhead)"},
-            {"transfers", d(transfers_), true, "transactions carried"},
-            {"backpressure_ns", ticks_to_ns(backpressure_), false, "time senders waited for buffer room"},
-            {"peak_gbps", cfg_.bandwidth_gbps, false, "configured bandwidth per direction"}};
+    return {{"bytes", d(bytes_), true, "payload bytes carried", "bytes"},
+            {"wire_bytes", d(wire_bytes_), true, "bytes on the wire (payload + packet overhead)", "bytes"},
+            {"transfers", d(transfers_), true, "transactions carried", "transactions"},
+            {"backpressure_ns", ticks_to_ns(backpressure_), false, "time senders waited for buffer room", "ns"},
+            {"peak_gbps", cfg_.bandwidth_gbps, false, "configured bandwidth per direction", "GB/s"}};
 }
 
 }  // namespace xpu

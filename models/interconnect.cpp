@@ -35,8 +35,8 @@ void Interconnect::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_ti
 }
 
 std::vector<Stat> Interconnect::stats() const {
-    return {{"transactions", static_cast<double>(routed_), true, "transactions routed"},
-            {"bytes", static_cast<double>(bytes_), true, "bytes routed"}};
+    return {{"transactions", static_cast<double>(routed_), true, "transactions routed", "transactions"},
+            {"bytes", static_cast<double>(bytes_), true, "bytes routed", "bytes"}};
 }
 
 }  // namespace xpu

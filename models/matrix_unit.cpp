@@ -92,13 +92,13 @@ void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& del
 std::vector<Stat> MatrixUnit::stats() const {
     auto d = [](auto v) { return static_cast<double>(v); };
     return {
-        {"pushes", d(pushes_), true, "weight tiles loaded"},
-        {"matmuls", d(matmuls_), true, "LHS streams"},
-        {"pops", d(pops_), true, "result pops"},
-        {"flops", d(flops_), true, "2 x multiply-accumulates performed"},
-        {"stream_busy_ns", ticks_to_ns(stream_busy_), false, "time LHS rows were entering the array"},
-        {"weight_load_busy_ns", ticks_to_ns(load_busy_), false, "time spent loading weights"},
-        {"peak_tflops", peak_flops_per_s() / 1e12, false, "2 x rows x cols x clock"},
+        {"pushes", d(pushes_), true, "weight tiles loaded", "tiles"},
+        {"matmuls", d(matmuls_), true, "LHS streams", "instructions"},
+        {"pops", d(pops_), true, "result pops", "instructions"},
+        {"flops", d(flops_), true, "2 x multiply-accumulates performed", "flop"},
+        {"stream_busy_ns", ticks_to_ns(stream_busy_), false, "time LHS rows were entering the array", "ns"},
+        {"weight_load_busy_ns", ticks_to_ns(load_busy_), false, "time spent loading weights", "ns"},
+        {"peak_tflops", peak_flops_per_s() / 1e12, false, "2 x rows x cols x clock", "TFLOP/s"},
     };
 }
 

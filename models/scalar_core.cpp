@@ -204,14 +204,14 @@ Tick ScalarCore::sync_op(const Instruction& in, Tick t) {
 std::vector<Stat> ScalarCore::stats() const {
     auto d = [](auto v) { return static_cast<double>(v); };
     return {
-        {"instructions", d(retired_), true, "instructions retired"},
-        {"scalar_instructions", d(per_kind_[0]), true, "executed on the scalar core itself"},
-        {"vector_instructions", d(per_kind_[1]), true, "dispatched to vector units"},
-        {"matrix_instructions", d(per_kind_[2]), true, "dispatched to matrix units"},
-        {"dma_instructions", d(per_kind_[3]), true, "dispatched to DMA engines"},
-        {"sync_instructions", d(per_kind_[4]), true, "sync-flag operations and barriers"},
-        {"sync_wait_ns", ticks_to_ns(sync_wait_), false, "time spent blocked in flag waits and barriers"},
-        {"finish_ns", ticks_to_ns(finish_time_), false, "time the core's last result was ready"},
+        {"instructions", d(retired_), true, "instructions retired", "instructions"},
+        {"scalar_instructions", d(per_kind_[0]), true, "executed on the scalar core itself", "instructions"},
+        {"vector_instructions", d(per_kind_[1]), true, "dispatched to vector units", "instructions"},
+        {"matrix_instructions", d(per_kind_[2]), true, "dispatched to matrix units", "instructions"},
+        {"dma_instructions", d(per_kind_[3]), true, "dispatched to DMA engines", "instructions"},
+        {"sync_instructions", d(per_kind_[4]), true, "sync-flag operations and barriers", "instructions"},
+        {"sync_wait_ns", ticks_to_ns(sync_wait_), false, "time spent blocked in flag waits and barriers", "ns"},
+        {"finish_ns", ticks_to_ns(finish_time_), false, "time the core's last result was ready", "ns"},
     };
 }
 

@@ -109,10 +109,10 @@ void SyncFlags::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time&
 
 std::vector<Stat> SyncFlags::stats() const {
     auto d = [](auto v) { return static_cast<double>(v); };
-    return {{"sets", d(sets_), true, "flag set operations"},
-            {"adds", d(adds_), true, "flag add operations (DMA completions included)"},
-            {"waits", d(waits_), true, "flag waits"},
-            {"barriers", d(barriers_), true, "barrier arrivals"}};
+    return {{"sets", d(sets_), true, "flag set operations", "operations"},
+            {"adds", d(adds_), true, "flag add operations (DMA completions included)", "operations"},
+            {"waits", d(waits_), true, "flag waits", "operations"},
+            {"barriers", d(barriers_), true, "barrier arrivals", "arrivals"}};
 }
 
 }  // namespace xpu

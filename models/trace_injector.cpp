@@ -38,7 +38,7 @@ void TraceInjector::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&)
 
 std::vector<Stat> TraceInjector::stats() const {
     return {{"instructions_delivered", static_cast<double>(delivered_), true,
-             "instructions handed to the core"}};
+             "instructions handed to the core", "instructions"}};
 }
 
 }  // namespace xpu

@@ -113,14 +113,14 @@ void VectorUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& del
 std::vector<Stat> VectorUnit::stats() const {
     auto d = [](auto v) { return static_cast<double>(v); };
     return {
-        {"ops", d(ops_), true, "vector instructions executed"},
-        {"elements", d(elements_), true, "elements processed by compute ops"},
-        {"bytes_loaded", d(bytes_loaded_), true, "bytes read from VMEM by vld"},
-        {"bytes_stored", d(bytes_stored_), true, "bytes written to VMEM by vst"},
-        {"alu_busy_ns", ticks_to_ns(pipe_busy_[kAlu]), false, "elementwise pipeline occupancy"},
-        {"trans_busy_ns", ticks_to_ns(pipe_busy_[kTrans]), false, "transcendental pipeline occupancy"},
-        {"xlu_busy_ns", ticks_to_ns(pipe_busy_[kXlu]), false, "reduce/permute pipeline occupancy"},
-        {"ldst_busy_ns", ticks_to_ns(pipe_busy_[kLdSt]), false, "load/store pipeline occupancy"},
+        {"ops", d(ops_), true, "vector instructions executed", "instructions"},
+        {"elements", d(elements_), true, "elements processed by compute ops", "elements"},
+        {"bytes_loaded", d(bytes_loaded_), true, "bytes read from VMEM by vld", "bytes"},
+        {"bytes_stored", d(bytes_stored_), true, "bytes written to VMEM by vst", "bytes"},
+        {"alu_busy_ns", ticks_to_ns(pipe_busy_[kAlu]), false, "elementwise pipeline occupancy", "ns"},
+        {"trans_busy_ns", ticks_to_ns(pipe_busy_[kTrans]), false, "transcendental pipeline occupancy", "ns"},
+        {"xlu_busy_ns", ticks_to_ns(pipe_busy_[kXlu]), false, "reduce/permute pipeline occupancy", "ns"},
+        {"ldst_busy_ns", ticks_to_ns(pipe_busy_[kLdSt]), false, "load/store pipeline occupancy", "ns"},
     };
 }
 

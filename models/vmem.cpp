@@ -44,10 +44,10 @@ std::optional<Tick> Vmem::busy_time() const {
 std::vector<Stat> Vmem::stats() const {
     auto d = [](auto v) { return static_cast<double>(v); };
     return {
-        {"bytes_read", d(bytes_read_), true, "bytes read (vld, DMA from VMEM)"},
-        {"bytes_written", d(bytes_written_), true, "bytes written (vst, DMA into VMEM)"},
-        {"requests", d(requests_), true, "transactions served"},
-        {"capacity_bytes", d(cfg_.capacity), true, "configured capacity"},
+        {"bytes_read", d(bytes_read_), true, "bytes read (vld, DMA from VMEM)", "bytes"},
+        {"bytes_written", d(bytes_written_), true, "bytes written (vst, DMA into VMEM)", "bytes"},
+        {"requests", d(requests_), true, "transactions served", "transactions"},
+        {"capacity_bytes", d(cfg_.capacity), true, "configured capacity", "bytes"},
     };
 }
 

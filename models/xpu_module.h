@@ -65,12 +65,15 @@ struct Waveforms {
     bool allocation = false;  // Traffic: bytes_allocated, by liveness of the streams that use it
 };
 
-// A statistic: name, value and what it means (gem5-style: every figure documented).
+// A statistic: name, value, what it means and its unit (gem5-style: every figure documented).
+// The one declaration that produces the value also documents it: stats.json's "descriptions"
+// are written from these fields, so a figure and its meaning cannot drift apart.
 struct Stat {
     std::string name;
     double value = 0;
     bool integer = true;
     std::string desc;
+    std::string unit;  // what the value counts or measures: "ns", "bytes", "GB/s", "instructions", ...
 };
 
 class XpuModule : public sc_core::sc_module {

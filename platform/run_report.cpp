@@ -37,6 +37,7 @@ std::string human_time(double ns) {
 void print_summary(std::ostream& os, const RunInputs& in, const RunResult& r) {
     os << std::fixed;
     os << "platform   " << in.platform_file << "\n";
+    for (const auto& o : in.overrides) os << "  --set    " << o << "\n";
     os << "trace      " << in.trace_file << " (" << r.streams << " stream" << (r.streams == 1 ? "" : "s") << ")\n";
     os << "simulated  " << human_time(r.simulated_ns)
        << (r.completed ? std::string() : std::string("  (INCOMPLETE: ") + stop_reason_name(r.stop) + ")") << "\n";
@@ -112,49 +113,100 @@ void write_file_atomically(const std::string& path, const std::string& text) {
     }
 }
 
+namespace {
+// The statistics of stats.json, each written with its unit and meaning where its value is
+// written: the "descriptions" object at the end is the record of these calls, so no figure
+// can appear without its description (tests/e2e/stats_descriptions.sh checks every number has
+// one). Keys of repeated objects use a wildcard: "units.*.busy_ns", "ops[].share";
+// module statistics are keyed by kind: "modules.MatrixUnit.flops".
+class Described {
+public:
+    explicit Described(JsonWriter& j) : j_(j) {}
+    template <class T>
+    void field(const std::string& path, const char* key, T value, const char* unit, const char* desc) {
+        j_.field(key, value);
+        note(path.empty() ? std::string(key) : path + "." + key, unit, desc);
+    }
+    void note(const std::string& key, const std::string& unit, const std::string& desc) {
+        if (seen_.emplace(key, rows_.size()).second) rows_.push_back({key, unit, desc});
+    }
+    void write() {
+        j_.begin_object("descriptions");
+        for (const auto& r : rows_) {
+            j_.begin_object(r.key.c_str());
+            j_.field("unit", r.unit);
+            j_.field("description", r.desc);
+            j_.end_object();
+        }
+        j_.end_object();
+    }
+
+private:
+    struct Row {
+        std::string key, unit, desc;
+    };
+    JsonWriter& j_;
+    std::vector<Row> rows_;  // in the order first written
+    std::map<std::string, std::size_t> seen_;
+};
+}  // namespace
+
 void write_stats_json(const std::string& path, const RunInputs& in, const RunResult& r, const Platform& p) {
     std::ostringstream os;
     JsonWriter j(os);
+    Described d(j);
     j.begin_object();
     j.field("schema", "xpusim.stats/1");
     j.field("platform", in.platform_file);
     j.field("trace", in.trace_file);
+    // How the run was made (docs/outputs.md, "Runs that remember").
+    j.field("version", in.version);
+    j.field("trace_sha256", in.trace_sha256);
+    j.begin_array("command_line");
+    for (const auto& a : in.command_line) j.value(a);
+    j.end_array();
+    j.begin_array("overrides");
+    for (const auto& a : in.overrides) j.value(a);
+    j.end_array();
     j.field("completed", r.completed);
     j.field("stop_reason", stop_reason_name(r.stop));
     j.field("deterministic", in.deterministic);
-    j.field("simulated_time_ns", r.simulated_ns);
-    j.field("instructions_retired", r.instructions);
-    j.field("streams", r.streams);
-    j.field("wall_seconds", r.wall_seconds);
-    j.field("instructions_per_second", r.instructions_per_second());
-    j.field("peak_rss_bytes", r.peak_rss_bytes);
+    d.field("", "simulated_time_ns", r.simulated_ns, "ns", "simulated time at which the last event happened (last result, last DMA completion)");
+    d.field("", "instructions_retired", r.instructions, "instructions", "instructions executed by all cores");
+    d.field("", "streams", static_cast<std::uint64_t>(r.streams), "streams", "trace streams (one per chip and core)");
+    d.field("", "wall_seconds", r.wall_seconds, "s", "host time of the simulation proper, elaboration excluded (0 with --deterministic)");
+    d.field("", "instructions_per_second", r.instructions_per_second(), "instructions/s",
+            "instructions_retired / wall_seconds: the simulator's speed on this host (0 with --deterministic)");
+    d.field("", "peak_rss_bytes", r.peak_rss_bytes, "bytes", "peak resident memory of the process (0 with --deterministic)");
     j.begin_object("units");
     for (const auto& u : r.units) {
         j.begin_object(u.name.c_str());
         j.field("kind", u.kind);
-        j.field("busy_ns", u.busy_ns);
-        j.field("utilization", u.utilization);
+        d.field("units.*", "busy_ns", u.busy_ns, "ns", "time the unit was busy (what busy means depends on its kind: docs/outputs.md)");
+        d.field("units.*", "utilization", u.utilization, "fraction", "busy_ns / simulated_time_ns (capped at 1 for an incomplete run)");
         j.end_object();
     }
     j.end_object();
     j.begin_object("hbm");
-    j.field("bytes_read", r.hbm_bytes_read);
-    j.field("bytes_written", r.hbm_bytes_written);
-    j.field("peak_gbps", r.hbm_peak_gbps);
-    j.field("achieved_gbps", r.achieved_gbps());
+    d.field("hbm", "bytes_read", r.hbm_bytes_read, "bytes", "bytes read from all HBM controllers");
+    d.field("hbm", "bytes_written", r.hbm_bytes_written, "bytes", "bytes written to all HBM controllers");
+    d.field("hbm", "peak_gbps", r.hbm_peak_gbps, "GB/s", "sum over HBM controllers of channels x channel bandwidth");
+    d.field("hbm", "achieved_gbps", r.achieved_gbps(), "GB/s", "(bytes_read + bytes_written) / simulated time");
     j.end_object();
     j.begin_object("compute");
-    j.field("flops", r.flops);
-    j.field("peak_tflops", r.peak_flops_per_s / 1e12);
-    j.field("achieved_tflops", r.simulated_ns > 0 ? r.flops / (r.simulated_ns * 1e-9) / 1e12 : 0.0);
+    d.field("compute", "flops", r.flops, "flop", "2 x multiply-accumulates of all matmuls");
+    d.field("compute", "peak_tflops", r.peak_flops_per_s / 1e12, "TFLOP/s", "peak of all matrix units together");
+    d.field("compute", "achieved_tflops", r.simulated_ns > 0 ? r.flops / (r.simulated_ns * 1e-9) / 1e12 : 0.0, "TFLOP/s",
+            "flops / simulated time");
     j.end_object();
-    j.field("communication_share", r.breakdown.communication_share);
+    d.field("", "communication_share", r.breakdown.communication_share, "fraction",
+            "share of all cores' time in collective ops (annotations with all_reduce, all_gather, reduce_scatter)");
     j.begin_array("ops");
     for (const auto& o : r.breakdown.ops) {
         j.begin_object();
         j.field("op", o.op);
-        j.field("core_ns", o.core_ns);
-        j.field("share", o.share);
+        d.field("ops[]", "core_ns", o.core_ns, "ns", "core time attributed to the op (its instructions' slots and the stalls in front of them)");
+        d.field("ops[]", "share", o.share, "fraction", "core_ns / all cores' time");
         j.end_object();
     }
     j.end_array();
@@ -162,11 +214,11 @@ void write_stats_json(const std::string& path, const RunInputs& in, const RunRes
     for (const auto& c : r.breakdown.chips) {
         j.begin_object();
         j.field("chip", static_cast<std::uint64_t>(c.chip));
-        j.field("instructions", c.instructions);
-        j.field("finish_ns", c.finish_ns);
-        j.field("hbm_bytes_read", c.hbm_bytes_read);
-        j.field("hbm_bytes_written", c.hbm_bytes_written);
-        j.field("link_bytes_sent", c.link_bytes_sent);
+        d.field("chips[]", "instructions", c.instructions, "instructions", "instructions the chip's cores retired");
+        d.field("chips[]", "finish_ns", c.finish_ns, "ns", "time the chip's last core finished");
+        d.field("chips[]", "hbm_bytes_read", c.hbm_bytes_read, "bytes", "bytes read from the chip's HBM");
+        d.field("chips[]", "hbm_bytes_written", c.hbm_bytes_written, "bytes", "bytes written to the chip's HBM");
+        d.field("chips[]", "link_bytes_sent", c.link_bytes_sent, "bytes", "payload bytes the chip sent on inter-chip links");
         j.end_object();
     }
     j.end_array();
@@ -177,9 +229,10 @@ void write_stats_json(const std::string& path, const RunInputs& in, const RunRes
                 if (u.name == m->name()) {
                     j.begin_object(u.name.c_str());
                     for (const auto& st : m->stats())
-                        if (st.name == "bytes" || st.name == "wire_bytes") j.field(st.name.c_str(), static_cast<std::uint64_t>(st.value));
-                    j.field("busy_ns", u.busy_ns);
-                    j.field("utilization", u.utilization);
+                        if (st.name == "bytes" || st.name == "wire_bytes")
+                            d.field("links.*", st.name.c_str(), static_cast<std::uint64_t>(st.value), st.unit.c_str(), st.desc.c_str());
+                    d.field("links.*", "busy_ns", u.busy_ns, "ns", "time the link was carrying data");
+                    d.field("links.*", "utilization", u.utilization, "fraction", "busy_ns / simulated_time_ns");
                     j.end_object();
                 }
     j.end_object();
@@ -187,14 +240,16 @@ void write_stats_json(const std::string& path, const RunInputs& in, const RunRes
     for (auto* m : p.modules()) {
         j.begin_object(m->name());
         j.field("kind", m->kind());
+        const std::string kind_path = std::string("modules.") + m->kind();
         for (const auto& s : m->stats()) {
-            if (s.integer) j.field(s.name.c_str(), static_cast<std::uint64_t>(s.value));
-            else j.field(s.name.c_str(), s.value);
+            if (s.integer) d.field(kind_path, s.name.c_str(), static_cast<std::uint64_t>(s.value), s.unit.c_str(), s.desc.c_str());
+            else d.field(kind_path, s.name.c_str(), s.value, s.unit.c_str(), s.desc.c_str());
         }
         j.end_object();
     }
     j.end_object();
     if (!r.completed) j.field("diagnosis", r.diagnosis);
+    d.write();
     j.end_object();
     write_file_atomically(path, os.str());
 }

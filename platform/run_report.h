@@ -3,14 +3,22 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "platform/simulation.h"
 
 namespace xpu::platform {
 
+// How a run was made: enough to tell two runs apart and to make one again (stats.json records it).
 struct RunInputs {
     std::string platform_file, trace_file;
     bool deterministic = false;  // --deterministic: host figures were not measured (written as 0)
+    // The command line as given, the program named "sim_main" rather than by the path it was
+    // started from (which differs between checkouts while the run does not).
+    std::vector<std::string> command_line;
+    std::vector<std::string> overrides;  // the --set KEY=VALUE list, in order
+    std::string version;                 // "xpusim X.Y.Z": the project version (deterministic)
+    std::string trace_sha256;            // of the trace file's bytes: what was replayed, whatever its path
 };
 
 void print_summary(std::ostream& os, const RunInputs& in, const RunResult& r);

@@ -24,6 +24,7 @@
 #include "platform/vcd_writer.h"
 #include "analysis/outputs.h"
 #include "platform/txlog_writer.h"
+#include "traces/sha256.h"
 
 namespace po = boost::program_options;
 using namespace xpu::platform;
@@ -296,7 +297,20 @@ int sc_main(int argc, char* argv[]) {
         result.peak_rss_bytes = 0;
     }
 
-    RunInputs in{platform_file, trace_file, deterministic};
+    RunInputs in;
+    in.platform_file = platform_file;
+    in.trace_file = trace_file;
+    in.deterministic = deterministic;
+    in.command_line.push_back("sim_main");  // not argv[0]: its path differs between checkouts
+    for (int i = 1; i < argc; ++i) in.command_line.push_back(argv[i]);
+    in.overrides = sets;
+    in.version = std::string("xpusim ") + XPU_VERSION;
+    try {
+        in.trace_sha256 = xpu::sha256_file(trace_file);
+    } catch (const std::exception& e) {
+        outs.discard();
+        return fail(kBadTrace, e.what());
+    }
     try {
         if (txlog) {
             const unsigned status = result.stop == StopReason::Deadlock ? 1 : result.stop == StopReason::MaxSimTime ? 2 : 0;

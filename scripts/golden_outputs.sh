@@ -92,11 +92,15 @@ for c in "$cfg"/*.yaml; do
     "$sim" --platform "$c" --dump-config > "cases/dump-config.$(basename "$c")"
 done
 
-# The manifest: every output but the transaction log. A .gtkw save file names its VCD by absolute
+# The manifest: every output but the transaction log. --apply's message names sim_main by its
+# path: hashed with BUILD_DIR written as "BUILD". A .gtkw save file names its VCD by absolute
 # path (so that GTKWave finds it from anywhere): hashed with OUT_DIR written as "OUT". analysis.json
 # gives the log's size ("log_bytes"), a figure of the log's format: hashed with it as 0.
 find cases traces -type f ! -name 'txlog.*' -print0 | sort -z | while IFS= read -r -d '' f; do
-    if [[ $f == *.gtkw ]]; then
+    if [[ $f == *.apply.txt ]]; then
+        # --apply prints the command that re-simulates the patched trace with sim_main's path.
+        printf '%s  %s\n' "$(sed "s#$build#BUILD#g" "$f" | sha256sum | cut -d' ' -f1)" "$f"
+    elif [[ $f == *.gtkw ]]; then
         printf '%s  %s\n' "$(sed "s#$out#OUT#g" "$f" | sha256sum | cut -d' ' -f1)" "$f"
     elif [[ $f == */analysis.json ]]; then
         printf '%s  %s\n' "$(sed -E 's#"log_bytes": [0-9]+#"log_bytes": 0#' "$f" | sha256sum | cut -d' ' -f1)" "$f"

@@ -8,9 +8,11 @@ set -euo pipefail
 # waveforms (docs/waveforms.md); --with-gtkwave is accepted and does nothing more.
 # chromium: tests/e2e/report_html.sh renders the analysis' report.html headless and checks the
 # screenshot shows its charts.
+# slurm-wlm, munge: tests/e2e/sweep_slurm.sh starts slurmctld and slurmd on localhost (in a
+# temporary folder, with its own munge socket and key) and runs xpu_sweep --slurm on them.
 packages=(build-essential cmake pkg-config libsystemc-dev libyaml-cpp-dev
           libboost-program-options-dev libgtest-dev libbenchmark-dev python3
-          gtkwave xvfb xauth chromium)
+          gtkwave xvfb xauth chromium slurm-wlm munge)
 for arg in "$@"; do
     case "$arg" in
         --with-fuzz) packages+=(clang-14 libclang-rt-14-dev llvm-14) ;;

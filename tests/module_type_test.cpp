@@ -67,7 +67,7 @@ public:
         return w;
     }
     std::vector<Stat> stats() const override {
-        return {{"bytes_written", static_cast<double>(written_), true, "bytes written into it"}};
+        return {{"bytes_written", static_cast<double>(written_), true, "bytes written into it", "bytes"}};
     }
 
 private:

@@ -1,0 +1,29 @@
+// SHA-256 (FIPS 180-4), for identifying a run's trace in stats.json ("trace_sha256") so that two
+// runs can be told apart by what they replayed, not by the path they were given. CRC-32
+// (crc32.h) guards blocks against corruption; it is too weak to say two files are the same trace.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace xpu {
+
+class Sha256 {
+public:
+    Sha256();
+    void update(const void* data, std::size_t n);
+    std::string hex();  // finishes: 64 lower-case hex digits
+
+private:
+    void block(const unsigned char* p);
+    std::uint32_t h_[8];
+    unsigned char buf_[64];
+    std::size_t used_ = 0;
+    std::uint64_t bytes_ = 0;
+};
+
+// The digest of a file's bytes, streamed; throws std::runtime_error naming it if it cannot be read.
+std::string sha256_file(const std::string& path);
+
+}  // namespace xpu
