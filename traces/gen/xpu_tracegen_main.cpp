@@ -12,12 +12,14 @@
 // --split-dma N.
 // Exit codes: 0 ok, 1 cannot generate or write the output, 2 usage.
 #include <iostream>
+#include <map>
 
 #include <boost/program_options.hpp>
 
 #include "traces/gen/collective.h"
 #include "traces/gen/gemm.h"
 #include "traces/gen/transformer.h"
+#include "traces/onnx/onnx_frontend.h"
 #include "traces/trace_writer.h"
 
 namespace po = boost::program_options;
@@ -225,6 +227,78 @@ int collective_cmd(const std::vector<std::string>& args) {
     return 0;
 }
 
+int onnx_cmd(const std::vector<std::string>& args) {
+    onnxfe::OnnxParams p;
+    Common c;
+    std::string unsupported = "error";
+    unsigned tp = 1;
+    po::options_description o("xpu_tracegen onnx MODEL.onnx: an ONNX model's graph lowered onto the chip (shapes only)");
+    o.add_options()
+        ("model", po::value(&p.path)->required(), "the ONNX model (weights may be absent or external)")
+        ("batch", po::value(&p.batch), "size of the symbolic batch dim (default 1)")
+        ("seq", po::value(&p.seq), "size of a symbolic sequence dim")
+        ("tp", po::value(&tp), "tensor-parallel chips (only 1 is supported by this front end)")
+        ("unsupported", po::value(&unsupported),
+         "error (default): an op it cannot lower stops it; skip: such nodes are left out, with a warning counting them");
+    c.add(o, false);
+    po::positional_options_description pos;
+    pos.add("model", 1);
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(args).options(o).positional(pos).run(), vm);
+        if (vm.count("help")) {
+            std::cout << o;
+            return 0;
+        }
+        po::notify(vm);
+    } catch (const po::error& e) {
+        return usage(e.what());
+    }
+    if (std::string err = c.finish(vm); !err.empty()) return usage(err);
+    if (unsupported != "error" && unsupported != "skip")
+        return usage("--unsupported: expected error or skip, got '" + unsupported + "'");
+    if (tp != 1) return usage("--tp: the onnx front end lowers onto one chip only (got " + std::to_string(tp) + ")");
+    p.skip_unsupported = unsupported == "skip";
+    p.tiles = c.tiles;
+    try {
+        trace::TraceWriter w(c.out);
+        auto s = onnxfe::emit_onnx(w, p);
+        w.close();
+        std::map<std::string, unsigned> how;
+        for (const auto& n : s.nodes) ++how[n.how];
+        std::cout << "wrote " << c.out << ": " << p.path << ", batch " << p.batch;
+        if (p.seq) std::cout << ", seq " << p.seq;
+        std::cout << ", " << s.nodes.size() << " nodes (";
+        bool first = true;
+        for (const auto& [k, v] : how) {
+            std::cout << (first ? "" : ", ") << v << " " << k;
+            first = false;
+        }
+        std::cout << ")\n"
+                  << "  stream chip 0 core 0: " << s.instructions << " instructions\n"
+                  << "  FLOPs " << s.flops << "\n"
+                  << "  HBM bytes read " << s.hbm_bytes_read << ", written " << s.hbm_bytes_written << "\n";
+        if (!s.skipped.empty()) {
+            unsigned total = 0;
+            std::string list;
+            for (const auto& [op, k] : s.skipped) {
+                total += k;
+                list += (list.empty() ? "" : ", ") + op + " x" + std::to_string(k);
+            }
+            std::cerr << "xpu_tracegen: warning: --unsupported=skip left out " << total << " node(s) it cannot lower: " << list
+                      << "\n";
+        }
+    } catch (const onnxfe::OnnxError& ex) {
+        std::cerr << "xpu_tracegen: " << ex.what() << "\n";
+        return 2;
+    } catch (const std::invalid_argument& ex) {
+        return usage(ex.what());
+    } catch (const std::exception& ex) {
+        return write_failed(ex);
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -234,7 +308,8 @@ int main(int argc, char** argv) {
                      "workloads (each has --help):\n"
                      "  gemm          tiled matmul\n"
                      "  transformer   Llama-style decoder layers, prefill or decode, optional tensor parallelism\n"
-                     "  collective    all-gather / reduce-scatter / all-reduce over chips\n";
+                     "  collective    all-gather / reduce-scatter / all-reduce over chips\n"
+                     "  onnx          an ONNX model (shapes only) lowered onto the chip\n";
         return args.empty() ? 2 : 0;
     }
     if (args[0] == "--version") {
@@ -246,5 +321,6 @@ int main(int argc, char** argv) {
     if (cmd == "gemm") return gemm_cmd(args);
     if (cmd == "transformer") return transformer_cmd(args);
     if (cmd == "collective") return collective_cmd(args);
+    if (cmd == "onnx") return onnx_cmd(args);
     return usage("unknown workload '" + cmd + "'");
 }
