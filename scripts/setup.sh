@@ -10,6 +10,7 @@ set -euo pipefail
 # screenshot shows its charts.
 packages=(build-essential cmake pkg-config libsystemc-dev libyaml-cpp-dev
           libboost-program-options-dev libgtest-dev libbenchmark-dev python3
+          libonnx-dev libprotobuf-dev
           gtkwave xvfb xauth chromium)
 for arg in "$@"; do
     case "$arg" in

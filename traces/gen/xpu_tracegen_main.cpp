@@ -18,6 +18,7 @@
 
 #include "traces/gen/collective.h"
 #include "traces/gen/gemm.h"
+#include "traces/gen/scalesim.h"
 #include "traces/gen/transformer.h"
 #include "traces/onnx/onnx_frontend.h"
 #include "traces/trace_writer.h"
@@ -227,6 +228,51 @@ int collective_cmd(const std::vector<std::string>& args) {
     return 0;
 }
 
+int scalesim_cmd(const std::vector<std::string>& args) {
+    Common c;
+    std::string topo;
+    po::options_description o("xpu_tracegen scalesim TOPOLOGY.csv: a SCALE-Sim topology (conv or GEMM format), one layer per row");
+    o.add_options()("topology", po::value(&topo)->required(), "the SCALE-Sim topology file");
+    c.add(o, false);
+    po::positional_options_description pos;
+    pos.add("topology", 1);
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(args).options(o).positional(pos).run(), vm);
+        if (vm.count("help")) {
+            std::cout << o;
+            return 0;
+        }
+        po::notify(vm);
+    } catch (const po::error& e) {
+        return usage(e.what());
+    }
+    if (std::string err = c.finish(vm); !err.empty()) return usage(err);
+    std::vector<gen::TopologyLayer> layers;
+    try {
+        layers = gen::read_scalesim_topology(topo);
+    } catch (const gen::TopologyError& ex) {
+        std::cerr << "xpu_tracegen: " << ex.what() << "\n";
+        return 2;
+    }
+    try {
+        trace::TraceWriter w(c.out);
+        gen::Emitter e(w, w.add_stream(0, 0));
+        gen::emit_topology(e, c.tiles, layers);
+        e.halt();
+        w.close();
+        std::cout << "wrote " << c.out << ": " << topo << ", " << layers.size() << " layer(s)\n"
+                  << "  stream chip 0 core 0: " << e.instructions() << " instructions\n"
+                  << "  FLOPs " << e.flops() << "\n"
+                  << "  HBM bytes read " << e.dma_bytes_from_hbm() << ", written " << e.dma_bytes_to_hbm() << "\n";
+    } catch (const std::invalid_argument& ex) {
+        return usage(ex.what());
+    } catch (const std::exception& ex) {
+        return write_failed(ex);
+    }
+    return 0;
+}
+
 int onnx_cmd(const std::vector<std::string>& args) {
     onnxfe::OnnxParams p;
     Common c;
@@ -309,7 +355,8 @@ int main(int argc, char** argv) {
                      "  gemm          tiled matmul\n"
                      "  transformer   Llama-style decoder layers, prefill or decode, optional tensor parallelism\n"
                      "  collective    all-gather / reduce-scatter / all-reduce over chips\n"
-                     "  onnx          an ONNX model (shapes only) lowered onto the chip\n";
+                     "  onnx          an ONNX model (shapes only) lowered onto the chip\n"
+                     "  scalesim      a SCALE-Sim topology (conv or GEMM format), one layer per row\n";
         return args.empty() ? 2 : 0;
     }
     if (args[0] == "--version") {
@@ -322,5 +369,6 @@ int main(int argc, char** argv) {
     if (cmd == "transformer") return transformer_cmd(args);
     if (cmd == "collective") return collective_cmd(args);
     if (cmd == "onnx") return onnx_cmd(args);
+    if (cmd == "scalesim") return scalesim_cmd(args);
     return usage("unknown workload '" + cmd + "'");
 }

@@ -490,6 +490,7 @@ public:
         if (p_.batch != 1 && !batch_used_)
             throw OnnxError(p_.path + ": --batch " + std::to_string(p_.batch) +
                             " given, but no input has a symbolic batch dim (its batch is fixed in the model)");
+        check_ops();
         infer();
     }
 
@@ -518,6 +519,7 @@ private:
     onnx::ModelProto model_;
     std::set<std::string> initializers_, data_inputs_, weight_inputs_;
     bool batch_used_ = false;
+    std::map<std::string, std::string> skipped_;  // node name -> its op type (--unsupported=skip)
     std::unordered_map<std::string, Tensor> t_;
     std::unordered_map<std::string, int> producer_;  // tensor -> node index
     std::unordered_map<std::string, int> consumers_;
@@ -612,6 +614,48 @@ private:
         }
     }
 
+    // Before shape inference (which stops at an op it does not know): an op that cannot be
+    // lowered, in a node that does not compute from weights and constants only, is an error;
+    // with --unsupported=skip it becomes an Identity of its first input (its outputs taken to be
+    // shaped like it: true of the activations and custom elementwise ops a front end meets
+    // unknown), remembered as skipped, so that the nodes after it still lower.
+    void check_ops() {
+        const auto ops = supported_ops();
+        const std::set<std::string> supported(ops.begin(), ops.end());
+        std::unordered_set<std::string> ct(initializers_.begin(), initializers_.end());
+        ct.insert(weight_inputs_.begin(), weight_inputs_.end());
+        onnx::GraphProto& g = *model_.mutable_graph();
+        for (int i = 0; i < g.node_size(); ++i) {
+            onnx::NodeProto& n = *g.mutable_node(i);
+            bool compile_time = n.op_type() == "Shape";
+            if (!compile_time) {
+                compile_time = true;
+                for (const auto& x : n.input())
+                    if (!x.empty() && !ct.count(x)) compile_time = false;
+            }
+            if (compile_time) {
+                for (const auto& o : n.output()) ct.insert(o);
+                continue;
+            }
+            if (supported.count(n.op_type()) && (n.domain().empty() || n.domain() == "ai.onnx")) continue;
+            const std::string name = node_name(n, i);
+            if (!p_.skip_unsupported)
+                throw OnnxError(p_.path + ": node '" + name + "' has op type " + (n.domain().empty() ? "" : n.domain() + ".") +
+                                n.op_type() + ", which xpu_tracegen onnx cannot lower (--unsupported=skip skips such nodes); supported ops: " +
+                                join(ops));
+            skipped_[name] = n.op_type();
+            if (!n.input_size() || n.input(0).empty() || n.output_size() != 1)
+                throw OnnxError(p_.path + ": node '" + name + "' (" + n.op_type() +
+                                "): cannot be skipped: only a node with a first input and one output can (--unsupported=skip)");
+            const std::string in = n.input(0), out = n.output(0), keep = n.name();
+            n.Clear();
+            n.set_op_type("Identity");
+            n.set_name(keep);
+            n.add_input(in);
+            n.add_output(out);
+        }
+    }
+
     std::string node_name(const onnx::NodeProto& n, int i) const {
         std::string s = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
         while (!s.empty() && s[0] == '/') s.erase(0, 1);
@@ -685,6 +729,8 @@ private:
         return t.dims;
     }
 
+    static std::string y_of(const onnx::NodeProto& n) { return n.output_size() ? n.output(0) : ""; }
+
     NodeReport lower(gen::Lowering& lo, const onnx::NodeProto& n, int i) {
         NodeReport r;
         r.name = node_name(n, i);
@@ -699,6 +745,11 @@ private:
         };
         if (planned == How::CompileTime) return done(How::CompileTime);
         if (planned == How::Skipped) return done(How::Skipped);
+        if (auto sk = skipped_.find(r.name); sk != skipped_.end()) {
+            r.op = sk->second;
+            alias(y_of(n), n.input(0));
+            return done(How::Skipped);
+        }
         const std::string& x = n.input(0);
         const std::string y = n.output_size() ? n.output(0) : "";
         if (view_ops().count(op)) {
