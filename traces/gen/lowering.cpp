@@ -315,13 +315,14 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
             for (std::uint64_t r = x.store->r0; r < x.store->r1; ++r) {
                 if (r == 0) x.lane_start.push_back(x.out_bytes);
                 std::uint64_t b = rows_in(*x.store, r) * x.store->cols * eb;
-                e.vst(0, vreg(x.store->regs + static_cast<unsigned>(r - x.store->r0)), vm_c + x.out_bytes, b);
+                e.vst(static_cast<unsigned>(r % p.vpus), vreg(x.store->regs + static_cast<unsigned>(r - x.store->r0)),
+                      vm_c + x.out_bytes, b);  // result vregs round-robin over the vector units
                 x.out_bytes += b;
             }
         if (x.alu)
             for (std::uint64_t r = x.alu->r0; r < x.alu->r1; ++r) {
                 std::uint8_t v = vreg(x.alu->regs + static_cast<unsigned>(r - x.alu->r0));
-                e.vop(Opcode::VAlu, 0, v, v, static_cast<std::uint32_t>(rows_in(*x.alu, r) * x.alu->cols));
+                e.vop(Opcode::VAlu, static_cast<unsigned>(r % p.vpus), v, v, static_cast<std::uint32_t>(rows_in(*x.alu, r) * x.alu->cols));
             }
         if (pop)
             for (std::uint64_t r = pop->r0; r < pop->r1; ++r)

@@ -19,6 +19,7 @@
 #include "traces/gen/collective.h"
 #include "traces/gen/gemm.h"
 #include "traces/gen/scalesim.h"
+#include "traces/gen/target.h"
 #include "traces/gen/transformer.h"
 #include "traces/onnx/onnx_frontend.h"
 #include "traces/trace_writer.h"
@@ -35,13 +36,16 @@ int usage(const std::string& msg) {
 
 // Options every lowering shares: data type, tiling, and the planted inefficiencies.
 struct Common {
-    std::string out, dtype = "bf16";
+    std::string out, dtype = "bf16", platform;
     gen::TileConfig tiles;
     void add(po::options_description& o, bool planted) {
         o.add_options()
             ("dtype", po::value(&dtype), "bf16 (default), f32 or int8")
             ("tile-m", po::value(&tiles.tile_m), "rows of A per block (multiple of 8, default 1024)")
             ("mxus", po::value(&tiles.mxus), "matrix units used (1..8, default 8 as in configs/xpu.yaml)")
+            ("platform", po::value(&platform),
+             "tile for this platform description: its matrix-unit size and count (up to 8), vector units, DMA engines "
+             "and VMEM capacity (instead of --mxus)")
             ("output,o", po::value(&out)->required(), "output trace (.bin)")
             ("help,h", "this help");
         if (planted)
@@ -66,6 +70,17 @@ struct Common {
         tiles.false_dep = vm.count("false-dep") > 0;
         tiles.bad_order = vm.count("bad-order") > 0;
         if (tiles.split_dma < 1 || tiles.split_dma > 65536) return "--split-dma must be 1..65536";
+        if (!platform.empty()) {
+            try {
+                const gen::Target t = gen::read_target(platform);
+                tiles = gen::tiles_for(t, tiles);
+                std::cout << "target " << platform << ": " << t.mxus << " matrix units " << t.mxu_rows << "x" << t.mxu_cols
+                          << " (" << tiles.mxus << " used), " << t.vpus << " vector unit(s), " << t.dma_engines
+                          << " DMA engines, VMEM " << t.vmem_bytes << " bytes; tile_m " << tiles.tile_m << "\n";
+            } catch (const gen::TargetError& e) {
+                return e.what();
+            }
+        }
         return "";
     }
 };
@@ -107,6 +122,10 @@ int gemm_cmd(const std::vector<std::string>& args) {
     p.dtype = c.tiles.dtype;
     p.tile_m = c.tiles.tile_m;
     p.mxus = c.tiles.mxus;
+    p.dim = c.tiles.dim;
+    p.dma_engines = c.tiles.dma_engines;
+    p.vpus = c.tiles.vpus;
+    p.vec_base = c.tiles.vec_base;
     p.double_buffer = c.tiles.prefetch;
     p.late_dma = c.tiles.late_dma;
     p.false_dep = c.tiles.false_dep;
