@@ -311,7 +311,7 @@ TEST(ScaleSimTopology, ReadsBothFormatsAndEmitsOneAnnotatedLayerPerRow) {
     std::ofstream(gemm) << "Layer,M,N,K,\nQKT,1024,1024,64,\nproj,100,300,200,\n";
     auto c = gen::read_scalesim_topology(conv);
     ASSERT_EQ(c.size(), 2u);
-    EXPECT_EQ(c[0].m, 109u * 109u);  // (224 - 7) / 2 + 1, no padding (SCALE-Sim's convention)
+    EXPECT_EQ(c[0].m, 110u * 110u);  // ceil((224 - 7 + 2) / 2), no padding (SCALE-Sim's topology_utils.py)
     EXPECT_EQ(c[0].n, 64u);
     EXPECT_EQ(c[0].k, 7u * 7u * 3u);
     auto g = gen::read_scalesim_topology(gemm);

@@ -80,7 +80,8 @@ std::vector<TopologyLayer> read_scalesim_topology(const std::string& path) {
         if (conv) {
             const std::uint64_t H = v[0], W = v[1], R = v[2], S = v[3], C = v[4], F = v[5], s = v[6];
             if (R > H || S > W) throw TopologyError(where + "filter larger than the IFMAP (SCALE-Sim convolutions have no padding)");
-            l.m = ((H - R) / s + 1) * ((W - S) / s + 1);
+            // SCALE-Sim's output size (topology_utils.py): ceil((H - R + stride) / stride).
+            l.m = ceil_div(H - R + s, s) * ceil_div(W - S + s, s);
             l.n = F;
             l.k = R * S * C;
         } else {

@@ -1,8 +1,8 @@
 // SCALE-Sim topologies (github.com/scalesim-project/scale-sim-v2, topologies/): one matmul
 // problem per row, lowered by Lowering::matmuls and annotated "<prefix>/<layer name>/<step>".
 //   conv format: Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels,
-//                Num Filter, Strides[, ...]   (SCALE-Sim's convention: no padding, so the output
-//                is ((H - R) / stride + 1) x ((W - S) / stride + 1));
+//                Num Filter, Strides[, ...]   (SCALE-Sim's convention: no padding, and an output
+//                of ceil((H - R + stride) / stride) x ceil((W - S + stride) / stride));
 //                as a GEMM: M = output pixels, N = filters, K = R x S x channels;
 //   GEMM format: Layer, M, N, K   (C[M x N] = A[M x K] B[K x N], as SCALE-Sim reads it).
 // The format is told by the header row. Trailing commas and blank lines are accepted.
