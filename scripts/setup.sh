@@ -12,6 +12,7 @@ set -euo pipefail
 # temporary folder, with its own munge socket and key) and runs xpu_sweep --slurm on them.
 packages=(build-essential cmake pkg-config libsystemc-dev libyaml-cpp-dev
           libboost-program-options-dev libgtest-dev libbenchmark-dev python3
+          libonnx-dev libprotobuf-dev
           gtkwave xvfb xauth chromium slurm-wlm munge)
 for arg in "$@"; do
     case "$arg" in

@@ -21,6 +21,8 @@ void emit_gemm(Emitter& e, const GemmParams& p) {
     t.mxus = p.mxus;
     t.dim = p.dim;
     t.dma_engines = p.dma_engines;
+    t.vpus = p.vpus;
+    t.vec_base = p.vec_base;
     t.prefetch = p.double_buffer;
     t.late_dma = p.late_dma;
     t.false_dep = p.false_dep;

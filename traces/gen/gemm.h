@@ -17,6 +17,8 @@ struct GemmParams {
     unsigned dim = 128;
     bool double_buffer = true;       // prefetch tiles ahead of use
     unsigned dma_engines = 4;
+    unsigned vpus = 1;                         // vector units the epilogue spreads over
+    std::uint64_t vec_base = 24ull << 20;      // VMEM offset of the vector buffers (TileConfig::vec_base)
     std::uint64_t hbm_a = 0, hbm_b = 0, hbm_c = 0;  // 0: placed one after the other from 0
     std::string prefix = "gemm";                      // annotation prefix
     bool late_dma = false, false_dep = false, bad_order = false;  // planted inefficiencies

@@ -33,8 +33,9 @@ constexpr std::uint64_t kVecChunkElements = 64 * kVregElements;
 }  // namespace
 
 Lowering::Lowering(Emitter& e, const TileConfig& cfg) : e_(e), cfg_(cfg) {
-    if (!cfg.tile_m || cfg.tile_m % 8 || !cfg.mxus || cfg.mxus > 8 || !cfg.dim || !cfg.dma_engines)
-        throw std::invalid_argument("tiling: need tile_m a positive multiple of 8, 1..8 MXUs, dim > 0, DMA engines > 0");
+    if (!cfg.tile_m || cfg.tile_m % 8 || !cfg.mxus || cfg.mxus > 8 || !cfg.dim || !cfg.dma_engines || !cfg.vpus)
+        throw std::invalid_argument(
+            "tiling: need tile_m a positive multiple of 8, 1..8 MXUs, dim > 0, DMA engines > 0, vector units > 0");
 }
 
 void Lowering::dma_in(std::uint64_t hbm, std::uint64_t vmem, std::uint64_t bytes, std::uint16_t flag) {
@@ -94,12 +95,13 @@ void Lowering::send(std::uint64_t src, std::uint16_t chip, std::uint64_t dst, st
 void Lowering::wait_flag(std::uint16_t flag, std::int64_t count) { e_.swait(flag, Cond::Ge, count); }
 
 void Lowering::vector_pass(std::uint64_t in, std::uint64_t in2, std::uint64_t out, std::uint64_t elements,
-                           const std::vector<Opcode>& ops, const std::string& op) {
+                           const std::vector<Opcode>& ops, const std::string& op, std::uint64_t out_elements) {
     if (!elements) return;
+    if (out_elements > elements) out_elements = elements;
     const std::uint64_t eb = dtype_bytes(cfg_.dtype);
     const std::uint64_t chunk_bytes = kVecChunkElements * eb;
     // VMEM above the matmul buffers: per buffer an input, a second input and an output chunk.
-    const std::uint64_t base = 24ull << 20;  // above the matmul buffers (under 12 MiB)
+    const std::uint64_t base = cfg_.vec_base;  // above the matmul buffers (under 12 MiB by default)
     auto vm_in = [&](unsigned b) { return base + b * 3 * chunk_bytes; };
     auto vm_in2 = [&](unsigned b) { return vm_in(b) + chunk_bytes; };
     auto vm_out = [&](unsigned b) { return vm_in(b) + 2 * chunk_bytes; };
@@ -124,15 +126,20 @@ void Lowering::vector_pass(std::uint64_t in, std::uint64_t in2, std::uint64_t ou
         for (std::uint64_t v = 0; v * kVregElements < n; ++v) {
             const std::uint32_t cnt = static_cast<std::uint32_t>(std::min<std::uint64_t>(kVregElements, n - v * kVregElements));
             const std::uint8_t a = vreg(v % 16), x = vreg(16 + v % 16);
-            e_.vld(0, a, vm_in(b) + v * kVregElements * eb, cnt * eb);
-            if (in2) e_.vld(0, x, vm_in2(b) + v * kVregElements * eb, cnt * eb);
+            const unsigned u = static_cast<unsigned>(v % cfg_.vpus);  // vregs round-robin over the vector units
+            e_.vld(u, a, vm_in(b) + v * kVregElements * eb, cnt * eb);
+            if (in2) e_.vld(u, x, vm_in2(b) + v * kVregElements * eb, cnt * eb);
             for (std::size_t i = 0; i < ops.size(); ++i) {
-                if (i == 0 && in2) e_.vop2(ops[i], 0, a, a, x, cnt);
-                else e_.vop(ops[i], 0, a, a, cnt);
+                if (i == 0 && in2) e_.vop2(ops[i], u, a, a, x, cnt);
+                else e_.vop(ops[i], u, a, a, cnt);
             }
-            e_.vst(0, a, vm_out(b) + v * kVregElements * eb, cnt * eb);
+            e_.vst(u, a, vm_out(b) + v * kVregElements * eb, cnt * eb);
         }
-        dma_out(vm_out(b), out + c * chunk_bytes, n * eb, kFlagVecOut0 + b);
+        // A reduction writes back its share of the (smaller) output.
+        const std::uint64_t out_n = out_elements == elements ? n : ceil_div(n * out_elements, elements);
+        const std::uint64_t out_at = out_elements == elements ? c * chunk_bytes
+                                                              : (c * kVecChunkElements * out_elements / elements) * eb;
+        dma_out(vm_out(b), out + out_at, out_n * eb, kFlagVecOut0 + b);
         ++outs[b];
     }
     wait_all(kFlagVecOut0);
@@ -141,8 +148,11 @@ void Lowering::vector_pass(std::uint64_t in, std::uint64_t in2, std::uint64_t ou
 
 void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) {
     if (batch.empty()) return;
-    for (const auto& m : batch)
+    for (const auto& m : batch) {
         if (!m.m || !m.n || !m.k) throw std::invalid_argument(op + ": matmul with a zero dimension");
+        if (m.packed > 1 && (m.packed * m.k > cfg_.dim || m.n > cfg_.dim))
+            throw std::invalid_argument(op + ": packed groups wider than the systolic array");
+    }
     Emitter& e = e_;
     const TileConfig& p = cfg_;
     const std::uint64_t eb = dtype_bytes(p.dtype);
@@ -256,8 +266,8 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
         e.annotate(ann_load_a);
         for (unsigned j = 0; j < (bl.shared_a ? 1u : bl.lanes.size()); ++j) {
             const Matmul& m = batch[bl.lanes[j].i];
-            dma_in(m.hbm_a + (bl.mb * p.tile_m * m.k + s.ks * p.dim * bl.rows) * eb, lane_a(g, j), bl.rows * depth * eb,
-                   kFlagBuf0 + g % nbuf);
+            dma_in(m.hbm_a + (bl.mb * p.tile_m * m.k + s.ks * p.dim * bl.rows) * m.packed * eb, lane_a(g, j),
+                   bl.rows * depth * m.packed * eb, kFlagBuf0 + g % nbuf);
         }
     };
     auto load_b = [&](std::uint64_t g) {
@@ -331,13 +341,14 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
             for (std::uint64_t r = x.store->r0; r < x.store->r1; ++r) {
                 if (r == 0) x.lane_start.push_back(x.out_bytes);
                 std::uint64_t b = rows_in(*x.store, r) * x.store->cols * eb;
-                e.vst(0, vreg(x.store->regs + static_cast<unsigned>(r - x.store->r0)), vm_c + x.out_bytes, b);
+                e.vst(static_cast<unsigned>(r % p.vpus), vreg(x.store->regs + static_cast<unsigned>(r - x.store->r0)),
+                      vm_c + x.out_bytes, b);  // result vregs round-robin over the vector units
                 x.out_bytes += b;
             }
         if (x.alu)
             for (std::uint64_t r = x.alu->r0; r < x.alu->r1; ++r) {
                 std::uint8_t v = vreg(x.alu->regs + static_cast<unsigned>(r - x.alu->r0));
-                e.vop(Opcode::VAlu, 0, v, v, static_cast<std::uint32_t>(rows_in(*x.alu, r) * x.alu->cols));
+                e.vop(Opcode::VAlu, static_cast<unsigned>(r % p.vpus), v, v, static_cast<std::uint32_t>(rows_in(*x.alu, r) * x.alu->cols));
             }
         if (pop)
             for (std::uint64_t r = pop->r0; r < pop->r1; ++r)
@@ -425,7 +436,10 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
         };
         auto load_lhs = [&](std::uint64_t r) {
             const std::uint64_t rr = std::min<std::uint64_t>(8, rows - r * 8);
-            for (unsigned j = 0; j < loads_per_chunk; ++j) e.vld(0, vreg(lhs_reg(r, j)), lane_a(g, j) + r * 8 * depth * eb, rr * depth * eb);
+            for (unsigned j = 0; j < loads_per_chunk; ++j) {
+                const std::uint64_t a_row = depth * batch[bl.lanes[j].i].packed * eb;  // bytes of one A row
+                e.vld(0, vreg(lhs_reg(r, j)), lane_a(g, j) + r * 8 * a_row, rr * a_row);
+            }
         };
         e.annotate(ann_matmul);
         for (std::uint64_t r = 0; r < lead - 1 && r < chunks; ++r) load_lhs(r);

@@ -28,6 +28,8 @@ struct TileConfig {
     unsigned mxus = 8;        // configs/xpu.yaml's megacore has 8
     unsigned dim = 128;       // systolic array size
     unsigned dma_engines = 4;
+    unsigned vpus = 1;        // vector units: vector passes spread their vregs over them
+    std::uint64_t vec_base = 24ull << 20;  // VMEM offset of the vector passes' buffers (above the matmul buffers)
     bool prefetch = true;     // DMA tiles two steps ahead (three VMEM buffers); off: one buffer, loaded just before use
     // Planted inefficiencies (each documented in docs/tracegen.md with the finding it should
     // produce): all but `prefetch` are off in a clean trace.
@@ -40,6 +42,12 @@ struct TileConfig {
 struct Matmul {
     std::uint64_t m = 0, n = 0, k = 0;
     std::uint64_t hbm_a = 0, hbm_b = 0, hbm_c = 0;
+    // > 1: `packed` independent groups side by side in one block-diagonal weight tile (grouped
+    // and depthwise convolutions): each of the n output columns reduces over its own k inputs,
+    // so a row of A carries packed x k values (A tiles and loads are that wide) while the
+    // matmul instructions record the useful shape m x n x k: 2 m n k FLOPs, the graph's MACs,
+    // and the idle part of the array shows as lower utilisation. Needs packed x k <= dim.
+    std::uint64_t packed = 1;
 };
 
 class Lowering {
@@ -48,8 +56,10 @@ public:
     void matmuls(const std::vector<Matmul>& batch, const std::string& op);
     // Per vreg of `elements` values: vld (and a second operand, if hbm_in2), the ops in order,
     // vst. The tensor is streamed through VMEM in double-buffered chunks.
+    // `out_elements` (default: elements) shrinks the output for reductions and pooling: each
+    // chunk writes back its share of it.
     void vector_pass(std::uint64_t hbm_in, std::uint64_t hbm_in2, std::uint64_t hbm_out, std::uint64_t elements,
-                     const std::vector<Opcode>& ops, const std::string& op);
+                     const std::vector<Opcode>& ops, const std::string& op, std::uint64_t out_elements = ~0ull);
     void copy(std::uint64_t hbm_src, std::uint64_t hbm_dst, std::uint64_t bytes, const std::string& op);
     // Collective building blocks: an HBM -> remote HBM DMA raising `flag` on `chip`, and a wait
     // until this chip's `flag` has been raised `count` times.

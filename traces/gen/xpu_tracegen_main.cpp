@@ -12,12 +12,16 @@
 // --split-dma N.
 // Exit codes: 0 ok, 1 cannot generate or write the output, 2 usage.
 #include <iostream>
+#include <map>
 
 #include <boost/program_options.hpp>
 
 #include "traces/gen/collective.h"
 #include "traces/gen/gemm.h"
+#include "traces/gen/scalesim.h"
+#include "traces/gen/target.h"
 #include "traces/gen/transformer.h"
+#include "traces/onnx/onnx_frontend.h"
 #include "traces/trace_writer.h"
 
 namespace po = boost::program_options;
@@ -32,13 +36,16 @@ int usage(const std::string& msg) {
 
 // Options every lowering shares: data type, tiling, and the planted inefficiencies.
 struct Common {
-    std::string out, dtype = "bf16";
+    std::string out, dtype = "bf16", platform;
     gen::TileConfig tiles;
     void add(po::options_description& o, bool planted) {
         o.add_options()
             ("dtype", po::value(&dtype), "bf16 (default), f32 or int8")
             ("tile-m", po::value(&tiles.tile_m), "rows of A per block (multiple of 8, default 1024)")
             ("mxus", po::value(&tiles.mxus), "matrix units used (1..8, default 8 as in configs/xpu.yaml)")
+            ("platform", po::value(&platform),
+             "tile for this platform description: its matrix-unit size and count (up to 8), vector units, DMA engines "
+             "and VMEM capacity (instead of --mxus)")
             ("output,o", po::value(&out)->required(), "output trace (.bin)")
             ("help,h", "this help");
         if (planted)
@@ -63,6 +70,17 @@ struct Common {
         tiles.false_dep = vm.count("false-dep") > 0;
         tiles.bad_order = vm.count("bad-order") > 0;
         if (tiles.split_dma < 1 || tiles.split_dma > 65536) return "--split-dma must be 1..65536";
+        if (!platform.empty()) {
+            try {
+                const gen::Target t = gen::read_target(platform);
+                tiles = gen::tiles_for(t, tiles);
+                std::cout << "target " << platform << ": " << t.mxus << " matrix units " << t.mxu_rows << "x" << t.mxu_cols
+                          << " (" << tiles.mxus << " used), " << t.vpus << " vector unit(s), " << t.dma_engines
+                          << " DMA engines, VMEM " << t.vmem_bytes << " bytes; tile_m " << tiles.tile_m << "\n";
+            } catch (const gen::TargetError& e) {
+                return e.what();
+            }
+        }
         return "";
     }
 };
@@ -104,6 +122,10 @@ int gemm_cmd(const std::vector<std::string>& args) {
     p.dtype = c.tiles.dtype;
     p.tile_m = c.tiles.tile_m;
     p.mxus = c.tiles.mxus;
+    p.dim = c.tiles.dim;
+    p.dma_engines = c.tiles.dma_engines;
+    p.vpus = c.tiles.vpus;
+    p.vec_base = c.tiles.vec_base;
     p.double_buffer = c.tiles.prefetch;
     p.late_dma = c.tiles.late_dma;
     p.false_dep = c.tiles.false_dep;
@@ -225,6 +247,123 @@ int collective_cmd(const std::vector<std::string>& args) {
     return 0;
 }
 
+int scalesim_cmd(const std::vector<std::string>& args) {
+    Common c;
+    std::string topo;
+    po::options_description o("xpu_tracegen scalesim TOPOLOGY.csv: a SCALE-Sim topology (conv or GEMM format), one layer per row");
+    o.add_options()("topology", po::value(&topo)->required(), "the SCALE-Sim topology file");
+    c.add(o, false);
+    po::positional_options_description pos;
+    pos.add("topology", 1);
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(args).options(o).positional(pos).run(), vm);
+        if (vm.count("help")) {
+            std::cout << o;
+            return 0;
+        }
+        po::notify(vm);
+    } catch (const po::error& e) {
+        return usage(e.what());
+    }
+    if (std::string err = c.finish(vm); !err.empty()) return usage(err);
+    std::vector<gen::TopologyLayer> layers;
+    try {
+        layers = gen::read_scalesim_topology(topo);
+    } catch (const gen::TopologyError& ex) {
+        std::cerr << "xpu_tracegen: " << ex.what() << "\n";
+        return 2;
+    }
+    try {
+        trace::TraceWriter w(c.out);
+        gen::Emitter e(w, w.add_stream(0, 0));
+        gen::emit_topology(e, c.tiles, layers);
+        e.halt();
+        w.close();
+        std::cout << "wrote " << c.out << ": " << topo << ", " << layers.size() << " layer(s)\n"
+                  << "  stream chip 0 core 0: " << e.instructions() << " instructions\n"
+                  << "  FLOPs " << e.flops() << "\n"
+                  << "  HBM bytes read " << e.dma_bytes_from_hbm() << ", written " << e.dma_bytes_to_hbm() << "\n";
+    } catch (const std::invalid_argument& ex) {
+        return usage(ex.what());
+    } catch (const std::exception& ex) {
+        return write_failed(ex);
+    }
+    return 0;
+}
+
+int onnx_cmd(const std::vector<std::string>& args) {
+    onnxfe::OnnxParams p;
+    Common c;
+    std::string unsupported = "error";
+    unsigned tp = 1;
+    po::options_description o("xpu_tracegen onnx MODEL.onnx: an ONNX model's graph lowered onto the chip (shapes only)");
+    o.add_options()
+        ("model", po::value(&p.path)->required(), "the ONNX model (weights may be absent or external)")
+        ("batch", po::value(&p.batch), "size of the symbolic batch dim (default 1)")
+        ("seq", po::value(&p.seq), "size of a symbolic sequence dim")
+        ("tp", po::value(&tp), "tensor-parallel chips (only 1 is supported by this front end)")
+        ("unsupported", po::value(&unsupported),
+         "error (default): an op it cannot lower stops it; skip: such nodes are left out, with a warning counting them");
+    c.add(o, false);
+    po::positional_options_description pos;
+    pos.add("model", 1);
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(args).options(o).positional(pos).run(), vm);
+        if (vm.count("help")) {
+            std::cout << o;
+            return 0;
+        }
+        po::notify(vm);
+    } catch (const po::error& e) {
+        return usage(e.what());
+    }
+    if (std::string err = c.finish(vm); !err.empty()) return usage(err);
+    if (unsupported != "error" && unsupported != "skip")
+        return usage("--unsupported: expected error or skip, got '" + unsupported + "'");
+    if (tp != 1) return usage("--tp: the onnx front end lowers onto one chip only (got " + std::to_string(tp) + ")");
+    p.skip_unsupported = unsupported == "skip";
+    p.tiles = c.tiles;
+    try {
+        trace::TraceWriter w(c.out);
+        auto s = onnxfe::emit_onnx(w, p);
+        w.close();
+        std::map<std::string, unsigned> how;
+        for (const auto& n : s.nodes) ++how[n.how];
+        std::cout << "wrote " << c.out << ": " << p.path << ", batch " << p.batch;
+        if (p.seq) std::cout << ", seq " << p.seq;
+        std::cout << ", " << s.nodes.size() << " nodes (";
+        bool first = true;
+        for (const auto& [k, v] : how) {
+            std::cout << (first ? "" : ", ") << v << " " << k;
+            first = false;
+        }
+        std::cout << ")\n"
+                  << "  stream chip 0 core 0: " << s.instructions << " instructions\n"
+                  << "  FLOPs " << s.flops << "\n"
+                  << "  HBM bytes read " << s.hbm_bytes_read << ", written " << s.hbm_bytes_written << "\n";
+        if (!s.skipped.empty()) {
+            unsigned total = 0;
+            std::string list;
+            for (const auto& [op, k] : s.skipped) {
+                total += k;
+                list += (list.empty() ? "" : ", ") + op + " x" + std::to_string(k);
+            }
+            std::cerr << "xpu_tracegen: warning: --unsupported=skip left out " << total << " node(s) it cannot lower: " << list
+                      << "\n";
+        }
+    } catch (const onnxfe::OnnxError& ex) {
+        std::cerr << "xpu_tracegen: " << ex.what() << "\n";
+        return 2;
+    } catch (const std::invalid_argument& ex) {
+        return usage(ex.what());
+    } catch (const std::exception& ex) {
+        return write_failed(ex);
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -234,7 +373,9 @@ int main(int argc, char** argv) {
                      "workloads (each has --help):\n"
                      "  gemm          tiled matmul\n"
                      "  transformer   Llama-style decoder layers, prefill or decode, optional tensor parallelism\n"
-                     "  collective    all-gather / reduce-scatter / all-reduce over chips\n";
+                     "  collective    all-gather / reduce-scatter / all-reduce over chips\n"
+                     "  onnx          an ONNX model (shapes only) lowered onto the chip\n"
+                     "  scalesim      a SCALE-Sim topology (conv or GEMM format), one layer per row\n";
         return args.empty() ? 2 : 0;
     }
     if (args[0] == "--version") {
@@ -246,5 +387,7 @@ int main(int argc, char** argv) {
     if (cmd == "gemm") return gemm_cmd(args);
     if (cmd == "transformer") return transformer_cmd(args);
     if (cmd == "collective") return collective_cmd(args);
+    if (cmd == "onnx") return onnx_cmd(args);
+    if (cmd == "scalesim") return scalesim_cmd(args);
     return usage("unknown workload '" + cmd + "'");
 }

@@ -1,0 +1,355 @@
+// The ONNX front end and the SCALE-Sim reader of xpu_tracegen (no SystemC): small graphs built
+// here with ONNX's protobuf API, lowered, and the trace read back. References are closed forms
+// computed in the test from the graph's dimensions (2 x MACs of a convolution: N Ho Wo O C/G kh kw).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+
+#include <onnx/onnx_pb.h>
+
+#include "traces/gen/emit.h"
+#include "traces/gen/scalesim.h"
+#include "traces/onnx/onnx_frontend.h"
+#include "traces/trace_reader.h"
+#include "traces/trace_validate.h"
+#include "traces/trace_writer.h"
+
+using namespace xpu;
+
+namespace {
+
+// Per test: ctest runs the tests of this binary in parallel processes.
+std::string tmp(const std::string& name) {
+    return ::testing::TempDir() + "onnxfe_" + ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name;
+}
+
+struct Graph {
+    onnx::ModelProto m;
+    Graph() {
+        m.set_ir_version(8);
+        auto* o = m.add_opset_import();
+        o->set_domain("");
+        o->set_version(17);
+    }
+    onnx::GraphProto& g() { return *m.mutable_graph(); }
+    void input(const std::string& name, std::vector<std::int64_t> dims, const std::string& sym0 = "") {
+        auto* vi = g().add_input();
+        vi->set_name(name);
+        auto* t = vi->mutable_type()->mutable_tensor_type();
+        t->set_elem_type(onnx::TensorProto::FLOAT);
+        for (std::size_t i = 0; i < dims.size(); ++i) {
+            auto* d = t->mutable_shape()->add_dim();
+            if (i == 0 && !sym0.empty()) d->set_dim_param(sym0);
+            else d->set_dim_value(dims[i]);
+        }
+    }
+    onnx::NodeProto& node(const std::string& op, const std::string& name, std::vector<std::string> in, std::vector<std::string> out) {
+        auto* n = g().add_node();
+        n->set_op_type(op);
+        n->set_name(name);
+        for (auto& x : in) n->add_input(x);
+        for (auto& x : out) n->add_output(x);
+        return *n;
+    }
+    static void ints(onnx::NodeProto& n, const std::string& name, std::vector<std::int64_t> v) {
+        auto* a = n.add_attribute();
+        a->set_name(name);
+        a->set_type(onnx::AttributeProto::INTS);
+        for (auto x : v) a->add_ints(x);
+    }
+    static void integer(onnx::NodeProto& n, const std::string& name, std::int64_t v) {
+        auto* a = n.add_attribute();
+        a->set_name(name);
+        a->set_type(onnx::AttributeProto::INT);
+        a->set_i(v);
+    }
+    void output(const std::string& name) { g().add_output()->set_name(name); }
+    std::string save(const std::string& name) {
+        const std::string p = tmp(name + ".onnx");
+        std::ofstream f(p, std::ios::binary);
+        m.SerializeToOstream(&f);
+        return p;
+    }
+};
+
+struct Lowered {
+    onnxfe::OnnxSummary sum;
+    std::uint64_t flops_in_trace = 0;
+    std::map<std::string, unsigned> ann;  // annotation -> instructions
+    unsigned max_k = 0, max_n = 0;
+};
+
+Lowered lower(const std::string& model, onnxfe::OnnxParams p = {}) {
+    p.path = model;
+    const std::string out = tmp("t.bin");
+    Lowered r;
+    {
+        trace::TraceWriter w(out);
+        r.sum = onnxfe::emit_onnx(w, p);
+        w.close();
+    }
+    EXPECT_TRUE(trace::validate(out).empty());
+    const auto tf = trace::TraceFile::open(out);
+    trace::StreamReader s(tf, 0);
+    Instruction in;
+    while (s.read(&in, 1)) {
+        if (in.op == Opcode::MatMul) {
+            r.flops_in_trace += 2ull * in.m * in.n * in.k;
+            r.max_k = std::max(r.max_k, in.k);
+            r.max_n = std::max(r.max_n, in.n);
+        }
+        if (in.has(kAnn)) ++r.ann[tf.strings().at(in.ann)];
+    }
+    return r;
+}
+
+bool has_prefix(const std::map<std::string, unsigned>& ann, const std::string& p) {
+    for (const auto& kv : ann)
+        if (kv.first.rfind(p, 0) == 0) return true;
+    return false;
+}
+
+// x[N,3,32,32] -> Conv 3x3 s1 p1 (16) -> BatchNormalization -> Relu -> Conv 3x3 s2 depthwise
+// (16 groups) -> Conv 1x1 (32) -> GlobalAveragePool -> Flatten -> Gemm (32 -> 10).
+Graph small_cnn() {
+    Graph G;
+    G.input("x", {1, 3, 32, 32}, "batch");
+    G.input("w1", {16, 3, 3, 3});
+    G.input("w2", {16, 1, 3, 3});
+    G.input("w3", {32, 16, 1, 1});
+    G.input("fc", {10, 32});
+    for (const char* bn : {"s", "b", "mean", "var"}) G.input(bn, {16});
+    auto& c1 = G.node("Conv", "/stem/conv", {"x", "w1"}, {"c1"});
+    Graph::ints(c1, "kernel_shape", {3, 3});
+    Graph::ints(c1, "pads", {1, 1, 1, 1});
+    G.node("BatchNormalization", "/stem/bn", {"c1", "s", "b", "mean", "var"}, {"bn"});
+    G.node("Relu", "/stem/relu", {"bn"}, {"r"});
+    auto& c2 = G.node("Conv", "/dw/conv", {"r", "w2"}, {"c2"});
+    Graph::ints(c2, "kernel_shape", {3, 3});
+    Graph::ints(c2, "pads", {1, 1, 1, 1});
+    Graph::ints(c2, "strides", {2, 2});
+    Graph::integer(c2, "group", 16);
+    G.node("Conv", "/pw/conv", {"c2", "w3"}, {"c3"});
+    G.node("GlobalAveragePool", "/pool", {"c3"}, {"p"});
+    G.node("Flatten", "/flat", {"p"}, {"f"});
+    auto& fc = G.node("Gemm", "/fc", {"f", "fc"}, {"y"});
+    Graph::integer(fc, "transB", 1);
+    G.output("y");
+    return G;
+}
+
+// 2 x MACs: the closed form of each layer, from the dimensions above.
+std::uint64_t small_cnn_flops(std::uint64_t n) {
+    const std::uint64_t conv1 = n * 32 * 32 * 16 * 3 * 3 * 3;   // 3x3, pad 1: 32x32 out
+    const std::uint64_t dw = n * 16 * 16 * 16 * 1 * 3 * 3;      // stride 2: 16x16 out, 1 input channel per group
+    const std::uint64_t pw = n * 16 * 16 * 32 * 16;
+    const std::uint64_t fc = n * 10 * 32;
+    return 2 * (conv1 + dw + pw + fc);
+}
+
+}  // namespace
+
+TEST(OnnxFrontend, FlopsAreTheGraphsMacsWhateverTheTiling) {
+    Graph G = small_cnn();
+    const std::string m = G.save("cnn");
+    for (std::uint64_t batch : {1, 3}) {
+        onnxfe::OnnxParams p;
+        p.batch = batch;
+        Lowered r = lower(m, p);
+        EXPECT_EQ(r.sum.flops, small_cnn_flops(batch)) << "batch " << batch;
+        EXPECT_EQ(r.flops_in_trace, small_cnn_flops(batch));
+        // Every instruction of the array stays within it.
+        EXPECT_LE(r.max_k, 128u);
+        EXPECT_LE(r.max_n, 128u);
+    }
+}
+
+TEST(OnnxFrontend, EveryNodeIsAnnotatedAndBatchNormIsFolded) {
+    Graph G = small_cnn();
+    Lowered r = lower(G.save("cnn2"));
+    for (const char* node : {"model/stem/conv/", "model/stem/relu/", "model/dw/conv/", "model/pw/conv/", "model/pool/", "model/fc/"})
+        EXPECT_TRUE(has_prefix(r.ann, node)) << node;
+    EXPECT_FALSE(has_prefix(r.ann, "model/stem/bn")) << "a BatchNormalization after a Conv is folded into it";
+    std::map<std::string, std::string> how;
+    for (const auto& n : r.sum.nodes) how[n.name] = n.how;
+    EXPECT_EQ(how["stem/bn"], "folded");
+    EXPECT_EQ(how["stem/conv"], "mxu");
+    EXPECT_EQ(how["dw/conv"], "mxu");
+    EXPECT_EQ(how["flat"], "free");
+    for (const auto& kv : r.ann) EXPECT_EQ(kv.first.rfind("model/", 0), 0u) << kv.first;
+}
+
+TEST(OnnxFrontend, DepthwisePacksGroupsIntoOneTile) {
+    // 16 groups of 9 taps: 14 fit one 128-row tile (126 rows), so two packed problems; the
+    // matmuls record the useful shape (n = groups x 1 output, k = 9).
+    Graph G = small_cnn();
+    Lowered r = lower(G.save("cnn3"));
+    unsigned dw_matmuls = 0;
+    const auto tf = trace::TraceFile::open(tmp("t.bin"));
+    trace::StreamReader s(tf, 0);
+    Instruction in;
+    while (s.read(&in, 1))
+        if (in.op == Opcode::MatMul && tf.strings().at(in.ann) == "model/dw/conv/matmul") {
+            ++dw_matmuls;
+            EXPECT_EQ(in.k, 9u);
+            EXPECT_TRUE(in.n == 14u || in.n == 2u) << in.n;
+        }
+    EXPECT_EQ(dw_matmuls, 2u * (16 * 16 / 8));  // 2 packed problems x 256 output rows / 8 rows a matmul
+}
+
+TEST(OnnxFrontend, MatMulBatchedAndBroadcast) {
+    Graph G;
+    G.input("a", {2, 4, 64, 32}, "batch");
+    G.input("b", {2, 4, 32, 48}, "batch");
+    G.input("w", {48, 16});
+    G.node("MatMul", "bmm", {"a", "b"}, {"c"});
+    G.node("MatMul", "proj", {"c", "w"}, {"y"});
+    G.node("Softmax", "sm", {"y"}, {"z"});
+    G.output("z");
+    onnxfe::OnnxParams p;
+    p.batch = 2;
+    Lowered r = lower(G.save("mm"), p);
+    EXPECT_EQ(r.sum.flops, 2ull * (2 * 4 * 64 * 48 * 32 + 2 * 4 * 64 * 16 * 48));
+    EXPECT_TRUE(has_prefix(r.ann, "model/sm/vector"));
+}
+
+TEST(OnnxFrontend, UnsupportedOpIsAClearErrorOrSkipped) {
+    Graph G;
+    G.input("x", {1, 8, 16});
+    G.node("Relu", "ok", {"x"}, {"a"});
+    G.node("FancyNorm", "/det/nms", {"a"}, {"b"}).set_domain("com.example");
+    G.node("Relu", "after", {"b"}, {"c"});
+    G.output("c");
+    const std::string m = G.save("bad_op");
+    try {
+        lower(m);
+        FAIL() << "no error";
+    } catch (const onnxfe::OnnxError& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find(m), std::string::npos) << msg;
+        EXPECT_NE(msg.find("FancyNorm"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("det/nms"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("Conv"), std::string::npos) << "lists the supported ops: " << msg;
+    }
+    onnxfe::OnnxParams p;
+    p.skip_unsupported = true;
+    Lowered r = lower(m, p);
+    EXPECT_EQ(r.sum.skipped.at("FancyNorm"), 1u);
+    EXPECT_TRUE(has_prefix(r.ann, "model/after/"));
+}
+
+TEST(OnnxFrontend, BadInputsNameTheFileAndWhatWasExpected) {
+    const std::string junk = tmp("junk.onnx");
+    std::ofstream(junk) << "this is not a protobuf";
+    EXPECT_THROW(lower(junk), onnxfe::OnnxError);
+    try {
+        lower(junk);
+    } catch (const onnxfe::OnnxError& e) {
+        EXPECT_NE(std::string(e.what()).find(junk), std::string::npos);
+    }
+    Graph G;
+    G.input("x", {1, 8, 16}, "seq_len");
+    G.node("Relu", "r", {"x"}, {"y"});
+    G.output("y");
+    try {
+        lower(G.save("seq"));
+        FAIL() << "a symbolic sequence dim needs --seq";
+    } catch (const onnxfe::OnnxError& e) {
+        EXPECT_NE(std::string(e.what()).find("--seq"), std::string::npos) << e.what();
+    }
+    onnxfe::OnnxParams p;
+    p.seq = 8;
+    EXPECT_NO_THROW(lower(G.save("seq"), p));
+}
+
+TEST(OnnxFrontend, ShapeArithmeticIsFoldedAtCompileTime) {
+    // The exporters' pattern for a dynamic reshape: Shape -> Gather -> Div -> Unsqueeze -> Concat -> Reshape.
+    Graph G;
+    G.input("x", {1, 64, 32}, "batch");
+    G.input("w", {16, 32});
+    auto c = [&](const std::string& name, std::int64_t v) {
+        auto& n = G.node("Constant", name, {}, {name});
+        auto* a = n.add_attribute();
+        a->set_name("value");
+        a->set_type(onnx::AttributeProto::TENSOR);
+        a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+        a->mutable_t()->add_int64_data(v);
+    };
+    G.node("Shape", "shape", {"x"}, {"s"});
+    c("i1", 1);
+    c("two", 2);
+    c("minus1", -1);
+    c("zero0", 0);
+    G.node("Gather", "g", {"s", "i1"}, {"d1"});
+    G.node("Div", "half", {"d1", "two"}, {"h"});
+    auto& u1 = G.node("Unsqueeze", "u1", {"h", "zero0"}, {"hu"});
+    (void)u1;
+    G.node("Unsqueeze", "u2", {"minus1", "zero0"}, {"mu"});
+    auto& cat = G.node("Concat", "cat", {"mu", "hu"}, {"shape2"});
+    Graph::integer(cat, "axis", 0);
+    G.node("Reshape", "rs", {"x", "shape2"}, {"y"});  // [-1, 32] -> [2 * 32, ...]: [64 * 32 / 32, 32]
+    G.node("MatMul", "mm", {"y", "w"}, {"z"});
+    G.output("z");
+    // The w input is [16, 32]: the reshape gives [64, 32] x ... -> make w [32, 16] instead.
+    G.g().mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(32);
+    G.g().mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value(16);
+    onnxfe::OnnxParams p;
+    p.batch = 2;
+    Lowered r = lower(G.save("fold"), p);
+    // x [2, 64, 32] reshaped to [-1, 32] = [128, 32]: 128 x 16 x 32.
+    EXPECT_EQ(r.sum.flops, 2ull * 128 * 16 * 32);
+}
+
+TEST(ScaleSimTopology, ReadsBothFormatsAndEmitsOneAnnotatedLayerPerRow) {
+    const std::string conv = tmp("conv.csv"), gemm = tmp("gemm.csv");
+    std::ofstream(conv) << "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
+                           "Conv1,224,224,7,7,3,64,2,\n\nConv2,56,56,3,3,64,64,1,\n";
+    std::ofstream(gemm) << "Layer,M,N,K,\nQKT,1024,1024,64,\nproj,100,300,200,\n";
+    auto c = gen::read_scalesim_topology(conv);
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[0].m, 110u * 110u);  // ceil((224 - 7 + 2) / 2), no padding (SCALE-Sim's topology_utils.py)
+    EXPECT_EQ(c[0].n, 64u);
+    EXPECT_EQ(c[0].k, 7u * 7u * 3u);
+    auto g = gen::read_scalesim_topology(gemm);
+    ASSERT_EQ(g.size(), 2u);
+    EXPECT_EQ(g[1].m, 100u);
+    EXPECT_EQ(g[1].n, 300u);
+    EXPECT_EQ(g[1].k, 200u);
+    const std::string out = tmp("ss.bin");
+    {
+        trace::TraceWriter w(out);
+        gen::Emitter e(w, w.add_stream(0, 0));
+        gen::emit_topology(e, gen::TileConfig{}, g);
+        e.halt();
+        w.close();
+        EXPECT_EQ(e.flops(), 2ull * (1024 * 1024 * 64 + 100 * 300 * 200));
+    }
+    const auto tf = trace::TraceFile::open(out);
+    std::set<std::string> layers;
+    trace::StreamReader s(tf, 0);
+    Instruction in;
+    while (s.read(&in, 1))
+        if (in.has(kAnn)) {
+            const std::string a = tf.strings().at(in.ann);
+            layers.insert(a.substr(0, a.rfind('/')));
+        }
+    EXPECT_EQ(layers, (std::set<std::string>{"scalesim/QKT", "scalesim/proj"}));
+}
+
+TEST(ScaleSimTopology, BadRowsNameFileLineAndColumn) {
+    const std::string bad = tmp("bad.csv");
+    std::ofstream(bad) << "Layer,M,N,K,\nok,8,8,8,\nbroken,8,x,8,\n";
+    try {
+        gen::read_scalesim_topology(bad);
+        FAIL() << "no error";
+    } catch (const gen::TopologyError& e) {
+        EXPECT_NE(std::string(e.what()).find(bad + ":3:"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("column 3"), std::string::npos) << e.what();
+    }
+    std::ofstream(bad) << "name,a,b\n";
+    EXPECT_THROW(gen::read_scalesim_topology(bad), gen::TopologyError);
+}
