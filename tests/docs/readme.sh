@@ -14,6 +14,7 @@ cd "$WORK"
 ln -s "$SRC/configs" configs
 ln -s "$SRC/traces" traces
 ln -s "$SRC/scripts" scripts
+mkdir tests && ln -s "$SRC/tests/data" tests/data  # the shape-only ONNX models
 ln -s "$BUILD" build
 mkdir out
 /usr/bin/python3 - "$SRC/README.md" > commands.txt <<'PYEOF'
