@@ -63,6 +63,7 @@ public:
 
 private:
     void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    std::int64_t sum(std::uint16_t flag, std::int64_t add, const Origin& by) const;
     void change(std::uint16_t flag, std::int64_t v, const Origin& by);
     void apply_due();  // applies delayed sets/adds whose time has come
 

@@ -162,13 +162,15 @@ void read_dims(const YamlSource& src, const YAML::Node& topo, unsigned chips, To
     if (!dims.IsDefined() || !dims.IsSequence() || dims.size() != want)
         src.fail(dims.IsDefined() ? dims : topo, "topology.dims",
                  "expected a list of " + std::to_string(want) + " dimension size(s) for a " + t.kind);
-    unsigned product = 1;
+    // 64-bit: three sizes of up to 4096 multiply to 2^36, which a 32-bit product would wrap
+    // (to a count that may equal `chips`, and a builder indexing chips past the end).
+    std::uint64_t product = 1;
     for (std::size_t i = 0; i < dims.size(); ++i) {
         std::uint64_t d = 0;
         if (!dims[i].IsScalar() || !parse_u64(dims[i].Scalar(), d) || d < 1 || d > 4096)
             src.fail(dims[i], "topology.dims[" + std::to_string(i) + "]", "expected a dimension size 1..4096");
         t.dims.push_back(static_cast<unsigned>(d));
-        product *= static_cast<unsigned>(d);
+        product *= d;
     }
     if (product != chips)
         src.fail(dims, "topology.dims", "the dimensions multiply to " + std::to_string(product) + " chips, but chips is " +

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <iomanip>
 #include <map>
+#include <string_view>
+#include <unordered_map>
 #include <sstream>
 #include <stdexcept>
 
@@ -171,17 +173,21 @@ void write_stats_json(const std::string& path, const RunInputs& in, const RunRes
     }
     j.end_array();
     j.begin_object("links");
+    // By name through a hash map: a 4096-chip torus has ~50k links among ~100k modules.
+    std::unordered_map<std::string_view, const XpuModule*> by_name;
+    for (auto* m : p.modules())
+        if (m->role() == Role::Link) by_name.emplace(m->name(), m);
     for (const auto& u : r.units)
         if (u.role == Role::Link)
-            for (auto* m : p.modules())
-                if (u.name == m->name()) {
-                    j.begin_object(u.name.c_str());
-                    for (const auto& st : m->stats())
-                        if (st.name == "bytes" || st.name == "wire_bytes") j.field(st.name.c_str(), static_cast<std::uint64_t>(st.value));
-                    j.field("busy_ns", u.busy_ns);
-                    j.field("utilization", u.utilization);
-                    j.end_object();
-                }
+            if (auto it = by_name.find(u.name); it != by_name.end()) {
+                const XpuModule* m = it->second;
+                j.begin_object(u.name.c_str());
+                for (const auto& st : m->stats())
+                    if (st.name == "bytes" || st.name == "wire_bytes") j.field(st.name.c_str(), static_cast<std::uint64_t>(st.value));
+                j.field("busy_ns", u.busy_ns);
+                j.field("utilization", u.utilization);
+                j.end_object();
+            }
     j.end_object();
     j.begin_object("modules");
     for (auto* m : p.modules()) {
