@@ -234,6 +234,12 @@ void read_address_map_entry(const YamlSource& src, const YAML::Node& e, const st
     const std::string want = m.window == Window::Flags ? "SyncFlags" : m.window == Window::Remote ? "IciPort" : "";
     if (!want.empty() && t->type != want)
         p.fail("target", "space " + a.space + " needs a " + want + ", '" + a.target + "' is a " + t->type);
+    if (const std::uint64_t size = *t->spec->capacity(); size > 0 && a.base > UINT64_MAX - (size - 1)) {
+        std::ostringstream os;
+        os << "0x" << std::hex << a.base << std::dec << " + " << size << " bytes of '" << a.target
+           << "' runs past the end of the 64-bit address space (expected base <= 0x" << std::hex << (UINT64_MAX - (size - 1)) << ")";
+        p.fail("base", os.str());
+    }
     if (m.window == Window::Remote && a.base != kRemoteWindow)
         p.fail("base", "the remote window starts at 0x8000000000000000 (bit 63: see docs/platform.md)");
     cfg.address_map.push_back(m);
