@@ -422,7 +422,8 @@ int sc_main(int argc, char* argv[]) {
     if (g_signal) return interrupted(outs, " while writing the outputs");
     if (!quiet) {
         print_summary(std::cout, in, result);
-        std::cout << "stats      " << folder->final_path("stats.json") << "\n";
+        // Flushed before the analysis (seconds on a long run): the summary is the run's result.
+        std::cout << "stats      " << folder->final_path("stats.json") << std::endl;
     }
     if (analysis_on) {
         xpu::analysis::OutputOptions ao;
