@@ -61,7 +61,7 @@ void SyncFlags::change(std::uint16_t flag, std::int64_t v, const Origin& by) {
     std::int64_t old = values_[flag];
     values_[flag] = v;
     if (recorder_) recorder_->on_flag({name(), flag, old, v, now_ticks(), by});
-    changed_[flag].notify();
+    if (changed_[flag]) changed_[flag]->notify();
 }
 
 void SyncFlags::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
@@ -102,7 +102,10 @@ void SyncFlags::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time&
             ++waits_;
             if (!cond_holds(c->cond, values_[c->flag], c->value)) {
                 remember();
-                while (!cond_holds(c->cond, values_[c->flag], c->value)) wait(changed_[c->flag]);
+                // The flag's event, made when first waited on: a chip has ~1000 flags and a
+                // 4096-chip platform would otherwise build (and name) 4 million events.
+                if (!changed_[c->flag]) changed_[c->flag] = std::make_unique<sc_core::sc_event>();
+                while (!cond_holds(c->cond, values_[c->flag], c->value)) wait(*changed_[c->flag]);
                 forget();
             }
             break;

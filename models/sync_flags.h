@@ -8,6 +8,7 @@
 #pragma once
 
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -79,7 +80,7 @@ private:
 
     SyncFlagsConfig cfg_;
     std::vector<std::int64_t> values_;
-    std::deque<sc_core::sc_event> changed_;
+    std::vector<std::unique_ptr<sc_core::sc_event>> changed_;  // per flag, made on its first wait
     sc_core::sc_event barrier_done_;
     std::uint64_t generation_ = 0;
     std::size_t arrivals_ = 0;
