@@ -183,7 +183,7 @@ ms=$(($(now_ms) - t0))
 [[ $rc -eq 130 ]] || fail "4: SIGINT while building 4096 chips: exit $rc ($(cat big.err))"
 grep -q "^sim_main: interrupted (SIGINT) while building the platform; no outputs written$" big.err ||
     grep -q "^sim_main: interrupted (SIGINT)" big.err || fail "4: no 'interrupted' message: $(cat big.err)"
-[[ $ms -lt 3000 ]] || fail "4: took $ms ms to stop"
+[[ $ms -lt 10000 ]] || fail "4: took $ms ms to stop"  # building takes minutes: seconds mean at once, even loaded
 [[ ! -e big ]] || fail "4: an output folder after the interrupt"
 pass "4: SIGINT while building a 4096-chip platform: exit 130 in $ms ms ($(head -n 1 big.err | cut -c 1-80))"
 
@@ -208,7 +208,7 @@ pid=
 ms=$(($(now_ms) - t0))
 [[ $rc -eq 143 ]] || fail "16: SIGTERM during the analysis: exit $rc: $(cat ana.err)"
 grep -q "^sim_main: terminated (SIGTERM) while analysing the run; no outputs written$" ana.err || fail "16: message: $(cat ana.err)"
-[[ $ms -lt 2500 ]] || fail "16: took $ms ms to stop during the analysis"
+[[ $ms -lt 3000 ]] || fail "16: took $ms ms to stop during the analysis"
 [[ ! -e ana && -z "$(ls -A | grep -E '^\.ana\.(staging-|lock)')" ]] || fail "16: outputs left: $(ls -A)"
 pass "16: SIGTERM during sim_main's analysis: exit 143 in $ms ms, nothing written"
 
@@ -230,7 +230,7 @@ if [[ $rc -eq 0 ]]; then
 else
     [[ $rc -eq 130 ]] || fail "8: SIGINT during xpu_analyze: exit $rc: $(cat xa.err)"
     grep -q "interrupted (SIGINT); no analysis written" xa.err || fail "8: message: $(cat xa.err)"
-    [[ $ms -lt 2500 ]] || fail "8: xpu_analyze took $ms ms to stop"
+    [[ $ms -lt 3000 ]] || fail "8: xpu_analyze took $ms ms to stop"
     for f in report.txt analysis.json report.html timeline.json report.txt.tmp timeline.json.tmp report.html.tmp; do
         [[ ! -e ana/$f ]] || fail "8: ana/$f left after the interrupted analysis"
     done
