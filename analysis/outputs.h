@@ -30,6 +30,10 @@ struct OutputOptions {
     VerifyOptions verify;          // replay the top candidates (enabled by default)
     bool sensitivity = false;      // also replay with each major resource scaled (analysis/sensitivity.h)
     SensitivityOptions sensitivity_options;
+    // Progress lines of each phase (loading, analysing, writing) on this stream, "LABEL: ..."
+    // (traces/progress.h: only once a phase has taken two seconds); null: none.
+    std::ostream* progress = nullptr;
+    std::string progress_label = "xpu_analyze";
 };
 
 // Reads OUT's transaction log, analyses it, verifies the top suggestions by replay (unless
