@@ -17,6 +17,7 @@
 # target with the baseline side by side (medians of BENCH_RUNS rounds, default 3; ratios from
 # one run). --baseline-build DIR takes an already built tree as the baseline instead (the test
 # suite compares a build with itself, --small: small workloads of the same shapes).
+# env: BENCH_RUNS (3), BENCH_DIR, BENCH_STARTUP_TIMEOUT (seconds for the 4096-chip start-up, 120).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 export XPU_BUILD_DIR="${XPU_BUILD_DIR:-$root/build}"
@@ -52,7 +53,7 @@ if [[ ${1:-} == --baseline || ${1:-} == --baseline-build ]]; then
         base=$(cd "$rev" && pwd) name=$(basename "$base")
     fi
     exec /usr/bin/python3 "$root/scripts/bench_compare.py" --ours "$XPU_BUILD_DIR" --base "$base" --base-name "$name" \
-        --root "$root" --runs "${BENCH_RUNS:-3}" ${BENCH_DIR:+--scratch "$BENCH_DIR"} "${small[@]}"
+        --root "$root" --runs "${BENCH_RUNS:-3}" --startup-timeout "${BENCH_STARTUP_TIMEOUT:-120}" ${BENCH_DIR:+--scratch "$BENCH_DIR"} "${small[@]}"
 fi
 "$root/scripts/build.sh" -DXPU_BUILD_TESTS=ON
 bin="$XPU_BUILD_DIR"
