@@ -7,7 +7,6 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
-#include <future>
 #include <iomanip>
 #include <fstream>
 #include <iostream>
@@ -256,9 +255,6 @@ int sc_main(int argc, char* argv[]) {
     xpu::RecorderFanOut recorders;
     RunResult result;
     auto stop_requested = [] { return g_signal != 0; };
-    // stats.json's trace_sha256: hashing a large trace costs as much as a tenth of a DMA-heavy
-    // run, so it is computed beside the run (the file is not written meanwhile).
-    auto trace_hash = std::async(std::launch::async, [trace_file] { return xpu::sha256_file(trace_file); });
     try {
         sim = std::make_unique<Simulation>(cfg, trace_file);
         if (g_signal) return interrupted(outs, " before the run");
@@ -339,7 +335,7 @@ int sc_main(int argc, char* argv[]) {
     in.overrides = sets;
     in.version = std::string("xpusim ") + XPU_VERSION;
     try {
-        in.trace_sha256 = trace_hash.get();
+        in.trace_sha256 = xpu::sha256_file(trace_file);
     } catch (const std::exception& e) {
         outs.discard();
         return fail(kBadTrace, e.what());
