@@ -4,6 +4,8 @@
 // analysis/report_*.cpp and timeline_json.cpp.
 #pragma once
 
+#include <functional>
+
 #include <array>
 #include <cstdint>
 #include <string>
@@ -192,6 +194,9 @@ struct AnalyzeOptions {
     std::size_t top_stalls = 20;
     std::size_t max_suggestions = 10;
     std::size_t series_buckets = 200;
+    // Called after each step with the fraction of the analysis done (by steps weighted with
+    // their share of the time measured on GEMM and decode runs: an estimate) and the next step.
+    std::function<void(double, const char*)> progress;
 };
 
 Analysis analyze(const RunData& run, const AnalyzeOptions& opt = {});

@@ -761,20 +761,28 @@ Analysis analyze(const RunData& run, const AnalyzeOptions& opt) {
     a.end = run.end;
     a.status = run.status;
     a.records = run.records;
+    auto step = [&](double done, const char* next) {
+        if (opt.progress) opt.progress(done, next);
+    };
+    step(0, "attributing the cores' time");
     core_pass(cx, a, opt);
+    step(0.25, "accounting the units");
     const std::unique_ptr<UnitAccounts> units = unit_work.get();
     {
         auto helper = beside([&] { units->account_some(cx); });
         units->account_some(cx);
         helper.get();
     }
+    step(0.4, "the critical path, units, series and DMAs");
     auto path = beside([&] { find_critical_path(cx, a); });
     unit_pass(cx, a, *units);
     a.series = bandwidth.get();
     for (Series& s : vmem.get()) a.series.push_back(std::move(s));
     if (bk.n) utilisation_series(a, bk, a.series);
     dma_pass(cx, a);
+    step(0.5, "finding suggestions");
     make_suggestions(cx, a, opt.max_suggestions);
+    step(0.95, "the bounds and the critical path");
     a.bounds = run_bounds(run, a.end);
     {
         const ChainBound chain = data_chain_bound(cx);
@@ -782,6 +790,7 @@ Analysis analyze(const RunData& run, const AnalyzeOptions& opt) {
     }
     cap_estimates(a.bounds, a.suggestions);
     path.get();
+    step(1, "done");
     return a;
 }
 

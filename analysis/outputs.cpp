@@ -10,6 +10,7 @@
 #include "analysis/report.h"
 #include "analysis/report_html.h"
 #include "analysis/timeline_json.h"
+#include "traces/progress.h"
 
 namespace xpu::analysis {
 
@@ -60,12 +61,17 @@ void write_via_tmp(const std::string& path, Write&& write) {
 
 Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const OutputOptions& opt) {
     PhaseClock clock(opt.timing);
-    RunData loaded = load_run(out_dir);
+    const std::string label = opt.progress_label + ": analysis";
+    ProgressLine load_progress(opt.progress, label);
+    RunData loaded = load_run(out_dir, [&](double f) { load_progress.update(f, "reading the transaction log"); });
     if (!opt.shown_dir.empty()) loaded.dir = opt.shown_dir;
     const RunData& run = loaded;
     clock.lap("load");
     if (opt.timing) opt.timing->records = run.records;
-    Analysis a = analyze(run);
+    ProgressLine analyze_progress(opt.progress, label);
+    AnalyzeOptions ao;
+    ao.progress = [&](double f, const char* next) { analyze_progress.update(f, std::string("analysing: ") + next); };
+    Analysis a = analyze(run, ao);
     clock.lap("analyze");
     const std::string files[] = {"report.txt", "analysis.json", "report.html", "timeline.json", "verification.txt"};
     auto path = [&](const std::string& f) { return (fs::path(out_dir) / f).string(); };
@@ -80,6 +86,12 @@ Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const Outp
         a.sensitivity = measure_sensitivity(out_dir, static_cast<double>(run.end) / 1000.0, opt.sensitivity_options);
         clock.lap("sensitivity");
     }
+    ProgressLine write_progress(opt.progress, label);
+    const double files_to_write = 2.0 + (opt.html ? 1 : 0) + (opt.timeline ? 1 : 0);
+    double written = 0;
+    auto wrote = [&](const char* next) {
+        write_progress.update(++written / files_to_write, std::string("writing the reports: ") + next);
+    };
     try {
         if (a.verified) write_verification(path("verification.txt"), a);
         std::ostringstream text;
@@ -90,11 +102,14 @@ Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const Outp
             if (!f.flush()) throw std::runtime_error(path("report.txt") + ": cannot write");
         });
         clock.lap("report.txt");
+        wrote("analysis.json");
         write_analysis_json_file(path("analysis.json"), run, a);
         clock.lap("analysis.json");
+        wrote(opt.html ? "report.html" : "timeline.json");
         if (opt.html) {
             write_via_tmp(path("report.html"), [&](const std::string& tmp) { write_report_html(tmp, run, a, opt.per_layer); });
             clock.lap("report.html");
+            wrote("timeline.json");
         }
         if (opt.timeline) {
             write_via_tmp(path("timeline.json"), [&](const std::string& tmp) { write_timeline_json(tmp, run, a); });

@@ -32,6 +32,10 @@ struct OutputOptions {
     SensitivityOptions sensitivity_options;
     std::string shown_dir;         // the folder the outputs name (report.html, the verification note): sim_main writes
                                    // into a staging folder that becomes OUT (default: out_dir)
+    // Progress lines of each phase (loading, analysing, writing) on this stream, "LABEL: ..."
+    // (traces/progress.h: only once a phase has taken two seconds); null: none.
+    std::ostream* progress = nullptr;
+    std::string progress_label = "xpu_analyze";
 };
 
 // Reads OUT's transaction log, analyses it, verifies the top suggestions by replay (unless

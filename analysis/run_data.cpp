@@ -503,7 +503,8 @@ std::uint32_t decode_block(LogDecoder& dec, const std::vector<std::uint8_t>& buf
 }
 
 // Decodes the log's blocks, from `offset` (after the header) to the end of the file.
-void read_blocks(std::FILE* f, const std::string& path, std::uint64_t offset, RunData& run, LogDecoder& dec) {
+void read_blocks(std::FILE* f, const std::string& path, std::uint64_t offset, RunData& run, LogDecoder& dec,
+                 const std::function<void(double)>& progress) {
     std::error_code ec;
     const std::uintmax_t file_bytes = fs::file_size(path, ec);
     constexpr std::uint64_t kSample = 4u << 20;  // extrapolate array sizes from the first 4 MiB
@@ -531,6 +532,7 @@ void read_blocks(std::FILE* f, const std::string& path, std::uint64_t offset, Ru
         if (seen != records) throw LogError(where + ": the header says " + std::to_string(records) + " records, the block holds " + std::to_string(seen));
         run.records += records;
         offset += sizeof bh + n;
+        if (progress && !ec && file_bytes > first) progress(static_cast<double>(offset - first) / static_cast<double>(file_bytes - first));
     }
     if (!dec.ended())
         throw LogError(path + ": byte " + std::to_string(offset) +
@@ -551,7 +553,9 @@ void check_indices(const RunData& run, const std::string& path, const LogDecoder
 
 }  // namespace
 
-RunData load_run(const std::string& out_dir) {
+RunData load_run(const std::string& out_dir) { return load_run(out_dir, {}); }
+
+RunData load_run(const std::string& out_dir, const std::function<void(double)>& progress) {
     RunData run;
     run.dir = out_dir;
     const std::string path = (fs::path(out_dir) / "txlog.bin").string();
@@ -573,7 +577,7 @@ RunData load_run(const std::string& out_dir) {
     LogDecoder dec(run);
     std::exception_ptr log_error;
     try {
-        read_blocks(f.get(), path, 16 + meta_bytes, run, dec);
+        read_blocks(f.get(), path, 16 + meta_bytes, run, dec, progress);
     } catch (const LogError&) {
         log_error = std::current_exception();
     }

@@ -3,6 +3,8 @@
 // Everything the analysis knows comes from here; nothing needs SystemC.
 #pragma once
 
+#include <functional>
+
 #include <cstdint>
 #include <map>
 #include <stdexcept>
@@ -116,6 +118,8 @@ struct RunData {
 
 // Reads OUT/txlog.bin and OUT/txlog.trace.bin. Throws LogError.
 RunData load_run(const std::string& out_dir);
+// The same, calling `progress` with the fraction of the log's bytes read after each block.
+RunData load_run(const std::string& out_dir, const std::function<void(double)>& progress);
 
 
 }  // namespace xpu::analysis

@@ -288,6 +288,7 @@ int main(int argc, char* argv[]) {
         }
         OutputOptions o;
         o.print = !quiet;
+        if (!quiet) o.progress = &std::cerr;
         o.top = top;
         o.per_layer = vm.count("per-layer") > 0;
         o.verify.enabled = !vm.count("no-verify") && verify_k > 0;

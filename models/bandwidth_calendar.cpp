@@ -66,13 +66,14 @@ Tick BandwidthCalendar::reserve(Tick t, std::uint64_t bytes, Tick now) {
     if (now_b > base_) {  // forget the past: its ring slots are reused (and reset) as end_ moves on
         base_ = now_b;
         if (end_ < base_) end_ = base_;
+        if (frontier_ < base_) frontier_ = first_free(base_);
     }
     bytes_ += bytes;
     if (bytes == 0) return t;
     std::uint64_t b = std::max<std::uint64_t>(t >> shift_, base_);
     double left = static_cast<double>(bytes);
     for (;;) {
-        b = first_free(b);
+        b = b <= frontier_ ? frontier_ : first_free(b);
         Bucket& u = slot(b);
         const Tick start = b << shift_;
         double room = cap_ - u.used;
@@ -83,7 +84,10 @@ Tick BandwidthCalendar::reserve(Tick t, std::uint64_t bytes, Tick now) {
             u.used += take;
             left -= take;
         }
-        if (full(u)) u.next = b + 1;
+        if (full(u)) {
+            u.next = b + 1;
+            if (b == frontier_) frontier_ = first_free(b + 1);
+        }
         if (left <= 1e-6) {
             // The bucket fills front to back: the last byte moves at the fill level.
             Tick end = start + static_cast<Tick>(u.used * inv_rate_ + 0.5);

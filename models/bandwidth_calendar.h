@@ -53,6 +53,10 @@ private:
     std::uint64_t mask_ = 0;
     std::uint64_t base_ = 0;        // oldest live bucket
     std::uint64_t end_ = 0;         // one past the newest bucket touched
+    // Every bucket in [base_, frontier_) is full (reservations only add bytes, so it stays so
+    // until base_ passes it). A saturated resource gets most requests inside that prefix: they
+    // start at frontier_ at once, which is what the skip pointers would find by walking.
+    std::uint64_t frontier_ = 0;
     std::uint64_t bytes_ = 0;
 };
 

@@ -9,7 +9,7 @@
 namespace xpu {
 
 DmaEngine::DmaEngine(const sc_core::sc_module_name& n, const DmaEngineConfig& cfg)
-    : XpuModule(n), cmd("cmd"), mem("mem"), flags("flags"), cfg_(cfg), done_peq_("done_peq"), mem_accept_(*new MemAccept), origin_(*new TxnOrigin) {
+    : XpuModule(n), cmd("cmd"), mem("mem"), flags("flags"), cfg_(cfg), done_peq_("done_peq"), probe_path_(*new TimedPath), mem_accept_(*new MemAccept), origin_(*new TxnOrigin) {
     cmd.register_b_transport(this, &DmaEngine::b_transport);
     expose_target("cmd", cmd, false);
     started_.assign(cfg_.queue_depth ? cfg_.queue_depth : 1, 0);
@@ -19,6 +19,8 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& n, const DmaEngineConfig& cf
     origin_.initiator = name();
     origin_.chip = flag_cmd_.chip = cfg_.chip;
     mem_gp_.set_extension(&origin_);
+    probe_gp_.set_extension(&probe_path_);
+    probe_gp_.set_command(tlm::TLM_IGNORE_COMMAND);
     flag_gp_.set_command(tlm::TLM_WRITE_COMMAND);
     flag_gp_.set_data_ptr(reinterpret_cast<unsigned char*>(&flag_cmd_));
     flag_gp_.set_data_length(sizeof(FlagCommand));
@@ -106,6 +108,37 @@ Tick DmaEngine::transfer(tlm::tlm_command command, std::uint64_t addr, std::uint
     return base + delay.value();
 }
 
+const TimedPath* DmaEngine::probe(std::uint64_t addr, std::uint64_t len, TimedPath& into) {
+    if (!cfg_.timed_path || len > UINT32_MAX) return nullptr;
+    probe_path_.reset();
+    probe_gp_.set_address(addr);
+    probe_gp_.set_data_length(static_cast<unsigned>(len));
+    probe_gp_.set_streaming_width(static_cast<unsigned>(len));
+    tlm::tlm_dmi dmi;
+    mem->get_direct_mem_ptr(probe_gp_, dmi);
+    if (!probe_path_.target) return nullptr;
+    into = probe_path_;
+    return &into;
+}
+
+// What transfer() computes, without the transaction: the arrival the hops would annotate (the
+// issue time, not before now, plus their latencies), the memory's own timing, the hops' counts.
+Tick DmaEngine::direct(const TimedPath& path, bool write, bool reduce, std::uint64_t addr, std::uint64_t len, Tick at,
+                       Tick now, Tick* stall) {
+    MemAccess a;
+    a.write = write;
+    a.reduce = reduce;
+    a.addr = addr;
+    a.len = len;
+    a.now = now;
+    a.arrival = max_tick(at, now) + path.latency;
+    a.origin = &origin_;  // (its core and index are the descriptor's: set by the caller)
+    for (unsigned i = 0; i < path.n_hops; ++i) path.hops[i]->routed(len);
+    const MemTiming r = path.target->access(a);
+    *stall = r.stall;
+    return r.done;
+}
+
 void DmaEngine::engine() {
     qk_.reset();
     for (;;) {
@@ -124,6 +157,10 @@ void DmaEngine::engine() {
         std::uint64_t dst = cfg_.space_base[static_cast<unsigned>(d.in.mem_dst.space)] + d.in.mem_dst.addr;
         const bool remote = d.in.mem_dst.chip != kLocalChip && d.in.mem_dst.chip != cfg_.chip;
         if (remote) dst = remote_address(d.in.mem_dst.chip, dst);
+        // A local memory on either side: its timing called directly, chunk by chunk.
+        const TimedPath* src_path = probe(src, d.in.bytes, src_path_);
+        const TimedPath* dst_path = remote ? nullptr : probe(dst, d.in.bytes, dst_path_);
+        const bool reduce = d.in.has(kDtype);
         for (std::uint64_t off = 0; off < d.in.bytes; off += cfg_.chunk_bytes) {
             std::uint64_t len = std::min<std::uint64_t>(cfg_.chunk_bytes, d.in.bytes - off);
             if (inflight_.size() >= cfg_.max_outstanding) {
@@ -134,10 +171,20 @@ void DmaEngine::engine() {
             // memory targets answer without waiting, so the quantum counts from its last wait.
             if (qk_.past_quantum(t)) qk_.sync_to(t);
             Tick read_stall = 0, write_stall = 0;
-            Tick read_done = transfer(tlm::TLM_READ_COMMAND, src + off, len, t, &read_stall, d);
-            if (d.in.has(kDtype)) mem_gp_.set_extension(&reduce_);  // dst += src
-            Tick write_done = transfer(tlm::TLM_WRITE_COMMAND, dst + off, len, read_done, &write_stall, d);
-            if (d.in.has(kDtype)) mem_gp_.clear_extension(&reduce_);
+            const Tick now = src_path || dst_path ? now_ticks() : 0;
+            // Per chunk: the completer thread (which ran during the sync above) reuses origin_.
+            origin_.core = d.core;
+            origin_.index = d.index;
+            Tick read_done = src_path ? direct(*src_path, false, false, src + off, len, t, now, &read_stall)
+                                      : transfer(tlm::TLM_READ_COMMAND, src + off, len, t, &read_stall, d);
+            Tick write_done;
+            if (dst_path) {
+                write_done = direct(*dst_path, true, reduce, dst + off, len, read_done, now, &write_stall);
+            } else {
+                if (reduce) mem_gp_.set_extension(&reduce_);  // dst += src
+                write_done = transfer(tlm::TLM_WRITE_COMMAND, dst + off, len, read_done, &write_stall, d);
+                if (reduce) mem_gp_.clear_extension(&reduce_);
+            }
             inflight_.push_back(write_done);
             last = max_tick(last, write_done);
             // Back-pressure from either side (a full HBM channel queue, a full link buffer).

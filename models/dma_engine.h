@@ -25,6 +25,7 @@
 #include "models/busy_tracker.h"
 #include "models/params.h"
 #include "models/quantum.h"
+#include "models/timed_memory.h"
 #include "models/unit_command.h"
 #include "models/xpu_module.h"
 
@@ -54,6 +55,10 @@ struct DmaEngineConfig : DmaEngineParams {
     std::array<std::uint64_t, 2> space_base{};  // global address of Space::Vmem, Space::Hbm
     std::uint64_t flags_base = 0;    // global address of the chips' SyncFlags (remote completion flags)
     bool flags_mapped = false;       // ... when the address map has one
+    // Move chunks to memories that answer the timing probe by calling them directly (the same
+    // timing, without a TLM transaction per chunk: models/timed_memory.h). Off: every chunk is
+    // a TLM transaction (tests compare the two).
+    bool timed_path = true;
 };
 
 class DmaEngine : public XpuModule {
@@ -87,6 +92,10 @@ private:
     void completer();
     Tick transfer(tlm::tlm_command cmd, std::uint64_t addr, std::uint64_t len, Tick at,
                   Tick* stall, const Descriptor& d);
+    // The timing path to the memory serving [addr, addr + len), or null (then: transfer()).
+    const TimedPath* probe(std::uint64_t addr, std::uint64_t len, TimedPath& into);
+    Tick direct(const TimedPath& path, bool write, bool reduce, std::uint64_t addr, std::uint64_t len, Tick at,
+                Tick now, Tick* stall);
     [[noreturn]] void fail(const std::string& what, const Descriptor& d);
 
     DmaEngineConfig cfg_;
@@ -100,7 +109,9 @@ private:
     QuantumKeeper qk_;  // of the engine thread
     std::list<Descriptor> finishing_;
     tlm_utils::peq_with_get<Descriptor> done_peq_;
-    tlm::tlm_generic_payload mem_gp_, flag_gp_;
+    tlm::tlm_generic_payload mem_gp_, flag_gp_, probe_gp_;
+    TimedPath& probe_path_;  // owned by probe_gp_
+    TimedPath src_path_, dst_path_;
     MemAccept& mem_accept_;  // owned by mem_gp_
     TxnOrigin& origin_;      // owned by mem_gp_: the DMA a transfer serves
     ReduceWrite reduce_;     // set on mem_gp_ only around a reducing write, then cleared

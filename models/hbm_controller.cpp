@@ -13,26 +13,48 @@ HbmController::HbmController(const sc_core::sc_module_name& n, const HbmConfig& 
       channels_(cfg.channels ? cfg.channels : 1,
                 BandwidthCalendar(cfg.channel_bandwidth_gbps / 1000.0, cfg.bucket)) {
     port.register_b_transport(this, &HbmController::b_transport);
+    port.register_get_direct_mem_ptr(this, &HbmController::get_direct_mem_ptr);
     granule_service_ = transfer_ticks(cfg.interleave_bytes, cfg.channel_bandwidth_gbps);
     expose_target("port", port, true, false);
 }
 
 void HbmController::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
-    std::uint64_t addr = gp.get_address();
-    std::uint64_t len = gp.get_data_length();
-    if (addr < cfg_.base || addr - cfg_.base > cfg_.capacity || len > cfg_.capacity - (addr - cfg_.base)) {
+    MemAccess a;
+    a.addr = gp.get_address();
+    a.len = gp.get_data_length();
+    if (!in_range(a.addr, a.len)) {
         gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
         return;
     }
-    const Tick arrival = now_ticks() + delay.value();
+    a.now = now_ticks();
+    a.arrival = a.now + delay.value();
+    a.write = gp.is_write();
+    a.reduce = a.write && gp.get_extension<ReduceWrite>();
+    a.origin = gp.get_extension<TxnOrigin>();
+    const MemTiming t = access(a);
+    if (auto* acc = gp.get_extension<MemAccept>()) acc->stall = std::max(acc->stall, t.stall);
+    delay = to_sc(t.done - a.now);
+    gp.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+// The timing probe (models/timed_memory.h): this controller serves the whole range.
+bool HbmController::get_direct_mem_ptr(int, tlm::tlm_generic_payload& gp, tlm::tlm_dmi& dmi) {
+    dmi.allow_none();  // no data access: timing only
+    auto* path = gp.get_extension<TimedPath>();
+    if (path && in_range(gp.get_address(), gp.get_data_length())) path->target = this;
+    return false;
+}
+
+MemTiming HbmController::access(const MemAccess& a) {
+    const Tick arrival = a.arrival;
     const std::uint64_t gran = cfg_.interleave_bytes;
     const std::size_t nch = channels_.size();
-    const Tick now = now_ticks();
+    const Tick now = a.now;
     Tick accept = arrival, done = arrival;
-    std::uint64_t off = addr - cfg_.base, end = off + len;
-    const bool write = gp.is_write();
+    std::uint64_t off = a.addr - cfg_.base, end = off + a.len;
+    const bool write = a.write;
     // A reducing write reads and writes every byte: twice the channel time.
-    const unsigned passes = write && gp.get_extension<ReduceWrite>() ? 2 : 1;
+    const unsigned passes = a.reduce ? 2 : 1;
     while (off < end) {
         const std::uint64_t granule = off / gran;
         std::uint64_t piece = std::min<std::uint64_t>(end, (granule + 1) * gran) - off;
@@ -51,13 +73,11 @@ void HbmController::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_t
         off += piece;
     }
     backpressure_ += accept - arrival;
-    (write ? bytes_written_ : bytes_read_) += len;
-    if (passes == 2) bytes_read_ += len;
+    (write ? bytes_written_ : bytes_read_) += a.len;
+    if (passes == 2) bytes_read_ += a.len;
     ++requests_;
-    if (recorder_) recorder_->on_mem(mem_event(gp, name(), write, addr, len, arrival, done));
-    if (auto* a = gp.get_extension<MemAccept>()) a->stall = std::max(a->stall, accept - arrival);
-    delay = to_sc(done - now_ticks());
-    gp.set_response_status(tlm::TLM_OK_RESPONSE);
+    if (recorder_) recorder_->on_mem(mem_event(a.origin, name(), write, a.addr, a.len, arrival, done));
+    return {done, accept - arrival};
 }
 
 std::optional<Tick> HbmController::busy_time() const {

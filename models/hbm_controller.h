@@ -13,6 +13,7 @@
 
 #include "models/bandwidth_calendar.h"
 #include "models/params.h"
+#include "models/timed_memory.h"
 #include "models/unit_command.h"
 #include "models/xpu_module.h"
 
@@ -48,7 +49,7 @@ struct HbmConfig : HbmParams {
     std::uint64_t base = 0;  // where the address map put it
 };
 
-class HbmController : public XpuModule {
+class HbmController : public XpuModule, public TimedMemory {
 public:
     tlm_utils::multi_passthrough_target_socket<HbmController, 32, tlm::tlm_base_protocol_types, 0,
                                                sc_core::SC_ZERO_OR_MORE_BOUND>
@@ -72,9 +73,15 @@ public:
     std::uint64_t bytes_written() const { return bytes_written_; }
     double peak_gbps() const { return cfg_.channels * cfg_.channel_bandwidth_gbps; }
     const HbmConfig& config() const { return cfg_; }
+    // The timing of one request (b_transport's, without the payload): models/timed_memory.h.
+    MemTiming access(const MemAccess& a) override;
 
 private:
     void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    bool get_direct_mem_ptr(int id, tlm::tlm_generic_payload& gp, tlm::tlm_dmi& dmi);
+    bool in_range(std::uint64_t addr, std::uint64_t len) const {
+        return !(addr < cfg_.base || addr - cfg_.base > cfg_.capacity || len > cfg_.capacity - (addr - cfg_.base));
+    }
     HbmConfig cfg_;
     std::vector<BandwidthCalendar> channels_;
     Tick granule_service_ = 0;       // transfer time of one full interleave granule

@@ -10,6 +10,7 @@
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include "models/params.h"
+#include "models/timed_memory.h"
 #include "models/xpu_module.h"
 
 namespace xpu {
@@ -34,7 +35,7 @@ struct InterconnectConfig : InterconnectParams {
     std::vector<AddressRange> routes;  // the address map of the memories bound to out[i]
 };
 
-class Interconnect : public XpuModule {
+class Interconnect : public XpuModule, public TimedHop {
 public:
     tlm_utils::multi_passthrough_target_socket<Interconnect, 32, tlm::tlm_base_protocol_types, 0,
                                                sc_core::SC_ZERO_OR_MORE_BOUND>
@@ -47,9 +48,15 @@ public:
     const char* kind() const override { return "Interconnect"; }
     Role role() const override { return Role::Router; }
     std::vector<Stat> stats() const override;
+    void routed(std::uint64_t bytes) override {
+        ++routed_;
+        bytes_ += bytes;
+    }
 
 private:
     void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    bool get_direct_mem_ptr(int id, tlm::tlm_generic_payload& gp, tlm::tlm_dmi& dmi);
+    const AddressRange* route(std::uint64_t a, std::uint64_t len);
     InterconnectConfig cfg_;
     std::size_t last_ = 0;  // most transactions hit the range the previous one did
     std::uint64_t routed_ = 0, bytes_ = 0;

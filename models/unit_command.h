@@ -63,6 +63,21 @@ struct TxnOrigin : tlm::tlm_extension<TxnOrigin> {
 };
 
 // The transaction-log record of a memory transaction a target served, with its origin.
+inline MemEvent mem_event(const TxnOrigin* o, const char* target, bool write, std::uint64_t addr, std::uint64_t bytes,
+                          Tick arrival, Tick done) {
+    MemEvent e;
+    e.target = target;
+    e.write = write;
+    e.addr = addr;
+    e.bytes = bytes;
+    e.arrival = arrival;
+    e.done = done;
+    if (o) {
+        e.initiator = o->initiator;
+        e.for_instr = {true, o->chip, o->core, o->index};
+    }
+    return e;
+}
 inline MemEvent mem_event(const tlm::tlm_generic_payload& gp, const char* target, bool write, std::uint64_t addr,
                           std::uint64_t bytes, Tick arrival, Tick done) {
     MemEvent e;

@@ -11,6 +11,7 @@
 
 #include "models/bandwidth_calendar.h"
 #include "models/params.h"
+#include "models/timed_memory.h"
 #include "models/unit_command.h"
 #include "models/xpu_module.h"
 
@@ -37,7 +38,7 @@ struct VmemConfig : VmemParams {
     std::uint64_t base = 0;  // where the address map put it
 };
 
-class Vmem : public XpuModule {
+class Vmem : public XpuModule, public TimedMemory {
 public:
     tlm_utils::multi_passthrough_target_socket<Vmem, 32, tlm::tlm_base_protocol_types, 0,
                                                sc_core::SC_ZERO_OR_MORE_BOUND>
@@ -58,9 +59,15 @@ public:
     std::uint64_t bytes_read() const { return bytes_read_; }
     std::uint64_t bytes_written() const { return bytes_written_; }
     const VmemConfig& config() const { return cfg_; }
+    // The timing of one request (b_transport's, without the payload): models/timed_memory.h.
+    MemTiming access(const MemAccess& a) override;
 
 private:
     void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    bool get_direct_mem_ptr(int id, tlm::tlm_generic_payload& gp, tlm::tlm_dmi& dmi);
+    bool in_range(std::uint64_t addr, std::uint64_t len) const {
+        return !(addr < cfg_.base || addr - cfg_.base > cfg_.capacity || len > cfg_.capacity - (addr - cfg_.base));
+    }
     VmemConfig cfg_;
     BandwidthCalendar ports_;
     std::uint64_t bytes_read_ = 0, bytes_written_ = 0, requests_ = 0;

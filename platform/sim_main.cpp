@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <iomanip>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -27,6 +28,7 @@
 #include "platform/run_report.h"
 #include "platform/simulation.h"
 #include "platform/txlog_meta.h"
+#include "traces/progress.h"
 #include "platform/vcd_writer.h"
 #include "analysis/outputs.h"
 #include "platform/txlog_writer.h"
@@ -393,10 +395,15 @@ int sc_main(int argc, char* argv[]) {
         RunOptions ro;
         ro.max_sim_time = max_sim_time;
         ro.stop_requested = stop_requested;
+        // "sim_main: simulating: N of M instructions retired, T us simulated (P%), E s, ETA R s"
+        // (run() calls it every two seconds; the ETA assumes the instructions left go as fast).
+        xpu::ProgressLine sim_progress(quiet ? nullptr : &std::cerr, "sim_main", 0, 0);
+        ro.progress_seconds = xpu::ProgressLine::default_seconds();
         ro.progress = [&](std::uint64_t n, double sim_ns) {
-            if (!quiet)
-                std::cerr << "sim_main: " << n << " of " << sim->trace().total_instructions()
-                          << " instructions retired, " << sim_ns / 1e3 << " us simulated\n";
+            const std::uint64_t total = sim->trace().total_instructions();
+            std::ostringstream what;
+            what << "simulating: " << n << " of " << total << " instructions retired, " << sim_ns / 1e3 << " us simulated";
+            sim_progress.update(total ? static_cast<double>(n) / static_cast<double>(total) : 0, what.str());
         };
         result = sim->run(ro);
     } catch (const xpu::trace::TraceError& e) {
@@ -474,6 +481,8 @@ int sc_main(int argc, char* argv[]) {
         ao.sensitivity = vm.count("sensitivity") > 0;
         ao.sensitivity_options.stop_requested = stop_requested;
         if (!quiet) ao.sensitivity_options.progress = &std::cerr;
+        if (!quiet) ao.progress = &std::cerr;
+        ao.progress_label = "sim_main";
         try {
             AnalysisWatchdog watchdog(outs);
             if (!quiet) std::cout << "\n";
@@ -485,6 +494,10 @@ int sc_main(int argc, char* argv[]) {
         if (g_signal) return interrupted(outs, " while analysing the run");
         if (!quiet) std::cout << "analysis   " << out_dir << "/{report.txt, analysis.json, report.html, timeline.json}\n";
         if (!quiet) std::cout << "platform   " << folder->final_path("platform.yaml") << " (the effective description: replays of this run use it)\n";
+        // The summary's peak RSS was the simulation's; the analysis usually needs more.
+        if (!quiet && !deterministic)
+            std::cout << "peak RSS   " << std::fixed << std::setprecision(2) << static_cast<double>(xpu::platform::process_peak_rss()) / 1048576.0
+                      << " MiB (the whole process: simulation and analysis)\n" << std::defaultfloat;
     }
     if (!quiet && !stdout_ok()) return fail_run(kOutput, "cannot write the summary to stdout");
     try {

@@ -17,6 +17,11 @@
 
 namespace xpu::platform {
 
+std::uint64_t process_peak_rss() {
+    struct rusage ru {};
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? static_cast<std::uint64_t>(ru.ru_maxrss) * 1024 : 0;  // KiB on Linux
+}
+
 const char* stop_reason_name(StopReason r) {
     switch (r) {
         case StopReason::Completed: return "completed";
@@ -584,14 +589,13 @@ RunResult Simulation::run(const RunOptions& opts) {
         const auto took = now - before;
         if (took > std::chrono::milliseconds(100)) slice = std::max(min_slice, slice / 4);
         else if (took < std::chrono::milliseconds(20)) slice = std::min(max_slice, slice * 2);
-        if (opts.progress && now - last_report > std::chrono::seconds(2)) {
+        if (opts.progress && std::chrono::duration<double>(now - last_report).count() >= opts.progress_seconds) {
             opts.progress(retired(), ticks_to_ns(now_ticks()));
             last_report = now;
         }
     }
     r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    struct rusage ru {};
-    if (getrusage(RUSAGE_SELF, &ru) == 0) r.peak_rss_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024;  // KiB on Linux
+    r.peak_rss_bytes = process_peak_rss();
     r.simulated_ns = ticks_to_ns(now_ticks());
     r.instructions = retired();
     r.streams = trace_.streams().size();

@@ -15,6 +15,9 @@
 
 namespace xpu::platform {
 
+// The process's peak resident memory so far, in bytes (getrusage: VmHWM).
+std::uint64_t process_peak_rss();
+
 struct UnitFigure {
     std::string name;  // SystemC path
     std::string kind;  // its type, for display
@@ -59,8 +62,9 @@ struct RunOptions {
     Tick max_sim_time = 0;
     // Polled between slices of simulated time; true = stop now (StopReason::Interrupted).
     std::function<bool()> stop_requested;
-    // Called every couple of seconds (host time) with instructions retired and simulated ns.
+    // Called every `progress_seconds` (host time) with instructions retired and simulated ns.
     std::function<void(std::uint64_t retired, double sim_ns)> progress;
+    double progress_seconds = 2.0;
 };
 
 class Simulation {

@@ -9,9 +9,52 @@
 # (runs with it, alternating with those without), and xpu_analyze on that log (load + analyze
 # in log records/s, the writers apart, peak RSS). Progress goes to stderr.
 # Usage: scripts/bench.sh        env: BENCH_RUNS, BENCH_DIR (scratch folder, default mktemp)
+#
+#        scripts/bench.sh --baseline REV [--small]
+# The production-scale targets (issue 14) against REV: builds REV (any git revision: be4474b,
+# main, a tag) in a worktree under /tmp (reused while REV's commit is the same), then runs
+# scripts/bench_compare.py, which alternates the two builds on the same traces and prints every
+# target with the baseline side by side (medians of BENCH_RUNS rounds, default 3; ratios from
+# one run). --baseline-build DIR takes an already built tree as the baseline instead (the test
+# suite compares a build with itself, --small: small workloads of the same shapes).
+# env: BENCH_RUNS (3), BENCH_DIR, BENCH_STARTUP_TIMEOUT (seconds for the 4096-chip start-up, 120).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 export XPU_BUILD_DIR="${XPU_BUILD_DIR:-$root/build}"
+if [[ ${1:-} == --baseline || ${1:-} == --baseline-build ]]; then
+    mode=$1 rev=${2:-}
+    shift 2 || { echo "bench: usage: $0 --baseline REV [--small]  (or --baseline-build DIR)" >&2; exit 2; }
+    [[ -n $rev ]] || { echo "bench: $mode needs a value" >&2; exit 2; }
+    small=()
+    for a in "$@"; do
+        case $a in
+            --small) small=(--small) ;;
+            *) echo "bench: unknown option '$a' (expected --small)" >&2; exit 2 ;;
+        esac
+    done
+    launcher=()
+    command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    "$root/scripts/build.sh" "${launcher[@]}"
+    if [[ $mode == --baseline ]]; then
+        sha=$(git -C "$root" rev-parse --verify --quiet "$rev^{commit}") ||
+            { echo "bench: --baseline $rev: not a revision of $root (expected a commit, branch or tag: git rev-parse)" >&2; exit 2; }
+        wt=/tmp/xpusim-bench-${sha:0:12}
+        if [[ ! -d $wt ]]; then
+            echo "bench: checking out $rev ($sha) into $wt" >&2
+            git -C "$root" worktree add --detach "$wt" "$sha" >/dev/null
+        fi
+        [[ $(git -C "$wt" rev-parse HEAD) == "$sha" ]] || { echo "bench: $wt is not at $sha: remove it (git worktree remove $wt)" >&2; exit 1; }
+        echo "bench: building $rev ($sha) into $wt/build" >&2
+        CCACHE_BASEDIR=$wt XPU_BUILD_DIR=$wt/build "$wt/scripts/build.sh" -DXPU_BUILD_TESTS=OFF "${launcher[@]}"
+        base=$wt/build name=$(git -C "$root" rev-parse --short "$sha")
+        [[ $rev == "$name" ]] || name="$rev ($name)"
+    else
+        [[ -x $rev/platform/sim_main ]] || { echo "bench: --baseline-build $rev: no built platform/sim_main there" >&2; exit 2; }
+        base=$(cd "$rev" && pwd) name=$(basename "$base")
+    fi
+    exec /usr/bin/python3 "$root/scripts/bench_compare.py" --ours "$XPU_BUILD_DIR" --base "$base" --base-name "$name" \
+        --root "$root" --runs "${BENCH_RUNS:-3}" --startup-timeout "${BENCH_STARTUP_TIMEOUT:-120}" ${BENCH_DIR:+--scratch "$BENCH_DIR"} "${small[@]}"
+fi
 "$root/scripts/build.sh" -DXPU_BUILD_TESTS=ON
 bin="$XPU_BUILD_DIR"
 runs="${BENCH_RUNS:-5}"
