@@ -71,6 +71,7 @@ void fill_ici_port(IciPortConfig& k, const BuildContext& ctx) {
     k.chip = ctx.chip;
     k.dims = ctx.dims.empty() ? std::vector<unsigned>{1} : ctx.dims;
     k.links_per_neighbour = ctx.links_per_neighbour;
+    k.switched = ctx.switched;
 }
 
 // It serves the whole remote window of the address map (bit 63 set).

@@ -31,6 +31,7 @@ std::vector<ParamGroup> param_groups() {
                                             "a window of global addresses served by a memory (its size: the memory's)"),
         description_group<TopologyParams>("topology", "how the chips connect"),
         description_group<IciLinkParams>("topology.link", "every inter-chip link (IciLink), per direction"),
+        description_group<IciSwitchParams>("topology.switch", "the crossbar of a switched topology (IciSwitch)"),
     };
     for (const auto& t : module_types())
         groups.push_back({t.name, t.doc, true, [make = t.make]() -> std::unique_ptr<ParamSet> { return make(); }});
