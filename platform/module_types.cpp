@@ -87,7 +87,7 @@ std::vector<ModuleType> shipped_types() {
         model_type<VectorUnit, VectorUnitConfig>(
             "VectorUnit", "SIMD unit: ALU, transcendental, cross-lane, load/store pipelines (sockets: cmd, mem)",
             {fill_vector_unit}),
-        model_type<MatrixUnit, MatrixUnitConfig>("MatrixUnit", "weight-stationary systolic array (socket: cmd)",
+        model_type<MatrixUnit, MatrixUnitConfig>("MatrixUnit", "systolic array: weight-, output- or input-stationary (socket: cmd)",
                                                  {fill_matrix_unit}),
         model_type<Vmem, VmemConfig>("Vmem", "on-chip vector memory (socket: port)", {fill_vmem, vmem_capacity}),
         model_type<HbmController, HbmConfig>("HbmController", "HBM channels with bandwidth, latency, queueing (socket: port)",

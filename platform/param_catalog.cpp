@@ -72,6 +72,12 @@ void ParamCatalog::text(const char* key, std::string& v, const char* doc) {
     docs_.push_back({key, "string", "", "", v.empty() ? "\"\"" : v, doc});
 }
 
+void ParamCatalog::choice(const char* key, std::string& v, const std::vector<std::string>& options, const char* doc) {
+    std::string range;
+    for (const auto& o : options) range += (range.empty() ? "" : " | ") + o;
+    docs_.push_back({key, "choice", range, "", v, doc});
+}
+
 void ParamCatalog::section(const char* key, const char* kind, const char* doc) {
     docs_.push_back({key, kind, "", "", "", doc});
 }
