@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "analysis/bounds.h"
+#include "analysis/chain_bound.h"
 #include "analysis/context.h"
 #include "analysis/intervals.h"
 #include "analysis/large_array.h"
@@ -803,6 +804,10 @@ Analysis analyze(const RunData& run, const AnalyzeOptions& opt) {
     dma_pass(cx, a);
     make_suggestions(cx, a, opt.max_suggestions);
     a.bounds = run_bounds(run, a.end);
+    {
+        const ChainBound chain = data_chain_bound(cx);
+        add_bound(a.bounds, {"chain", chain.where + " data-dependency chain", chain.time}, a.end);
+    }
     cap_estimates(a.bounds, a.suggestions);
     path.get();
     return a;

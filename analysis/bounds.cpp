@@ -28,6 +28,21 @@ void keep_max(std::vector<Bound>& out, const char* name, const std::string& wher
     out.push_back({name, where, t});
 }
 
+// A fixed order (HBM, link, compute, chain) whatever came first; the largest sets the
+// lower bound and the headroom.
+void settle(RunBounds& r, Tick end) {
+    auto rank = [](const Bound& b) { return b.name == "HBM" ? 0 : b.name == "link" ? 1 : b.name == "compute" ? 2 : 3; };
+    std::stable_sort(r.bounds.begin(), r.bounds.end(), [&](const Bound& a, const Bound& b) { return rank(a) < rank(b); });
+    r.lower = 0;
+    r.limiting = 0;
+    for (std::size_t i = 0; i < r.bounds.size(); ++i)
+        if (r.bounds[i].time > r.lower) {
+            r.lower = r.bounds[i].time;
+            r.limiting = i;
+        }
+    r.headroom = end > r.lower ? end - r.lower : 0;
+}
+
 }  // namespace
 
 RunBounds run_bounds(const RunData& run, Tick end) {
@@ -59,16 +74,14 @@ RunBounds run_bounds(const RunData& run, Tick end) {
         if (op.op == Opcode::MatMul && op.unit < run.units.size() && op.end > op.start) streaming[op.unit] += op.end - op.start;
     for (std::size_t u = 0; u < run.units.size(); ++u)
         if (run.units[u].role == Role::Matrix) keep_max(r.bounds, "compute", run.units[u].path, streaming[u]);
-    // A fixed order (HBM, link, compute) whatever came first.
-    auto rank = [](const Bound& b) { return b.name == "HBM" ? 0 : b.name == "link" ? 1 : 2; };
-    std::stable_sort(r.bounds.begin(), r.bounds.end(), [&](const Bound& a, const Bound& b) { return rank(a) < rank(b); });
-    for (std::size_t i = 0; i < r.bounds.size(); ++i)
-        if (r.bounds[i].time > r.lower) {
-            r.lower = r.bounds[i].time;
-            r.limiting = i;
-        }
-    r.headroom = end > r.lower ? end - r.lower : 0;
+    settle(r, end);
     return r;
+}
+
+void add_bound(RunBounds& r, Bound b, Tick end) {
+    if (b.time == 0) return;
+    r.bounds.push_back(std::move(b));
+    settle(r, end);
 }
 
 void cap_estimates(const RunBounds& b, std::vector<Suggestion>& s) {

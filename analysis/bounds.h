@@ -21,6 +21,9 @@ namespace xpu::analysis {
 // shapes set it, not their order).
 RunBounds run_bounds(const RunData& run, Tick end);
 
+// Adds a bound found elsewhere (the dependency chain: chain_bound.h) and settles which one limits.
+void add_bound(RunBounds& r, Bound b, Tick end);
+
 // Caps every estimate at the headroom (no suggestion can save more), drops those left at 0, ranks
 // them by estimate and numbers them (Suggestion::candidate).
 void cap_estimates(const RunBounds& b, std::vector<Suggestion>& s);

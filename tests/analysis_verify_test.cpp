@@ -1,6 +1,6 @@
 // The pieces of verification by replay that need no simulator: the run's lower bounds (closed
 // forms from the bytes and busy times of a hand-built run), the cap of estimates at the headroom,
-// the ranking by verdict and measured saving, and the verification file --apply reads back.
+// the data-dependency chain bound, the ranking by verdict and measured saving, and the verification file --apply reads back.
 // The replays themselves are checked end to end in tests/e2e/verify.sh.
 #include <cstdio>
 #include <filesystem>
@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "analysis/bounds.h"
+#include "analysis/chain_bound.h"
 #include "analysis/verify.h"
 #include "analysis_sample.h"
 
@@ -121,4 +122,63 @@ TEST(Verify, FileRoundTripGivesTheSameRanking) {
     EXPECT_THROW(read_verification(path, other), std::runtime_error);
     std::remove(path.c_str());
     EXPECT_FALSE(read_verification(path, other));
+}
+
+// The data-dependency chain (analysis/chain_bound.h), by hand: a 1 MB load (1 us at the HBM's
+// 1000 GB/s = 1 byte/ns), a vector load of it (10 ns of pipeline), an ALU op on that register
+// (20 ns), a store (5 ns) and a 1000-byte write-back of the stored data (1 ns): one chain of
+// 1.036 us. A second 1 MB load nothing reads, and the waits between, are not on it; neither is
+// the queueing the run showed (the unit ops below started late).
+TEST(ChainBound, LongestTrueDependencyChainAtLeastTimes) {
+    RunData run;
+    run.units = {{"xpu.chip0.hbm", "HbmController", Role::Hbm, 0, 1000, 0},
+                 {"xpu.chip0.core0.vpu0", "VectorUnit", Role::Vector, 0, 0, 0}};
+    auto dma = [](Space ss, std::uint64_t src, Space ds, std::uint64_t dst, std::uint64_t bytes) {
+        Instruction in;
+        in.op = Opcode::Dma;
+        in.mem_src = {ss, kLocalChip, src};
+        in.mem_dst = {ds, kLocalChip, dst};
+        in.bytes = bytes;
+        in.flag = 1;
+        in.set(kMemSrc | kMemDst | kBytes | kFlag);
+        return in;
+    };
+    Instruction vld, valu, vst, wait;
+    vld.op = Opcode::VLoad;
+    vld.dst = 1;
+    vld.mem_src = {Space::Vmem, kLocalChip, 0};
+    vld.bytes = 4096;
+    vld.set(kDst | kMemSrc | kBytes);
+    valu.op = Opcode::VAlu;
+    valu.dst = 2;
+    valu.src[0] = 1;
+    valu.set(kDst | kSrc0);
+    vst.op = Opcode::VStore;
+    vst.src[0] = 2;
+    vst.mem_dst = {Space::Vmem, kLocalChip, 8192};
+    vst.bytes = 4096;
+    vst.set(kSrc0 | kMemDst | kBytes);
+    wait.op = Opcode::SWait;
+    Stream st;
+    st.code = {dma(Space::Hbm, 0, Space::Vmem, 0, 1'000'000), dma(Space::Hbm, 0x200000, Space::Vmem, 0x200000, 1'000'000), wait,
+               vld, valu, vst, dma(Space::Vmem, 8192, Space::Hbm, 0x100000, 1000)};
+    for (std::size_t i = 0; i < st.code.size(); ++i) {
+        Life l;
+        l.seen = true;
+        l.issue = 3'000'000 + 1000 * i;  // as issued: in program order
+        st.life.push_back(l);
+    }
+    run.streams = {st};
+    run.unit_ops = {{1, 0, 3, Opcode::VLoad, 0, 5'000'000, 5'010'000, 5'012'000},
+                    {1, 0, 4, Opcode::VAlu, 0, 6'000'000, 6'020'000, 6'021'000},
+                    {1, 0, 5, Opcode::VStore, 0, 7'000'000, 7'005'000, 7'006'000}};
+    const Context cx(run);
+    const ChainBound c = data_chain_bound(cx);
+    EXPECT_EQ(c.time, 1'036'000u);
+    EXPECT_EQ(c.where, "chip0.core0");
+    // Added to the bounds, it limits when nothing else is larger.
+    RunBounds b;
+    add_bound(b, {"chain", c.where + " data-dependency chain", c.time}, 2'000'000);
+    EXPECT_EQ(b.lower, 1'036'000u);
+    EXPECT_EQ(b.headroom, 964'000u);
 }

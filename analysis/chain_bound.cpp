@@ -1,0 +1,117 @@
+#include "analysis/chain_bound.h"
+
+#include <algorithm>
+#include <array>
+#include <unordered_map>
+
+#include "analysis/dependencies.h"
+
+namespace xpu::analysis {
+
+namespace {
+
+constexpr std::uint64_t kPage = 4096;  // memory is tracked per 4 KiB page (a write covers its pages)
+
+// When the data of each page was last written, per (space, chip): the chain time of its writer.
+class PageTimes {
+public:
+    Tick ready(const Access& a) const {
+        Tick t = 0;
+        const auto* m = map_of(a);
+        if (!m) return 0;
+        for (std::uint64_t p = a.lo / kPage; p <= (a.hi - 1) / kPage; ++p) {
+            auto it = m->find(p);
+            if (it != m->end()) t = std::max(t, it->second);
+        }
+        return t;
+    }
+    void write(const Access& a, Tick t) {  // the newest write of a page is what later reads see
+        auto& m = maps_[key(a)];
+        for (std::uint64_t p = a.lo / kPage; p <= (a.hi - 1) / kPage; ++p) m[p] = t;
+    }
+
+private:
+    static std::uint32_t key(const Access& a) { return (std::uint32_t(a.chip) << 8) | static_cast<std::uint32_t>(a.space); }
+    const std::unordered_map<std::uint64_t, Tick>* map_of(const Access& a) const {
+        auto it = maps_.find(key(a));
+        return it == maps_.end() ? nullptr : &it->second;
+    }
+    std::unordered_map<std::uint32_t, std::unordered_map<std::uint64_t, Tick>> maps_;
+};
+
+// Picoseconds per byte at the summed peak of each chip's HBM controllers (0: none logged).
+std::unordered_map<int, double> hbm_ps_per_byte(const RunData& run) {
+    std::unordered_map<int, double> gbps;
+    for (const Unit& u : run.units)
+        if (u.role == Role::Hbm) gbps[u.chip] += u.peak_gbps;
+    std::unordered_map<int, double> out;
+    for (const auto& [chip, g] : gbps)
+        if (g > 0) out[chip] = 1000.0 / g;  // 1 GB/s = 1 byte per 1000 ps
+    return out;
+}
+
+}  // namespace
+
+ChainBound data_chain_bound(const Context& cx) {
+    const RunData& run = cx.run;
+    const auto ps_per_byte = hbm_ps_per_byte(run);
+    // Every instruction the run reached, in the order the run issued them (all streams): a read
+    // then sees the write the run gave it (a buffer reused later is written after its readers
+    // issued, since waits ordered them), whichever stream or chip wrote it.
+    struct At {
+        Tick issue;
+        std::uint32_t s;
+        std::uint64_t i;
+    };
+    std::vector<At> order;
+    for (std::uint32_t s = 0; s < run.streams.size(); ++s)
+        for (std::uint64_t i = 0; i < run.streams[s].code.size() && run.streams[s].life[i].seen; ++i)
+            order.push_back({run.streams[s].life[i].issue, s, i});
+    std::stable_sort(order.begin(), order.end(), [](const At& x, const At& y) { return x.issue < y.issue; });
+
+    PageTimes pages;
+    std::vector<std::array<Tick, kNumRegs>> reg(run.streams.size());
+    std::vector<Tick> end(run.streams.size(), 0);
+    std::unordered_map<std::uint32_t, Tick> weights;  // matrix unit -> its last push's chain time
+    for (const At& at : order) {
+        const Stream& st = run.streams[at.s];
+        const Instruction& in = st.code[at.i];
+        auto& r = reg[at.s];
+        Tick start = 0;
+        if (in.has(kSrc0)) start = std::max(start, r[in.src[0]]);
+        if (in.has(kSrc1)) start = std::max(start, r[in.src[1]]);
+        if (in.has(kSrc2)) start = std::max(start, r[in.src[2]]);
+        Access acc[2];
+        const int na = accesses(in, st.chip, acc);
+        for (int k = 0; k < na; ++k)
+            if (!acc[k].write) start = std::max(start, pages.ready(acc[k]));
+        Tick took = 0;
+        const std::uint32_t op = cx.ix.op_of(at.s, at.i);
+        if (in.op == Opcode::Dma) {
+            for (int k = 0; k < na; ++k) {
+                auto it = ps_per_byte.find(acc[k].chip);
+                if (acc[k].space == Space::Hbm && it != ps_per_byte.end())
+                    took = std::max(took, static_cast<Tick>(static_cast<double>(acc[k].hi - acc[k].lo) * it->second));
+            }
+        } else if (op != kNone) {
+            const UnitOp& u = run.unit_ops[op];
+            took = u.end - std::min(u.end, u.start);
+            if (in.op == Opcode::MatMul) {
+                auto w = weights.find(u.unit);
+                if (w != weights.end()) start = std::max(start, w->second);
+            }
+            if (in.op == Opcode::MPush) weights[u.unit] = start + took;
+        }
+        const Tick done = start + took;
+        if (in.has(kDst)) r[in.dst] = done;
+        for (int k = 0; k < na; ++k)
+            if (acc[k].write) pages.write(acc[k], done);
+        end[at.s] = std::max(end[at.s], done);
+    }
+    ChainBound best;
+    for (std::uint32_t s = 0; s < run.streams.size(); ++s)
+        if (end[s] > best.time) best = {end[s], run.streams[s].label()};
+    return best;
+}
+
+}  // namespace xpu::analysis
