@@ -116,7 +116,9 @@ bool BufferRenamer::rename(std::uint32_t s, const std::vector<std::uint64_t>& dm
     std::sort(buffers.begin(), buffers.end());
     buffers.erase(std::unique(buffers.begin(), buffers.end()), buffers.end());
     std::uint64_t next = align_up(room.top);
-    for (const auto& [lo, bytes] : buffers) {
+    for (const auto& buffer : buffers) {
+        // Not a structured binding: C++17 does not let a lambda capture one (clang rejects it).
+        const std::uint64_t lo = buffer.first, bytes = buffer.second;
         const std::uint64_t hi = lo + bytes, shadow = next;
         next = align_up(shadow + bytes);
         if (next > room.capacity) {

@@ -39,11 +39,30 @@ private:
     std::chrono::steady_clock::time_point last_;
 };
 
+// Writes PATH through PATH.tmp, renamed when complete: an interrupted or failed write never
+// leaves a file that looks complete under the final name.
+template <class Write>
+void write_via_tmp(const std::string& path, Write&& write) {
+    const std::string tmp = path + ".tmp";
+    try {
+        write(tmp);
+    } catch (...) {
+        std::remove(tmp.c_str());
+        throw;
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        throw std::runtime_error(path + ": cannot write (rename failed)");
+    }
+}
+
 }  // namespace
 
 Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const OutputOptions& opt) {
     PhaseClock clock(opt.timing);
-    const RunData run = load_run(out_dir);
+    RunData loaded = load_run(out_dir);
+    if (!opt.shown_dir.empty()) loaded.dir = opt.shown_dir;
+    const RunData& run = loaded;
     clock.lap("load");
     if (opt.timing) opt.timing->records = run.records;
     Analysis a = analyze(run);
@@ -52,7 +71,9 @@ Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const Outp
     auto path = [&](const std::string& f) { return (fs::path(out_dir) / f).string(); };
     for (const auto& f : files) fs::remove(path(f));  // no stale result beside a new one
     if (opt.verify.enabled) {
-        verify_suggestions(run, out_dir, a, opt.verify);
+        VerifyOptions vo = opt.verify;
+        if (vo.shown_dir.empty()) vo.shown_dir = opt.shown_dir;
+        verify_suggestions(run, out_dir, a, vo);
         clock.lap("verify");
     }
     if (opt.sensitivity) {
@@ -63,25 +84,28 @@ Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const Outp
         if (a.verified) write_verification(path("verification.txt"), a);
         std::ostringstream text;
         print_report(text, run, a, opt.top, opt.per_layer);
-        {
-            std::ofstream f(path("report.txt"), std::ios::binary);
+        write_via_tmp(path("report.txt"), [&](const std::string& tmp) {
+            std::ofstream f(tmp, std::ios::binary);
             f << text.str();
-            if (!f) throw std::runtime_error(path("report.txt") + ": cannot write");
-        }
+            if (!f.flush()) throw std::runtime_error(path("report.txt") + ": cannot write");
+        });
         clock.lap("report.txt");
         write_analysis_json_file(path("analysis.json"), run, a);
         clock.lap("analysis.json");
         if (opt.html) {
-            write_report_html(path("report.html"), run, a, opt.per_layer);
+            write_via_tmp(path("report.html"), [&](const std::string& tmp) { write_report_html(tmp, run, a, opt.per_layer); });
             clock.lap("report.html");
         }
         if (opt.timeline) {
-            write_timeline_json(path("timeline.json"), run, a);
+            write_via_tmp(path("timeline.json"), [&](const std::string& tmp) { write_timeline_json(tmp, run, a); });
             clock.lap("timeline.json");
         }
         if (opt.print) os << text.str();
     } catch (...) {
-        for (const auto& f : files) fs::remove(path(f));
+        for (const auto& f : files) {
+            fs::remove(path(f));
+            std::remove((path(f) + ".tmp").c_str());
+        }
         throw;
     }
     return a;

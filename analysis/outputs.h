@@ -30,6 +30,8 @@ struct OutputOptions {
     VerifyOptions verify;          // replay the top candidates (enabled by default)
     bool sensitivity = false;      // also replay with each major resource scaled (analysis/sensitivity.h)
     SensitivityOptions sensitivity_options;
+    std::string shown_dir;         // the folder the outputs name (report.html, the verification note): sim_main writes
+                                   // into a staging folder that becomes OUT (default: out_dir)
 };
 
 // Reads OUT's transaction log, analyses it, verifies the top suggestions by replay (unless

@@ -134,6 +134,7 @@ void rank_by_verdict(std::vector<Suggestion>& s) {
 void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis& a, const VerifyOptions& opt) {
     a.verified = false;
     const std::string platform = (fs::path(out_dir) / "platform.yaml").string();
+    const std::string shown_platform = opt.shown_dir.empty() ? platform : (fs::path(opt.shown_dir) / "platform.yaml").string();
     const std::string sim = opt.sim_main.empty() ? find_sim_main() : opt.sim_main;
     auto skip = [&](const std::string& why) {
         a.verify_note = "suggestions not verified: " + why;
@@ -206,7 +207,7 @@ void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis
     verify_together(run, a, ro, work, base, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     a.verified = true;
     std::ostringstream note;
-    note << replayed << " of " << a.suggestions.size() << " suggestions replayed on " << platform << " (the original replays in "
+    note << replayed << " of " << a.suggestions.size() << " suggestions replayed on " << shown_platform << " (the original replays in "
          << format_time(base) << ", as the run); verified means faster by more than " << format_time(floor);
     a.verify_note = note.str();
 }

@@ -24,6 +24,7 @@ struct VerifyOptions {
     std::string sim_main;         // empty: the sim_main beside this executable (find_sim_main)
     std::function<bool()> stop_requested;
     std::ostream* progress = nullptr;  // "verify: ..." lines with percent and ETA
+    std::string shown_dir;             // the folder the texts name (default: out_dir); sim_main stages its outputs elsewhere
 };
 
 Tick verify_floor(Tick end);

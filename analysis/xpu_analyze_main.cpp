@@ -11,14 +11,20 @@
 //   xpu_analyze OUT --sensitivity [--factor F] also the measured speedup of each resource scaled by F
 //   xpu_analyze OUT --per-layer              time by op per layer (default: added up over layers)
 //   xpu_analyze OUT --timing                 also the seconds of each phase on stderr (scripts/bench.sh)
-// Exit codes: 0 done, 2 usage, 4 unreadable log or trace, 6 an output could not be written.
+// Exit codes: 0 done, 2 usage, 4 unreadable log or trace, 6 an output could not be written,
+// 130/143 (129) interrupted by SIGINT/SIGTERM (SIGHUP): no analysis file left behind.
+#include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <boost/program_options.hpp>
 
@@ -34,10 +40,77 @@ namespace po = boost::program_options;
 using namespace xpu::analysis;
 
 namespace {
-constexpr int kOk = 0, kUsage = 2, kBadLog = 4, kOutput = 6;
+constexpr int kOk = 0, kUsage = 2, kBadLog = 4, kOutput = 6, kSignalBase = 128;
 int fail(int code, const std::string& msg) {
     std::cerr << "xpu_analyze: " << msg << "\n";
     return code;
+}
+
+volatile std::sig_atomic_t g_signal = 0;
+extern "C" void on_signal(int sig) { g_signal = sig; }
+
+void install_signal_handlers() {
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;  // a second Ctrl-C kills at once
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
+
+const char* signal_text(int sig) {
+    return sig == SIGTERM ? "terminated (SIGTERM)" : sig == SIGHUP ? "hung up (SIGHUP)" : "interrupted (SIGINT)";
+}
+
+// The analysis files of DIR and their temporaries: what an interrupted analysis removes.
+void remove_analysis_files(const std::string& dir) {
+    for (const char* f : {"report.txt", "analysis.json", "report.html", "timeline.json", "verification.txt"}) {
+        const std::string p = (std::filesystem::path(dir) / f).string();
+        std::remove(p.c_str());
+        std::remove((p + ".tmp").c_str());
+    }
+}
+
+// The analysis polls for a signal only between its replays; this thread makes any signal take
+// effect within half a second: it removes the analysis files and ends the process.
+class Watchdog {
+public:
+    explicit Watchdog(std::string dir) : dir_(std::move(dir)), thread_([this] { watch(); }) {}
+    ~Watchdog() {
+        done_ = true;
+        thread_.join();
+    }
+
+private:
+    void watch() {
+        using namespace std::chrono_literals;
+        while (!done_ && !g_signal) std::this_thread::sleep_for(20ms);
+        for (int i = 0; i < 25 && !done_; ++i) std::this_thread::sleep_for(20ms);  // the replays' loop stops its workers
+        if (done_) return;
+        if (!dir_.empty()) remove_analysis_files(dir_);
+        const int sig = g_signal ? g_signal : SIGINT;
+        const std::string msg = std::string("xpu_analyze: ") + signal_text(sig) + "; no analysis written\n";
+        if (::write(2, msg.data(), msg.size()) < 0) {
+        }
+        _exit(kSignalBase + sig);
+    }
+    std::string dir_;
+    std::atomic<bool> done_{false};
+    std::thread thread_;
+};
+
+// What went to stdout must have gone: a full disk or a closed pipe is an error.
+bool stdout_ok() {
+    std::cout.flush();
+    return static_cast<bool>(std::cout) && std::fflush(stdout) == 0 && !std::ferror(stdout);
+}
+
+// A count option as text: boost would read "-5" into a size_t as a huge number.
+bool parse_count(const std::string& text, std::size_t lo, std::size_t hi, std::size_t& out) {
+    if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+    const std::size_t v = std::stoul(text);
+    if (v < lo || v > hi) return false;
+    out = v;
+    return true;
 }
 
 // One line per phase, "xpu_analyze timing: PHASE SECONDS s", then the records and the speed of
@@ -133,15 +206,16 @@ int main(int argc, char* argv[]) {
     std::string out;
     std::string apply;
     std::size_t top = 10, verify_k = 5;
+    std::string top_text, verify_text;
     double verify_budget = 300, factor = 2;
     opts.add_options()
         ("apply", po::value(&apply), "write the trace with suggestion N (1 = the top one) applied, or several that compose (1,3); needs -o")
         ("output,o", po::value(&out), "where --apply writes the patched trace; with --compare, the folder of "
                                         "compare.txt, compare.json, compare.html (default xpusim-compare)")
         ("compare", "compare two output folders: xpu_analyze --compare OUT_A OUT_B")
-        ("top", po::value(&top), "rows per table in the terminal report (default 10)")
+        ("top", po::value(&top_text), "rows per table in the terminal report (default 10)")
         ("per-layer", "time by op per layer (layer0/attn/qkv_proj, layer1/...) in report.txt and report.html, not added up over layers")
-        ("verify", po::value(&verify_k), "replay the K best suggestions by estimate on the run's platform and rank by measured saving (default 5)")
+        ("verify", po::value(&verify_text), "replay the K best suggestions by estimate on the run's platform and rank by measured saving (default 5)")
         ("sensitivity", "also replay the trace with each major resource of its platform scaled (--factor), a table of measured speedups")
         ("factor", po::value(&factor), "how much more capable --sensitivity makes each resource (default 2)")
         ("no-verify", "do not replay: suggestions ranked by estimate, marked not verified")
@@ -171,10 +245,16 @@ int main(int argc, char* argv[]) {
         std::cout << "xpusim xpu_analyze " << XPU_VERSION << "\n";
         return kOk;
     }
+    if (vm.count("top") && !parse_count(top_text, 1, 100000, top))
+        return fail(kUsage, "--top '" + top_text + "': expected a number of rows, 1..100000");
+    if (vm.count("verify") && !parse_count(verify_text, 0, 1000, verify_k))
+        return fail(kUsage, "--verify '" + verify_text + "': expected a number of suggestions to replay, 0..1000");
     const bool quiet = vm.count("quiet") > 0;
+    install_signal_handlers();
     try {
         if (vm.count("compare")) {
             if (dirs.size() != 2) return fail(kUsage, "--compare needs two output folders: xpu_analyze --compare OUT_A OUT_B");
+            Watchdog watchdog("");  // writes nothing but stdout
             const RunData ra = load_run(dirs[0]), rb = load_run(dirs[1]);
             const Analysis a = analyze(ra), b = analyze(rb);
             const Comparison c = compare_runs(dirs[0], a, dirs[1], b);
@@ -195,12 +275,16 @@ int main(int argc, char* argv[]) {
                 return fail(kOutput, cmp_dir + ": cannot write the comparison: " + e.what());
             }
             if (!quiet) std::cout << text.str() << "comparison " << cmp_dir << "/{compare.txt, compare.json, compare.html}\n";
+            if (!stdout_ok()) return fail(kOutput, "cannot write the comparison to stdout");
             return kOk;
         }
         if (dirs.size() != 1) return fail(kUsage, "expected one output folder (of sim_main --out), see --help");
         if (vm.count("apply")) {
             if (out.empty()) return fail(kUsage, "--apply N needs -o PATCHED.bin");
-            return apply_suggestions(dirs[0], apply, out, quiet);
+            Watchdog watchdog("");
+            const int rc = apply_suggestions(dirs[0], apply, out, quiet);
+            if (rc == kOk && !quiet && !stdout_ok()) return fail(kOutput, "cannot write to stdout");
+            return rc;
         }
         OutputOptions o;
         o.print = !quiet;
@@ -216,14 +300,26 @@ int main(int argc, char* argv[]) {
         if (!quiet) o.sensitivity_options.progress = &std::cerr;
         PhaseTimes timing;
         if (vm.count("timing")) o.timing = &timing;
+        o.verify.stop_requested = [] { return g_signal != 0; };
+        o.sensitivity_options.stop_requested = o.verify.stop_requested;
         try {
+            Watchdog watchdog(dirs[0]);
             analyze_folder(dirs[0], std::cout, o);
             if (o.timing) print_timing(timing);
         } catch (const LogError&) {
             throw;
         } catch (const std::runtime_error& e) {
+            if (g_signal) {
+                remove_analysis_files(dirs[0]);
+                return fail(kSignalBase + g_signal, std::string(signal_text(g_signal)) + "; no analysis written");
+            }
             return fail(kOutput, e.what());
         }
+        if (g_signal) {
+            remove_analysis_files(dirs[0]);
+            return fail(kSignalBase + g_signal, std::string(signal_text(g_signal)) + "; no analysis written");
+        }
+        if (!quiet && !stdout_ok()) return fail(kOutput, "cannot write the report to stdout");
     } catch (const LogError& e) {
         return fail(kBadLog, e.what());
     }

@@ -12,10 +12,19 @@ BandwidthCalendar::BandwidthCalendar(double bytes_per_tick, Tick bucket)
     : rate_(bytes_per_tick), ring_(64), mask_(63) {
     shift_ = 0;
     while ((Tick(2) << shift_) <= bucket) ++shift_;
+    while (rate_ * static_cast<double>(Tick(1) << shift_) < kMinBucketBytes && shift_ < 50) ++shift_;
     bucket_ = Tick(1) << shift_;
     inv_bucket_ = 1.0 / static_cast<double>(bucket_);
     inv_rate_ = 1.0 / rate_;
     cap_ = rate_ * static_cast<double>(bucket_);
+}
+
+double BandwidthCalendar::memory_for(double bytes_per_tick, Tick bucket, double bytes_ahead) {
+    unsigned shift = 0;
+    while ((Tick(2) << shift) <= bucket) ++shift;
+    while (bytes_per_tick * static_cast<double>(Tick(1) << shift) < kMinBucketBytes && shift < 50) ++shift;
+    const double cap = bytes_per_tick * static_cast<double>(Tick(1) << shift);
+    return 2.0 * static_cast<double>(sizeof(Bucket)) * (bytes_ahead / cap + 1);
 }
 
 BandwidthCalendar::Bucket& BandwidthCalendar::slot(std::uint64_t b) {

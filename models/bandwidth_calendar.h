@@ -18,8 +18,16 @@ namespace xpu {
 class BandwidthCalendar {
 public:
     // bytes_per_tick: capacity per ps; bucket: bucket length in ps, rounded down to a power
-    // of two (so that finding a time's bucket is a shift on the hot path).
+    // of two (so that finding a time's bucket is a shift on the hot path), and lengthened (by
+    // powers of two) until a bucket carries at least kMinBucketBytes: the ring holds a bucket
+    // per kMinBucketBytes of traffic ahead at most, whatever the rate (a 0.001 GB/s link would
+    // otherwise need a bucket per 0.03 bytes: gigabytes for a few MiB in flight).
     BandwidthCalendar(double bytes_per_tick, Tick bucket);
+    static constexpr double kMinBucketBytes = 16;
+    // Bytes of memory the ring needs to hold `bytes_ahead` bytes reserved ahead of the kernel's
+    // time (the ring doubles as it grows): what a configuration is checked against before a
+    // platform is built.
+    static double memory_for(double bytes_per_tick, Tick bucket, double bytes_ahead);
     // Reserves `bytes`, none before `t`. Returns when the last byte has moved. `now` is the
     // kernel time: no request can arrive before it, so buckets older than it are recycled.
     Tick reserve(Tick t, std::uint64_t bytes, Tick now);

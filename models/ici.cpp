@@ -67,7 +67,7 @@ std::vector<Stat> IciPort::stats() const {
 }
 
 IciLink::IciLink(const sc_core::sc_module_name& n, const IciLinkConfig& cfg)
-    : XpuModule(n), in("in"), out("out"), cfg_(cfg), cal_(cfg.bandwidth_gbps / 1000.0, 32'000) {
+    : XpuModule(n), in("in"), out("out"), cfg_(cfg), cal_(cfg.bandwidth_gbps / 1000.0, IciLinkParams::kCalendarBucket) {
     in.register_b_transport(this, &IciLink::b_transport);
     expose_target("in", in, false);
     expose_initiator("out", out, false);

@@ -11,6 +11,7 @@
 // accepted only when room frees (back-pressure, reported via MemAccept).
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include <tlm_utils/multi_passthrough_initiator_socket.h>
@@ -80,6 +81,18 @@ struct IciLinkParams {
         v.u32("packet_bytes", packet_bytes, 1, 1u << 24, "bytes", "payload bytes per packet");
         v.u32("packet_overhead_bytes", packet_overhead_bytes, 0, 1u << 20, "bytes", "header/CRC bytes per packet");
         v.bytes("buffer_bytes", buffer_bytes, 1, 1ull << 40, "bytes in flight on a link before back-pressure");
+    }
+
+    static constexpr Tick kCalendarBucket = 32'000;  // ps: the link's bandwidth calendar
+    // Bytes on the wire per payload byte (packet overhead included).
+    double wire_factor() const {
+        return (static_cast<double>(packet_bytes) + static_cast<double>(packet_overhead_bytes)) / static_cast<double>(packet_bytes);
+    }
+    // What one link's calendar needs, about, with its buffer full (at most 64 MiB of payload
+    // counted: beyond, traffic rather than the setting decides): checked before building.
+    double calendar_memory() const {
+        const double ahead = static_cast<double>(std::min<std::uint64_t>(buffer_bytes, 64ull << 20) + packet_bytes) * wire_factor();
+        return BandwidthCalendar::memory_for(bandwidth_gbps / 1000.0, kCalendarBucket, ahead);
     }
 };
 

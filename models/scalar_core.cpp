@@ -72,6 +72,10 @@ void ScalarCore::run() {
     wait(until(last_complete_));
     finish_time_ = now_ticks();
     finished_ = true;
+    // Parked rather than ended: SystemC removes an ended thread from a list linear in the
+    // number of processes, which made starting thousands of chips (their cores without a
+    // stream end at once) quadratic. Nothing notifies this event; no activity stays pending.
+    wait(parked_);
 }
 
 void ScalarCore::execute(const Instruction& in) {

@@ -147,6 +147,7 @@ private:
     std::array<std::uint64_t, 5> per_kind_{};
     Tick sync_wait_ = 0;
     bool finished_ = false;
+    sc_core::sc_event parked_;  // never notified: where run() waits once done
     Tick finish_time_ = 0;
     const Instruction* blocked_ = nullptr;
     std::uint64_t blocked_index_ = 0;

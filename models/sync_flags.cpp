@@ -1,5 +1,8 @@
 #include "models/sync_flags.h"
 
+#include <sstream>
+#include <stdexcept>
+
 #include <algorithm>
 
 #include "models/sim_time.h"
@@ -35,16 +38,30 @@ void SyncFlags::apply_due() {
             change(d.flag, d.value, d.by);
         } else {
             ++adds_;
-            change(d.flag, values_[d.flag] + d.value, d.by);
+            change(d.flag, sum(d.flag, d.value, d.by), d.by);
         }
     }
+}
+
+// A flag is a signed 64-bit value: an add that would leave that range is the trace's error (exit
+// 4 through the run's error report), never a silent wrap that might release a wait.
+std::int64_t SyncFlags::sum(std::uint16_t flag, std::int64_t add, const Origin& by) const {
+    std::int64_t out = 0;
+    if (!__builtin_add_overflow(values_[flag], add, &out)) return out;
+    std::ostringstream os;
+    os << name() << ": ";
+    if (by.known) os << "chip " << by.chip << " core " << by.core << ", instruction " << by.index << ": ";
+    os << "adding " << add << " to flag " << flag << " (value " << values_[flag]
+       << ") overflows a flag's range (expected the sum within -9223372036854775808..9223372036854775807)";
+    SC_REPORT_ERROR("xpusim/run", os.str().c_str());
+    throw std::logic_error("unreachable");  // SC_REPORT_ERROR throws
 }
 
 void SyncFlags::change(std::uint16_t flag, std::int64_t v, const Origin& by) {
     std::int64_t old = values_[flag];
     values_[flag] = v;
     if (recorder_) recorder_->on_flag({name(), flag, old, v, now_ticks(), by});
-    changed_[flag].notify();
+    if (changed_[flag]) changed_[flag]->notify();
 }
 
 void SyncFlags::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
@@ -81,13 +98,16 @@ void SyncFlags::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time&
             break;
         case FlagCommand::Op::Add:
             ++adds_;
-            change(c->flag, values_[c->flag] + c->value, origin_of(*c));
+            change(c->flag, sum(c->flag, c->value, origin_of(*c)), origin_of(*c));
             break;
         case FlagCommand::Op::Wait:
             ++waits_;
             if (!cond_holds(c->cond, values_[c->flag], c->value)) {
                 remember();
-                while (!cond_holds(c->cond, values_[c->flag], c->value)) wait(changed_[c->flag]);
+                // The flag's event, made when first waited on: a chip has ~1000 flags and a
+                // 4096-chip platform would otherwise build (and name) 4 million events.
+                if (!changed_[c->flag]) changed_[c->flag] = std::make_unique<sc_core::sc_event>();
+                while (!cond_holds(c->cond, values_[c->flag], c->value)) wait(*changed_[c->flag]);
                 forget();
             }
             break;

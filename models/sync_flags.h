@@ -8,6 +8,7 @@
 #pragma once
 
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,7 @@ public:
 
 private:
     void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    std::int64_t sum(std::uint16_t flag, std::int64_t add, const Origin& by) const;
     void change(std::uint16_t flag, std::int64_t v, const Origin& by);
     void apply_due();  // applies delayed sets/adds whose time has come
 
@@ -78,7 +80,7 @@ private:
 
     SyncFlagsConfig cfg_;
     std::vector<std::int64_t> values_;
-    std::deque<sc_core::sc_event> changed_;
+    std::vector<std::unique_ptr<sc_core::sc_event>> changed_;  // per flag, made on its first wait
     sc_core::sc_event barrier_done_;
     std::uint64_t generation_ = 0;
     std::size_t arrivals_ = 0;

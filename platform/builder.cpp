@@ -163,7 +163,10 @@ void Platform::set_recorder(Recorder* r) {
     for (auto* m : modules_) m->set_recorder(r);
 }
 
-Platform::Platform(const PlatformConfig& cfg, const trace::TraceFile* trace) {
+Platform::Platform(const PlatformConfig& cfg, const trace::TraceFile* trace, const std::function<bool()>& stop_requested) {
+    auto check_stop = [&] {
+        if (stop_requested && stop_requested()) throw BuildInterrupted{};
+    };
     check_time_resolution();
     // Temporal decoupling: the TLM-2.0 global quantum, set here once for every initiator
     // (models/quantum.h).
@@ -178,14 +181,22 @@ Platform::Platform(const PlatformConfig& cfg, const trace::TraceFile* trace) {
     plan.injector_core = injector_cores(cfg);
     plan.stream_of = streams_of(cfg, trace);
     plan.tree = tree_of(cfg);
+    chip_modules_.resize(cfg.chips);
 
     owned_.push_back(std::make_unique<Container>("xpu", [&] {
-        for (unsigned c = 0; c < cfg.chips; ++c)
+        for (unsigned c = 0; c < cfg.chips; ++c) {
+            check_stop();
             owned_.push_back(std::make_unique<Container>(("chip" + std::to_string(c)).c_str(), [&] { build_chip(cfg, plan, c); }));
+        }
+        check_stop();
         if (cfg.chips > 1) owned_.push_back(std::make_unique<Container>("links", [&] { build_links(cfg); }));
     }));
+    check_stop();
     if (cfg.chips > 1) connect_links(cfg);
-    for (unsigned chip = 0; chip < cfg.chips; ++chip) bind_chip(cfg, plan, chip);
+    for (unsigned chip = 0; chip < cfg.chips; ++chip) {
+        check_stop();
+        bind_chip(cfg, plan, chip);
+    }
 }
 
 // Instantiates one chip's modules (inside its container), in the description's nesting.
@@ -221,6 +232,7 @@ void Platform::build_chip(const PlatformConfig& cfg, const Plan& plan, unsigned 
             XpuModule* raw = mod.get();
             raw->set_chip(static_cast<int>(chip));
             modules_.push_back(raw);
+            chip_modules_[chip].push_back(raw);
             if (auto* core = dynamic_cast<ScalarCore*>(raw)) cores_.push_back(core);
             by_path_["chip" + std::to_string(chip) + "/" + d.path] = raw;
             owned_.push_back(std::move(mod));
@@ -351,8 +363,7 @@ void Platform::bind_chip(const PlatformConfig& cfg, const Plan& plan, unsigned c
             ++fp->bound;
             ++tp->bound;
         }
-    for (auto* m : modules_) {
-        if (m->chip() != static_cast<int>(chip)) continue;
+    for (auto* m : chip_modules_[chip]) {
         for (const auto& p : m->ports())
             if (p.required && !p.bound)
                 throw ConfigError(cfg.file + ": " + std::string(m->name()) + " (" + m->kind() + "): socket '" + p.name +

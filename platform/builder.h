@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -39,10 +40,16 @@ BindingOrder binding_order(const PlatformConfig& cfg);
 // The modules bound to `module.socket`, in socket-index order (empty if none).
 std::vector<std::string> bound_targets(const BindingOrder& order, const std::string& module, const std::string& socket);
 
+// Thrown by Platform's constructor when its `stop_requested` says so (a signal arrived while a
+// large platform was being built: thousands of chips take seconds).
+struct BuildInterrupted {};
+
 class Platform {
 public:
     // `trace` may be null (elaborate without running anything, e.g. to check a description).
-    Platform(const PlatformConfig& cfg, const trace::TraceFile* trace);
+    // `stop_requested`, if given, is polled between chips; it returning true throws
+    // BuildInterrupted.
+    Platform(const PlatformConfig& cfg, const trace::TraceFile* trace, const std::function<bool()>& stop_requested = {});
     ~Platform();
 
     const std::vector<XpuModule*>& modules() const { return modules_; }
@@ -63,6 +70,7 @@ private:
 
     std::vector<std::unique_ptr<sc_core::sc_module>> owned_;
     std::vector<XpuModule*> modules_;
+    std::vector<std::vector<XpuModule*>> chip_modules_;  // per chip: binding checks stay linear in the chip count
     std::vector<ScalarCore*> cores_;
     std::map<std::string, XpuModule*> by_path_;  // "chipN/" + path in the description
     std::vector<LinkPlan> link_plan_;

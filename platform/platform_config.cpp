@@ -6,7 +6,10 @@
 #include <sstream>
 
 #include "models/address.h"
+#include "models/hbm_controller.h"
+#include "models/ici.h"
 #include "models/sim_time.h"
+#include "platform/module_types.h"
 #include "platform/param_reader.h"
 #include "platform/yaml_source.h"
 
@@ -164,13 +167,15 @@ void read_dims(const YamlSource& src, const YAML::Node& topo, unsigned chips, To
     if (!dims.IsDefined() || !dims.IsSequence() || dims.size() != want)
         src.fail(dims.IsDefined() ? dims : topo, "topology.dims",
                  "expected a list of " + std::to_string(want) + " dimension size(s) for a " + t.kind);
-    unsigned product = 1;
+    // 64-bit: three sizes of up to 4096 multiply to 2^36, which a 32-bit product would wrap
+    // (to a count that may equal `chips`, and a builder indexing chips past the end).
+    std::uint64_t product = 1;
     for (std::size_t i = 0; i < dims.size(); ++i) {
         std::uint64_t d = 0;
         if (!dims[i].IsScalar() || !parse_u64(dims[i].Scalar(), d) || d < 1 || d > 4096)
             src.fail(dims[i], "topology.dims[" + std::to_string(i) + "]", "expected a dimension size 1..4096");
         t.dims.push_back(static_cast<unsigned>(d));
-        product *= static_cast<unsigned>(d);
+        product *= d;
     }
     if (product != chips)
         src.fail(dims, "topology.dims", "the dimensions multiply to " + std::to_string(product) + " chips, but chips is " +
@@ -197,6 +202,7 @@ void read_topology(const YamlSource& src, const YAML::Node& root, PlatformConfig
     read_dims(src, topo, cfg.chips, t);
     YAML::Node eff_link(YAML::NodeType::Map);
     read_params(src, topo["link"], "topology.link", t.link, eff_link);
+
     eff["kind"] = t.kind;
     YAML::Node ed(YAML::NodeType::Sequence);
     ed.SetStyle(YAML::EmitterStyle::Flow);
@@ -241,6 +247,12 @@ void read_address_map_entry(const YamlSource& src, const YAML::Node& e, const st
     const std::string want = m.window == Window::Flags ? "SyncFlags" : m.window == Window::Remote ? "IciPort" : "";
     if (!want.empty() && t->type != want)
         p.fail("target", "space " + a.space + " needs a " + want + ", '" + a.target + "' is a " + t->type);
+    if (const std::uint64_t size = *t->spec->capacity(); size > 0 && a.base > UINT64_MAX - (size - 1)) {
+        std::ostringstream os;
+        os << "0x" << std::hex << a.base << std::dec << " + " << size << " bytes of '" << a.target
+           << "' runs past the end of the 64-bit address space (expected base <= 0x" << std::hex << (UINT64_MAX - (size - 1)) << ")";
+        p.fail("base", os.str());
+    }
     if (m.window == Window::Remote && a.base != kRemoteWindow)
         p.fail("base", "the remote window starts at 0x8000000000000000 (bit 63: see docs/platform.md)");
     cfg.address_map.push_back(m);
@@ -338,6 +350,40 @@ void check_cores(const YamlSource& src, const YAML::Node& root, const PlatformCo
         throw ConfigError(src.where(root["chip"]["modules"]) + ": chip.modules: a chip needs at least one ScalarCore to run a trace");
 }
 
+// The memory the bandwidth calendars of a multi-chip platform need, checked before anything is
+// allocated. Each link setting is in range alone, but together they set how far ahead of the
+// kernel traffic is booked: a full link buffer takes buffer x wire factor / bandwidth to drain,
+// and the writes it carries reach the destination's HBM channels that far ahead, each channel
+// holding a calendar bucket per `calendar_bucket_ns` of it (a 0.001 GB/s link: 0.3 s ahead, 8
+// million buckets per channel). The error names the key that drives the estimate.
+void check_calendar_memory(const YamlSource& src, const YAML::Node& root, const PlatformConfig& cfg) {
+    if (cfg.chips < 2) return;
+    constexpr double kLimit = 2.0 * (1u << 30);
+    const IciLinkParams& l = cfg.topology.link;
+    const double rate = l.bandwidth_gbps / 1000.0;  // bytes per ps
+    const double ahead_bytes = static_cast<double>(std::min<std::uint64_t>(l.buffer_bytes, 64ull << 20) + l.packet_bytes) * l.wire_factor();
+    const double horizon_ps = ahead_bytes / rate;
+    double per_chip = 0;
+    for (const auto& m : cfg.modules)
+        if (const auto* h = config_of<HbmConfig>(*m.spec))
+            per_chip += h->channels * BandwidthCalendar::memory_for(h->channel_bandwidth_gbps / 1000.0, h->bucket,
+                                                                    horizon_ps * h->channel_bandwidth_gbps / 1000.0);
+    const double links = static_cast<double>(cfg.chips) * 2.0 * static_cast<double>(cfg.topology.dims.size()) * cfg.topology.links_per_neighbour;
+    const double total = per_chip * cfg.chips + links * l.calendar_memory();
+    if (total <= kLimit) return;
+    const bool overhead = l.wire_factor() > 2;
+    const char* key = overhead ? "packet_overhead_bytes" : l.buffer_bytes > (1u << 20) ? "buffer_bytes" : "bandwidth_gbps";
+    std::ostringstream os;
+    os.precision(3);
+    os << "with bandwidth_gbps " << l.bandwidth_gbps << ", buffer_bytes " << l.buffer_bytes << ", packet_bytes " << l.packet_bytes
+       << " and packet_overhead_bytes " << l.packet_overhead_bytes << ", a full link buffer books traffic "
+       << horizon_ps / 1e6 << " us ahead, which the bandwidth calendars of " << cfg.chips << " chips (HBM channels and links) "
+       << "would hold in about " << total / (1u << 30) << " GiB (limit " << kLimit / (1u << 30)
+       << " GiB); expected a faster link, a smaller buffer_bytes or an overhead that is a small share of packet_bytes";
+    YAML::Node link = root["topology"]["link"];
+    src.fail(link.IsMap() && link[key].IsDefined() ? link[key] : root["topology"], std::string("topology.link.") + key, os.str());
+}
+
 PlatformConfig load_platform_impl(const std::string& file, const std::vector<std::string>& sets) {
     YamlSource src = YamlSource::load(file);
     for (const auto& s : sets) src.apply_set(s);
@@ -352,6 +398,7 @@ PlatformConfig load_platform_impl(const std::string& file, const std::vector<std
     cfg.effective["sim"] = eff_sim;
     read_chip(src, root, cfg);
     check_cores(src, root, cfg);
+    check_calendar_memory(src, root, cfg);
     return cfg;
 }
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <iomanip>
 #include <map>
+#include <string_view>
+#include <unordered_map>
 #include <sstream>
 #include <stdexcept>
 
@@ -223,18 +225,22 @@ void write_stats_json(const std::string& path, const RunInputs& in, const RunRes
     }
     j.end_array();
     j.begin_object("links");
+    // By name through a hash map: a 4096-chip torus has ~50k links among ~100k modules.
+    std::unordered_map<std::string_view, const XpuModule*> by_name;
+    for (auto* m : p.modules())
+        if (m->role() == Role::Link) by_name.emplace(m->name(), m);
     for (const auto& u : r.units)
         if (u.role == Role::Link)
-            for (auto* m : p.modules())
-                if (u.name == m->name()) {
-                    j.begin_object(u.name.c_str());
-                    for (const auto& st : m->stats())
-                        if (st.name == "bytes" || st.name == "wire_bytes")
-                            d.field("links.*", st.name.c_str(), static_cast<std::uint64_t>(st.value), st.unit.c_str(), st.desc.c_str());
-                    d.field("links.*", "busy_ns", u.busy_ns, "ns", "time the link was carrying data");
-                    d.field("links.*", "utilization", u.utilization, "fraction", "busy_ns / simulated_time_ns");
-                    j.end_object();
-                }
+            if (auto it = by_name.find(u.name); it != by_name.end()) {
+                const XpuModule* m = it->second;
+                j.begin_object(u.name.c_str());
+                for (const auto& st : m->stats())
+                    if (st.name == "bytes" || st.name == "wire_bytes")
+                        d.field("links.*", st.name.c_str(), static_cast<std::uint64_t>(st.value), st.unit.c_str(), st.desc.c_str());
+                d.field("links.*", "busy_ns", u.busy_ns, "ns", "time the link was carrying data");
+                d.field("links.*", "utilization", u.utilization, "fraction", "busy_ns / simulated_time_ns");
+                j.end_object();
+            }
     j.end_object();
     j.begin_object("modules");
     for (auto* m : p.modules()) {

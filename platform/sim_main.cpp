@@ -4,18 +4,24 @@
 // Exit codes (docs/outputs.md): 0 ok, 1 internal error, 2 usage, 3 bad platform description,
 // 4 bad trace, 5 deadlock (run incomplete), 6 cannot write outputs, 7 time limit reached (run
 // incomplete), 130 interrupted by SIGINT (143 by SIGTERM).
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
+
+#include <unistd.h>
 
 #include <boost/program_options.hpp>
 #include <systemc>
 
 #include "models/sim_time.h"
 #include "platform/param_catalog.h"
+#include "platform/output_folder.h"
 #include "platform/param_reader.h"
 #include "platform/platform_config.h"
 #include "platform/run_report.h"
@@ -85,6 +91,18 @@ void install_signal_handlers() {
     sa.sa_flags = SA_RESETHAND;  // a second Ctrl-C kills at once
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGHUP, &sa, nullptr);  // a closed terminal: the same clean-up as Ctrl-C
+}
+
+const char* signal_text(int sig) {
+    return sig == SIGTERM ? "terminated (SIGTERM)" : sig == SIGHUP ? "hung up (SIGHUP)" : "interrupted (SIGINT)";
+}
+
+// Writes what went to stdout (--dump-config, --list-types, the summary) through: a full disk
+// or a closed pipe must not pass for success.
+bool stdout_ok() {
+    std::cout.flush();
+    return static_cast<bool>(std::cout) && std::fflush(stdout) == 0 && !std::ferror(stdout);
 }
 
 int fail(int code, const std::string& msg) {
@@ -100,7 +118,12 @@ void write_text_file(const std::string& path, const std::string& text) {
         f << text;
         if (!f.flush()) throw std::runtime_error(path + ": cannot write");
     }
-    std::filesystem::rename(tmp, path);
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+        std::remove(tmp.c_str());
+        throw std::runtime_error(path + ": cannot write: " + ec.message());
+    }
 }
 
 // "10ms", "2.5 us", "1s", "500ns" -> ps. False if malformed, not positive or too large.
@@ -123,11 +146,13 @@ bool parse_sim_time(const std::string& s, xpu::Tick& out) {
     return true;
 }
 
-// The output files of a run; removed (with their temporaries) when the run fails or is
-// interrupted, so that nothing left behind looks complete.
+// The files a run writes outside its staged output folder (the waveforms of a --vcd that lies
+// elsewhere): removed with their temporaries when the run fails or is interrupted.
 struct Outputs {
+    OutputFolder* folder = nullptr;
     std::vector<std::string> files;
     void discard() const {
+        if (folder) folder->discard();
         for (const auto& f : files) {
             std::remove(f.c_str());
             std::remove((f + ".tmp").c_str());
@@ -137,11 +162,40 @@ struct Outputs {
 
 int interrupted(const Outputs& outs, const std::string& where) {
     outs.discard();
-    const int sig = g_signal;
-    std::string what = sig == SIGTERM ? "terminated (SIGTERM)" : "interrupted (SIGINT)";
-    std::cerr << "sim_main: " << what << where << "; no outputs written\n";
-    return kSignalBase + (sig ? sig : SIGINT);
+    const int sig = g_signal ? g_signal : SIGINT;
+    std::cerr << "sim_main: " << signal_text(sig) << where << "; no outputs written\n";
+    return kSignalBase + sig;
 }
+
+// During the analysis (seconds on a long run) a signal must take effect promptly, but the
+// analysis polls for it only between replays. This thread does: once a signal has arrived and
+// the analysis has not returned within a grace period (long enough for the replays' loop to
+// stop its workers), it removes the outputs and ends the process.
+class AnalysisWatchdog {
+public:
+    explicit AnalysisWatchdog(const Outputs& outs) : outs_(outs), thread_([this] { watch(); }) {}
+    ~AnalysisWatchdog() {
+        done_ = true;
+        thread_.join();
+    }
+
+private:
+    void watch() {
+        using namespace std::chrono_literals;
+        while (!done_ && !g_signal) std::this_thread::sleep_for(20ms);
+        for (int i = 0; i < 25 && !done_; ++i) std::this_thread::sleep_for(20ms);
+        if (done_) return;
+        outs_.discard();
+        const int sig = g_signal ? g_signal : SIGINT;
+        const std::string msg = std::string("sim_main: ") + signal_text(sig) + " while analysing the run; no outputs written\n";
+        if (::write(2, msg.data(), msg.size()) < 0) {
+        }
+        _exit(kSignalBase + sig);
+    }
+    const Outputs& outs_;
+    std::atomic<bool> done_{false};
+    std::thread thread_;
+};
 }  // namespace
 
 int sc_main(int argc, char* argv[]) {
@@ -179,13 +233,24 @@ int sc_main(int argc, char* argv[]) {
         ("quiet,q", "print nothing but errors")
         ("version", "print the version and exit")
         ("help,h", "this help");
+    // Words that are not options are collected to be refused: a stray argument is a mistake
+    // (a forgotten --trace?), never ignored.
+    std::vector<std::string> stray;
+    po::options_description hidden;
+    hidden.add_options()("stray-argument", po::value(&stray)->composing());
+    po::options_description all;
+    all.add(opts).add(hidden);
+    po::positional_options_description pos;
+    pos.add("stray-argument", -1);
     po::variables_map vm;
     try {
-        po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
+        po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
         po::notify(vm);
     } catch (const std::exception& e) {
         return fail(kUsage, std::string(e.what()) + " (see --help)");
     }
+    if (!stray.empty())
+        return fail(kUsage, "unexpected argument '" + stray.front() + "': every input is given by an option (--platform FILE, --trace FILE; see --help)");
     if (vm.count("help")) {
         std::cout << opts << "\n" << kExitCodes;
         return kOk;
@@ -197,6 +262,7 @@ int sc_main(int argc, char* argv[]) {
     if (vm.count("markdown") && !vm.count("list-types")) return fail(kUsage, "--markdown goes with --list-types (see --help)");
     if (vm.count("list-types")) {
         std::cout << (vm.count("markdown") ? param_reference_markdown() : param_reference_text());
+        if (!stdout_ok()) return fail(kOutput, "cannot write the key reference to stdout");
         return kOk;
     }
     const bool quiet = vm.count("quiet") > 0;
@@ -205,25 +271,30 @@ int sc_main(int argc, char* argv[]) {
     if (vm.count("max-sim-time") && !parse_sim_time(max_time_text, max_sim_time))
         return fail(kUsage, "--max-sim-time '" + max_time_text +
                                 "': expected a positive time with a unit, e.g. 500us, 10ms or 2s (units ns, us, ms, s)");
-
-    Outputs outs;
-    const std::string stats_path = (std::filesystem::path(out_dir) / "stats.json").string();
-    outs.files.push_back(stats_path);
-    const bool txlog_on = !vm.count("no-txlog"), analysis_on = txlog_on && !vm.count("no-analysis");
-    const std::string txlog_path = (std::filesystem::path(out_dir) / "txlog.bin").string();
-    const std::string trace_copy = (std::filesystem::path(out_dir) / "txlog.trace.bin").string();
-    const std::string platform_copy = (std::filesystem::path(out_dir) / "platform.yaml").string();
-    outs.files.push_back(platform_copy);
-    for (const char* f : {"txlog.bin", "txlog.trace.bin", "report.txt", "analysis.json", "report.html", "timeline.json", "verification.txt"})
-        outs.files.push_back((std::filesystem::path(out_dir) / f).string());
-    if (vm.count("vcd")) {  // the VCD and the files VcdWriter writes beside it
-        std::string vcd_path = vm["vcd"].as<std::string>(), stem = vcd_path;
-        if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".vcd") == 0) stem.resize(stem.size() - 4);
-        for (const std::string& f : {vcd_path, stem + ".gtkw", stem + ".opcodes.txt", stem + ".stalls.txt"})
-            outs.files.push_back(f);
-    }
-    if (!vm.count("dump-config")) outs.discard();  // a stale result must not outlive a failed run
     if (platform_file.empty()) return fail(kUsage, "--platform FILE is required (see --help)");
+    if (!vm.count("dump-config") && trace_file.empty()) return fail(kUsage, "--trace FILE is required (see --help)");
+
+    const bool txlog_on = !vm.count("no-txlog"), analysis_on = txlog_on && !vm.count("no-analysis");
+    // The waveforms: where VcdWriter writes them (its path, and the files beside it).
+    std::string vcd_path;
+    if (vm.count("vcd")) {
+        vcd_path = vm["vcd"].as<std::string>();
+        if (vcd_path.empty()) return fail(kUsage, "--vcd '': expected a file name such as out/wave.vcd");
+        if (std::filesystem::is_directory(vcd_path))
+            return fail(kUsage, "--vcd " + vcd_path + ": is a folder; expected the name of the VCD file to write, such as " +
+                                    (std::filesystem::path(vcd_path) / "wave.vcd").string());
+    }
+    auto vcd_files = [](const std::string& path) {
+        std::string stem = path;
+        if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".vcd") == 0) stem.resize(stem.size() - 4);
+        return std::vector<std::string>{path, stem + ".gtkw", stem + ".opcodes.txt", stem + ".stalls.txt"};
+    };
+    if (!vcd_path.empty())  // an output that would overwrite an input
+        for (const auto& f : vcd_files(vcd_path))
+            for (const auto& [opt, in] : {std::pair<const char*, std::string>{"--trace", trace_file}, {"--platform", platform_file}})
+                if (!in.empty() && xpu::platform::same_file(f, in))
+                    return fail(kUsage, "--vcd " + vcd_path + " would overwrite " + f + ", the " + opt +
+                                            " input: choose another name for the waveforms");
 
     PlatformConfig cfg;
     try {
@@ -236,15 +307,41 @@ int sc_main(int argc, char* argv[]) {
     }
     if (vm.count("dump-config")) {
         std::cout << dump_config(cfg);
+        if (!stdout_ok()) return fail(kOutput, "cannot write the configuration to stdout");
         return kOk;
     }
-    if (trace_file.empty()) return fail(kUsage, "--trace FILE is required (see --help)");
-    if (g_signal) return interrupted(outs, " before the run");
+    if (g_signal) return interrupted(Outputs{}, " before the run");
 
+    // Every output goes to a staging folder beside OUT, which replaces OUT when the run
+    // succeeds (platform/output_folder.h).
+    std::unique_ptr<OutputFolder> folder;
     try {
-        std::filesystem::create_directories(out_dir);
+        folder = std::make_unique<OutputFolder>(out_dir, std::vector<std::string>{trace_file, platform_file});
     } catch (const std::exception& e) {
-        return fail(kOutput, out_dir + ": cannot create the output folder: " + e.what());
+        return fail(kOutput, e.what());
+    }
+    Outputs outs;
+    outs.folder = folder.get();
+    const std::string stats_path = folder->staged("stats.json");
+    const std::string txlog_path = folder->staged("txlog.bin");
+    const std::string trace_copy = folder->staged("txlog.trace.bin");
+    const std::string platform_copy = folder->staged("platform.yaml");
+    std::string vcd_write = vcd_path;  // where VcdWriter writes: inside the staging folder if OUT holds it
+    if (!vcd_path.empty()) {
+        if (lies_inside(vcd_path, out_dir)) {
+            const auto rel = std::filesystem::weakly_canonical(std::filesystem::absolute(vcd_path))
+                                 .lexically_relative(std::filesystem::weakly_canonical(std::filesystem::absolute(out_dir)));
+            vcd_write = (std::filesystem::path(folder->stage()) / rel).string();
+        } else {
+            for (const auto& f : vcd_files(vcd_path)) outs.files.push_back(f);
+        }
+        std::error_code ec;
+        const auto dir = std::filesystem::path(vcd_write).parent_path();
+        if (!dir.empty()) std::filesystem::create_directories(dir, ec);  // --vcd out/wave.vcd on a fresh checkout
+        if (ec) {
+            outs.discard();
+            return fail(kOutput, "--vcd " + vcd_path + ": cannot create its folder " + dir.string() + ": " + ec.message());
+        }
     }
 
     std::unique_ptr<Simulation> sim;
@@ -253,21 +350,30 @@ int sc_main(int argc, char* argv[]) {
     xpu::RecorderFanOut recorders;
     RunResult result;
     auto stop_requested = [] { return g_signal != 0; };
+    auto fail_run = [&](int code, const std::string& msg) {
+        outs.discard();  // nothing of a failed run stays: the previous OUT is untouched
+        return fail(code, msg);
+    };
     try {
-        sim = std::make_unique<Simulation>(cfg, trace_file);
+        try {
+            sim = std::make_unique<Simulation>(cfg, trace_file, stop_requested);
+        } catch (const BuildInterrupted&) {
+            return interrupted(outs, " while building the platform");
+        }
         if (g_signal) return interrupted(outs, " before the run");
         if (!sim->check_trace(stop_requested)) return interrupted(outs, " while checking the trace");
-        if (vm.count("vcd")) {
+        if (!vcd_path.empty()) {
             VcdOptions o;
-            o.path = vm["vcd"].as<std::string>();
+            o.path = vcd_write;
+            o.shown_path = vcd_path;
             if (vm.count("vcd-signals")) o.signals = vm["vcd-signals"].as<std::string>();
             try {
                 if (vm.count("vcd-window")) o.set_window_ns(vm["vcd-window"].as<std::string>());
                 vcd = std::make_unique<VcdWriter>(sim->platform(), o);
             } catch (const std::invalid_argument& e) {
-                return fail(kUsage, e.what());
+                return fail_run(kUsage, e.what());
             } catch (const std::runtime_error& e) {
-                return fail(kOutput, e.what());
+                return fail_run(kOutput, e.what());
             }
         }
         if (txlog_on) {
@@ -276,8 +382,7 @@ int sc_main(int argc, char* argv[]) {
                 std::filesystem::copy_file(trace_file, trace_copy, std::filesystem::copy_options::overwrite_existing);
                 txlog = std::make_unique<xpu::txlog::Writer>(txlog_path, xpu::txlog_meta(sim->platform(), trace_file, platform_file));
             } catch (const std::exception& e) {
-                outs.discard();
-                return fail(kOutput, std::string(e.what()));
+                return fail_run(kOutput, std::string(e.what()));
             }
             recorders.add(txlog.get());
             recorders.add(vcd.get());
@@ -295,16 +400,16 @@ int sc_main(int argc, char* argv[]) {
         };
         result = sim->run(ro);
     } catch (const xpu::trace::TraceError& e) {
-        return fail(kBadTrace, e.what());
+        return fail_run(kBadTrace, e.what());
     } catch (const ConfigError& e) {
-        return fail(kBadConfig, e.what());
+        return fail_run(kBadConfig, e.what());
     } catch (const sc_core::sc_report& e) {
         std::string type = e.get_msg_type();
-        if (type == "xpusim/trace") return fail(kBadTrace, e.get_msg());  // names the file already
-        if (type == "xpusim/run") return fail(kBadTrace, trace_file + ": " + e.get_msg());
-        return fail(kInternal, std::string("SystemC: ") + e.what() + " (a bug: please report it with the inputs)");
+        if (type == "xpusim/trace") return fail_run(kBadTrace, e.get_msg());  // names the file already
+        if (type == "xpusim/run") return fail_run(kBadTrace, trace_file + ": " + e.get_msg());
+        return fail_run(kInternal, std::string("SystemC: ") + e.what() + " (a bug: please report it with the inputs)");
     } catch (const std::exception& e) {
-        return fail(kInternal, std::string("internal error: ") + e.what() + " (a bug: please report it with the inputs)");
+        return fail_run(kInternal, std::string("internal error: ") + e.what() + " (a bug: please report it with the inputs)");
     }
     if (result.stop == StopReason::Interrupted || g_signal) {
         std::ostringstream where;
@@ -341,26 +446,26 @@ int sc_main(int argc, char* argv[]) {
         write_stats_json(stats_path, in, result, sim->platform());
         write_text_file(platform_copy, dump_config(cfg));  // the run's effective platform: what replays run on
     } catch (const std::exception& e) {
-        outs.discard();
-        return fail(kOutput, e.what());
+        return fail_run(kOutput, e.what());
     }
     if (vcd) {
         try {
             vcd->finish(xpu::ns_to_ticks(result.simulated_ns));
         } catch (const std::exception& e) {
-            outs.discard();
-            return fail(kOutput, e.what());
+            return fail_run(kOutput, e.what());
         }
     }
     if (g_signal) return interrupted(outs, " while writing the outputs");
     if (!quiet) {
         if (result.stop == StopReason::Completed) warn_unused_units(std::cout, result);
         print_summary(std::cout, in, result);
-        std::cout << "stats      " << stats_path << "\n";
+        // Flushed before the analysis (seconds on a long run): the summary is the run's result.
+        std::cout << "stats      " << folder->final_path("stats.json") << std::endl;
     }
     if (analysis_on) {
         xpu::analysis::OutputOptions ao;
         ao.print = !quiet;
+        ao.shown_dir = out_dir;
         ao.verify.enabled = !vm.count("no-verify") && (!vm.count("verify") || vm["verify"].as<std::size_t>() > 0);
         if (vm.count("verify")) ao.verify.candidates = vm["verify"].as<std::size_t>();
         if (vm.count("verify-budget")) ao.verify.budget_seconds = vm["verify-budget"].as<double>();
@@ -370,16 +475,28 @@ int sc_main(int argc, char* argv[]) {
         ao.sensitivity_options.stop_requested = stop_requested;
         if (!quiet) ao.sensitivity_options.progress = &std::cerr;
         try {
+            AnalysisWatchdog watchdog(outs);
             if (!quiet) std::cout << "\n";
-            xpu::analysis::analyze_folder(out_dir, std::cout, ao);
+            xpu::analysis::analyze_folder(folder->stage(), std::cout, ao);
         } catch (const std::exception& e) {
-            outs.discard();
-            return fail(kOutput, std::string("the analysis of the run failed: ") + e.what());
+            if (g_signal) return interrupted(outs, " while analysing the run");
+            return fail_run(kOutput, std::string("the analysis of the run failed: ") + e.what());
         }
-        if (!quiet) std::cout << "analysis   " << out_dir << "/{report.txt, analysis.json, report.html, timeline.json}\n";
-        if (!quiet) std::cout << "platform   " << platform_copy << " (the effective description: replays of this run use it)\n";
         if (g_signal) return interrupted(outs, " while analysing the run");
+        if (!quiet) std::cout << "analysis   " << out_dir << "/{report.txt, analysis.json, report.html, timeline.json}\n";
+        if (!quiet) std::cout << "platform   " << folder->final_path("platform.yaml") << " (the effective description: replays of this run use it)\n";
     }
+    if (!quiet && !stdout_ok()) return fail_run(kOutput, "cannot write the summary to stdout");
+    try {
+        folder->commit();
+    } catch (const std::exception& e) {
+        return fail_run(kOutput, e.what());
+    }
+    // The platform (thousands of modules on a large torus) is not torn down: SystemC removes
+    // each process from a list, quadratic in their number, and the process ends here anyway.
+    static Simulation* leaked = nullptr;
+    leaked = sim.release();
+    (void)leaked;
     switch (result.stop) {
         case StopReason::Deadlock:
             std::cerr << "sim_main: " << trace_file << ": the run did not complete: " << result.diagnosis;

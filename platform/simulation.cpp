@@ -1,5 +1,7 @@
 #include "platform/simulation.h"
 
+#include "traces/trace_validate.h"
+
 #include <algorithm>
 #include <chrono>
 #include <iomanip>
@@ -217,6 +219,14 @@ public:
             case Opcode::Barrier: sync(); break;
             default: break;
         }
+        // The operand conventions xpu_trace validate checks (the same checker): what the
+        // platform checks above did not already name.
+        const auto issues = trace::check_instruction(in_, trace_.strings().size(), chip_);
+        if (!issues.empty()) {
+            std::string all;
+            for (const auto& i : issues) all += (all.empty() ? "" : "; ") + i;
+            bad(all);
+        }
     }
 
 private:
@@ -332,9 +342,9 @@ private:
 
 }  // namespace
 
-Simulation::Simulation(const PlatformConfig& cfg, const std::string& trace_path)
+Simulation::Simulation(const PlatformConfig& cfg, const std::string& trace_path, const std::function<bool()>& stop_requested)
     : cfg_(cfg), trace_(trace::TraceFile::open(trace_path)) {
-    platform_ = std::make_unique<Platform>(cfg_, &trace_);
+    platform_ = std::make_unique<Platform>(cfg_, &trace_, stop_requested);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -345,6 +355,8 @@ bool Simulation::check_trace(const std::function<bool()>& stop_requested) const 
     std::map<std::pair<unsigned, unsigned>, CoreView> views;  // per (chip, core id)
     const BindingOrder order = binding_order(cfg_);
     for (auto* c : platform_->cores()) views[{c->config().chip, c->config().core}] = view_of(cfg_, order, c);
+    const auto string_problems = trace::string_table_problems(trace_, 1);  // as xpu_trace validate
+    if (!string_problems.empty()) throw trace::TraceError(string_problems.front());
     constexpr std::size_t kChunk = 4096;
     std::vector<Instruction> buf(kChunk);
     for (std::size_t s = 0; s < trace_.streams().size(); ++s) {

@@ -65,8 +65,9 @@ struct RunOptions {
 
 class Simulation {
 public:
-    // Opens the trace (TraceError) and elaborates the platform for it (ConfigError).
-    Simulation(const PlatformConfig& cfg, const std::string& trace_path);
+    // Opens the trace (TraceError) and elaborates the platform for it (ConfigError);
+    // BuildInterrupted if `stop_requested` (polled between chips) says so.
+    Simulation(const PlatformConfig& cfg, const std::string& trace_path, const std::function<bool()>& stop_requested = {});
     Platform& platform() { return *platform_; }
     const trace::TraceFile& trace() const { return trace_; }
 

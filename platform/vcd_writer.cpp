@@ -600,6 +600,12 @@ void VcdWriter::attach(Platform& platform) {
     }
 }
 
+std::string VcdWriter::shown(const std::string& written) const {
+    if (opts_.shown_path.empty()) return written;
+    const std::string from = stem_of(opts_.path);
+    return stem_of(opts_.shown_path) + written.substr(from.size());
+}
+
 std::string VcdWriter::gtkw_path() const { return stem_of(opts_.path) + ".gtkw"; }
 std::string VcdWriter::opcodes_filter_path() const { return stem_of(opts_.path) + ".opcodes.txt"; }
 std::string VcdWriter::stalls_filter_path() const { return stem_of(opts_.path) + ".stalls.txt"; }
@@ -1214,8 +1220,8 @@ void VcdWriter::write_gtkw(Tick end) const {
     std::string g;
     char line[256];
     g += "[*] GTKWave save file written by xpusim's VcdWriter (docs/waveforms.md)\n";
-    g += "[dumpfile] \"" + absolute(opts_.path) + "\"\n";
-    g += "[savefile] \"" + absolute(gtkw_path()) + "\"\n";
+    g += "[dumpfile] \"" + absolute(shown(opts_.path)) + "\"\n";
+    g += "[savefile] \"" + absolute(shown(gtkw_path())) + "\"\n";
     std::snprintf(line, sizeof line, "[timestart] %llu\n", static_cast<unsigned long long>(opts_.start));
     g += line;
     g += "[size] 1600 1000\n[pos] -1 -1\n";
@@ -1232,7 +1238,7 @@ void VcdWriter::write_gtkw(Tick end) const {
 // One block's group of the save file; its sub-scope signals (HBM channels) in one closed
 // group at its end.
 std::string VcdWriter::gtkw_group(const Block& b) const {
-    const std::string ops_abs = absolute(opcodes_filter_path()), stalls_abs = absolute(stalls_filter_path());
+    const std::string ops_abs = absolute(shown(opcodes_filter_path())), stalls_abs = absolute(shown(stalls_filter_path()));
     std::string g;
     char line[64];
     std::string label = b.name.compare(0, 4, "xpu.") == 0 ? b.name.substr(4) : b.name;

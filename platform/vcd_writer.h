@@ -38,6 +38,9 @@ class VcdOut;
 
 struct VcdOptions {
     std::string path;  // OUT.vcd; OUT.gtkw, OUT.opcodes.txt and OUT.stalls.txt go beside it
+    // Where the files will be once the run is complete, if not at `path` (sim_main writes into
+    // a staging folder that becomes --out): what the save file names. Empty = `path`.
+    std::string shown_path;
     // Comma-separated globs (`*` any run of characters, `?` one) on full signal names such as
     // xpu.chip0.core0.mxu0.busy; a signal is written if any glob matches it. Empty = all.
     std::string signals;
@@ -94,6 +97,7 @@ public:
     std::uint64_t changes() const;
     std::size_t spilled_runs() const;
     const std::string& path() const { return opts_.path; }
+    std::string shown(const std::string& written) const;  // its name once the run is complete
     std::string gtkw_path() const;
     std::string opcodes_filter_path() const;
     std::string stalls_filter_path() const;

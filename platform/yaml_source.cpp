@@ -13,6 +13,13 @@ namespace xpu::platform {
 namespace {
 
 constexpr std::size_t kMaxDepth = 64;  // platform descriptions nest about 6 deep
+// The largest description read: the shipped ones are a few KiB. Bounds what a file (or a
+// device such as /dev/zero) can make the loader hold.
+constexpr std::size_t kMaxFileBytes = 4u << 20;
+// Nodes of the description with every alias expanded: the shipped ones have a few hundred. An
+// alias of an alias of ... (a "billion laughs") is refused as soon as the count passes this,
+// before anything expands it.
+constexpr std::uint64_t kMaxExpandedNodes = 200000;
 
 std::string at(const std::string& file, const YAML::Mark& m) {
     return file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
@@ -34,6 +41,7 @@ public:
     void OnNull(const YAML::Mark& m, YAML::anchor_t) override {
         static const std::string null_key = "~";
         item(m, &null_key);
+        grow(m, 1);
     }
     void OnAlias(const YAML::Mark& m, YAML::anchor_t anchor) override {
         for (const auto& f : stack_)
@@ -41,16 +49,22 @@ public:
                 throw ConfigError(at_(m) + ": " + path() + ": this alias names a node that contains it "
                                   "(a cycle); expected an alias of a node defined before it");
         item(m, nullptr);
+        auto it = sizes_.find(anchor);
+        grow(m, it == sizes_.end() ? 1 : it->second);
     }
-    void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string& v) override { item(m, &v); }
+    void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t a, const std::string& v) override {
+        item(m, &v);
+        if (a) sizes_[a] = 1;
+        grow(m, 1);
+    }
     void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t a, YAML::EmitterStyle::value) override {
         open(m, false, a);
     }
-    void OnSequenceEnd() override { stack_.pop_back(); }
+    void OnSequenceEnd() override { close(); }
     void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t a, YAML::EmitterStyle::value) override {
         open(m, true, a);
     }
-    void OnMapEnd() override { stack_.pop_back(); }
+    void OnMapEnd() override { close(); }
 
 private:
     struct Frame {
@@ -60,7 +74,23 @@ private:
         std::string key;          // map: the current key; sequence: the current index
         std::size_t index = 0;
         std::map<std::string, YAML::Mark> keys;
+        std::uint64_t size = 1;   // nodes inside, aliases expanded (itself included)
     };
+
+    // n more nodes (expanded) in the current collection.
+    void grow(const YAML::Mark& m, std::uint64_t n) {
+        expanded_ += n;
+        if (!stack_.empty()) stack_.back().size += n;
+        if (expanded_ > kMaxExpandedNodes)
+            throw ConfigError(at_(m) + ": " + path() + ": with its aliases expanded the description holds more than " +
+                              std::to_string(kMaxExpandedNodes) + " nodes (aliases of aliases?); expected a platform description");
+    }
+    void close() {
+        Frame f = std::move(stack_.back());
+        stack_.pop_back();
+        if (f.anchor) sizes_[f.anchor] = f.size;
+        if (!stack_.empty()) stack_.back().size += f.size;
+    }
 
     std::string path() const {
         std::string p = prefix_;
@@ -100,11 +130,14 @@ private:
         f.map = map;
         f.anchor = anchor;
         stack_.push_back(std::move(f));
+        ++expanded_;
     }
 
     std::function<std::string(const YAML::Mark&)> at_;
     std::string prefix_;
     std::vector<Frame> stack_;
+    std::map<YAML::anchor_t, std::uint64_t> sizes_;  // anchor -> its node's expanded size
+    std::uint64_t expanded_ = 0;
 };
 
 }  // namespace
@@ -112,9 +145,12 @@ private:
 YamlSource YamlSource::load(const std::string& file) {
     std::ifstream f(file, std::ios::binary);
     if (!f) throw ConfigError(file + ": cannot open the platform description");
-    std::ostringstream buf;
-    buf << f.rdbuf();
-    const std::string text = buf.str();
+    std::string text(kMaxFileBytes + 1, '\0');
+    f.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(f.gcount()));
+    if (text.size() > kMaxFileBytes)
+        throw ConfigError(file + ": more than " + std::to_string(kMaxFileBytes >> 20) +
+                          " MiB: expected a platform description (a text file of a few KiB)");
     YamlSource s;
     s.file_ = file;
     try {
@@ -183,14 +219,15 @@ void YamlSource::apply_set(const std::string& assignment) {
         std::size_t dot = path.find('.', pos);
         std::string key = path.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
         if (key.empty()) throw ConfigError("--set '" + assignment + "': empty key in the path");
-        int index = -1;
+        // KEY or KEY[N], N decimal digits only ("[1abc]" is not 1, "[-1]" not an index).
+        long index = -1;
         auto br = key.find('[');
-        if (br != std::string::npos && key.back() == ']') {
-            try {
-                index = std::stoi(key.substr(br + 1, key.size() - br - 2));
-            } catch (...) {
-                throw ConfigError("--set '" + assignment + "': bad list index in '" + key + "'");
-            }
+        if (br != std::string::npos || key.find(']') != std::string::npos) {
+            const std::string digits = br == std::string::npos || key.back() != ']' ? "" : key.substr(br + 1, key.size() - br - 2);
+            if (br == 0 || digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos)
+                throw ConfigError("--set '" + assignment + "': bad list index in '" + key +
+                                  "' (expected KEY[N] with N a number, e.g. chip.address_map[1].base)");
+            index = std::stol(digits);
             key = key.substr(0, br);
         }
         bool last = dot == std::string::npos;
@@ -204,14 +241,20 @@ void YamlSource::apply_set(const std::string& assignment) {
         YAML::Node next = cur[key];
         if (!next.IsDefined()) throw ConfigError("--set '" + assignment + "': no key '" + here + "' in " + file_);
         if (index >= 0) {
-            if (!next.IsSequence() || index >= static_cast<int>(next.size()))
-                throw ConfigError("--set '" + assignment + "': '" + here + "' has no element [" + std::to_string(index) + "]");
+            if (!next.IsSequence() || static_cast<std::size_t>(index) >= next.size())
+                throw ConfigError("--set '" + assignment + "': '" + here + "' has no element [" + std::to_string(index) + "]" +
+                                  (next.IsSequence() ? " (it has " + std::to_string(next.size()) + ")" : " (it is not a list)"));
+            const std::size_t i = static_cast<std::size_t>(index);
             if (last) {
-                next[index] = v;
-                set_nodes_.emplace_back(next[index], assignment);
+                next[i] = v;
+                set_nodes_.emplace_back(next[i], assignment);
                 return;
             }
-            next = next[index];
+            // reset, not assignment: a yaml-cpp Node's operator= writes through to the node it
+            // refers to (it would replace the list by its element).
+            YAML::Node element = next[i];
+            next.reset(element);
+            here += "[" + std::to_string(index) + "]";
         }
         cur.reset(next);
         done = here;

@@ -5,7 +5,9 @@
 #   scripts/fuzz.sh TARGET SECONDS [libFuzzer options...]
 #   scripts/fuzz.sh all SECONDS                  # every target, SECONDS each
 #   TARGET: trace_reader (binary trace reader + validate + text round trip),
-#           trace_text (the .xtr assembler + round trip), yaml_loader (platform descriptions)
+#           trace_text (the .xtr assembler + round trip), yaml_loader (platform descriptions),
+#           platform_run (a description + a tiny trace: builder, check, 10 us run, in a forked
+#           child per input), txlog_reader (a run's transaction log and trace copy: load_run)
 #
 # Build folder: build-fuzz/ (or $XPU_FUZZ_BUILD_DIR). Seeds: tests/fuzz/corpus/TARGET/ (read
 # only); what the fuzzer learns goes to BUILD/corpus/TARGET/, crash inputs to
@@ -15,7 +17,7 @@
 # Prints "fuzz: TARGET: N executions in S s, no crash" on success.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-targets=(trace_reader trace_text yaml_loader)
+targets=(trace_reader trace_text yaml_loader platform_run txlog_reader)
 
 usage() {
     echo "usage: scripts/fuzz.sh TARGET|all SECONDS [libFuzzer options...]  (TARGET: ${targets[*]})" >&2
@@ -45,9 +47,9 @@ if ! cmake --build "$build" -j "$(nproc)" --target "${run[@]/#/fuzz_}" >"$build/
     exit 1
 fi
 
-# The fuzz targets never start the SystemC kernel, so ASan needs no coroutine settings here
-# (see scripts/test.sh for those); leaks are errors.
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}"
+# Only platform_run starts the SystemC kernel, in forked children: ASan's stack-use-after-return
+# detection must be off for its coroutines (as in scripts/test.sh); leaks are errors.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1:detect_stack_use_after_return=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 if command -v llvm-symbolizer-14 >/dev/null; then export ASAN_SYMBOLIZER_PATH="$(command -v llvm-symbolizer-14)"; fi
 

@@ -3,7 +3,8 @@
 # "fake runs, real fixes" on a checked-in sample:
 #   1. replay traces/samples/gemm-1k-late-dma.bin on configs/xpu.yaml: the report, its stall
 #      analysis and its suggestions, each verified by replaying the patched trace (xpusim-out/);
-#   2. apply the top suggestion (xpu_analyze --apply 1) and re-simulate the patched trace on the
+#   2. apply the top suggestion (xpu_analyze --apply 1 -o xpusim-patched.bin) and re-simulate the
+#      patched trace (xpusim-patched-out/) on the
 #      run's effective platform (xpusim-out/platform.yaml): the time it saves is the one the
 #      report measured, to the picosecond.
 # The sample carries a planted defect: it is a 1024^3 GEMM whose B-tile DMAs are issued late,
@@ -22,16 +23,17 @@ echo "quickstart: $trace carries a planted defect (late B-tile DMAs, xpu_tracege
 
 echo
 echo "quickstart: the top suggestion applied, re-simulated on xpusim-out/platform.yaml"
-if ! "$ana" xpusim-out --apply 1 -o xpusim-out/patched.bin; then
+# Beside the run, not inside it: a run folder holds only what sim_main writes (docs/outputs.md).
+if ! "$ana" xpusim-out --apply 1 -o xpusim-patched.bin; then
     echo "quickstart: no suggestion to apply"
     exit 0
 fi
-"$sim" --platform xpusim-out/platform.yaml --trace xpusim-out/patched.bin --out xpusim-out/patched -q --no-txlog
-python3 - xpusim-out <<'EOF'
+"$sim" --platform xpusim-out/platform.yaml --trace xpusim-patched.bin --out xpusim-patched-out -q --no-txlog
+python3 - xpusim-out xpusim-patched-out <<'EOF'
 import json, re, sys
-out = sys.argv[1]
+out, patched = sys.argv[1], sys.argv[2]
 before = json.load(open(out + "/stats.json"))["simulated_time_ns"]
-after = json.load(open(out + "/patched/stats.json"))["simulated_time_ns"]
+after = json.load(open(patched + "/stats.json"))["simulated_time_ns"]
 top = json.load(open(out + "/analysis.json"))["suggestions"][0]
 print("before %.3f us, after %.3f us: saved %.3f ns; the report measured %s ns for suggestion 1 [%s, %s]"
       % (before / 1e3, after / 1e3, before - after,

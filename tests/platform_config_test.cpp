@@ -283,7 +283,22 @@ TEST(PlatformSet, PathThatDoesNotExistIsAnError) {
     EXPECT_EQ(load_error(f, {"chip.modules.core9.mxu0.rows=256"}),
               "--set 'chip.modules.core9.mxu0.rows=256': no key 'chip.modules.core9' in " + f);
     EXPECT_EQ(load_error(f, {"chip.address_map[5].base=0"}),
-              "--set 'chip.address_map[5].base=0': 'chip.address_map' has no element [5]");
+              "--set 'chip.address_map[5].base=0': 'chip.address_map' has no element [5] (it has 2)");
+}
+
+TEST(PlatformSet, AnIndexMidPathSetsThatElement) {
+    const std::string f = source_path("configs/xpu.yaml");
+    PlatformConfig cfg = load_platform(f, {"chip.address_map[1].base=0x200000000000"});
+    ASSERT_EQ(cfg.address_map.size(), 2u);
+    EXPECT_EQ(cfg.address_map[1].base, 0x200000000000u);
+    EXPECT_EQ(cfg.address_map[0].base, 0u);  // the list itself is untouched
+}
+
+TEST(PlatformSet, MalformedIndicesAreErrors) {
+    const std::string f = source_path("configs/xpu.yaml");
+    for (const char* bad : {"chip.address_map[1abc].base=0", "chip.address_map[-1].base=0", "chip.address_map[].base=0",
+                            "chip.address_map[1.base=0", "chip.address_map1].base=0"})
+        EXPECT_NE(load_error(f, {bad}).find("bad list index"), std::string::npos) << bad;
 }
 
 // ---- a variant platform: two vector units, 256x256 matrix units -------------------------------

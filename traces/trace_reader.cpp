@@ -277,6 +277,42 @@ TraceFile TraceFile::open(const std::string& path) {
     if (blocks != hd.block_count)
         fail(path, "header at offset 20: block_count is " + std::to_string(hd.block_count) +
                        " but the stream table's streams have " + std::to_string(blocks) + " blocks");
+    // All streams together: every instruction takes at least 4 bytes of the block area beside
+    // the block headers. Readers size arrays by these counts (the analysis holds an entry per
+    // instruction), so a count the file cannot hold must not get that far.
+    const std::uint64_t room = blocks * kBlockHeaderSize > area ? 0 : (area - blocks * kBlockHeaderSize) / kMinInstructionBytes;
+    if (t.total_instructions_ > room)
+        fail(path, "stream table at offset " + hex(st) + ": the streams claim " + std::to_string(t.total_instructions_) +
+                       " instructions, but the block area of " + std::to_string(area) + " bytes (" + std::to_string(blocks) +
+                       " blocks) holds at most " + std::to_string(room) + " (4 bytes each at least)");
+
+    // The block index (interleaved streams only: one stream's blocks are back to back).
+    if (count > 1) {
+        auto index = std::make_shared<std::vector<std::vector<std::uint64_t>>>(count);
+        bool ok = true;
+        std::uint64_t off = kHeaderSize, walked = 0;
+        while (ok && off < t.block_area_end_) {
+            std::uint8_t b[kBlockHeaderSize];
+            if (t.block_area_end_ - off < kBlockHeaderSize || !f.read_at(off, b, kBlockHeaderSize) ||
+                std::memcmp(b, kBlockMagic, 4) != 0) {
+                ok = false;
+                break;
+            }
+            const std::uint32_t si = codec::get_u32(b + 4), payload = codec::get_u32(b + 12);
+            if (si >= count || payload > kMaxBlockPayload || payload > t.block_area_end_ - off - kBlockHeaderSize ||
+                ++walked > blocks) {
+                ok = false;
+                break;
+            }
+            (*index)[si].push_back(off);
+            off += kBlockHeaderSize + payload;
+        }
+        for (std::uint32_t i = 0; ok && i < count; ++i) {
+            const auto& v = (*index)[i];
+            ok = v.size() == t.streams_[i].blocks && (v.empty() || v.front() == t.streams_[i].first_block_offset);
+        }
+        if (ok) t.block_index_ = std::move(index);
+    }
 
     // String table.
     const std::uint64_t ss_limit = st > ss ? st : actual;
@@ -340,6 +376,8 @@ StreamReader::StreamReader(const TraceFile& file, std::size_t stream_index)
     stream_count_ = file.streams().size();
     block_area_end_ = file.block_area_end();
     next_offset_ = info_.first_block_offset;
+    block_offsets_ = file.block_offsets(stream_index);
+    if (block_offsets_) index_ = file.block_index_;
     if (file_.size() != file.file_size())
         throw TraceError(file.path() + ": file changed size since it was opened (" + std::to_string(file.file_size()) +
                          " -> " + std::to_string(file_.size()) + " bytes)");
@@ -368,7 +406,7 @@ bool StreamReader::load_next_block() {
                              std::to_string(decoded_through_blocks_));
         return false;
     }
-    std::uint64_t off = next_offset_;
+    std::uint64_t off = block_offsets_ && blocks_read_ < block_offsets_->size() ? (*block_offsets_)[blocks_read_] : next_offset_;
     std::uint8_t h[kBlockHeaderSize];
     std::uint32_t count = 0, payload = 0, crc = 0;
     for (;;) {
@@ -424,6 +462,27 @@ bool StreamReader::load_next_block() {
     return true;
 }
 
+namespace {
+// True if decoding the instruction at p (its payload ending at `end`, zero padding after it)
+// fails differently, or succeeds, when the padding holds other bytes: its outcome then comes
+// from bytes past the payload.
+bool runs_past_payload(const std::uint8_t* p, const std::uint8_t* end) {
+    const std::size_t have = std::min<std::size_t>(static_cast<std::size_t>(end - p), kMaxInstructionBytes);
+    if (have == static_cast<std::size_t>(end - p) && have >= kMaxInstructionBytes) return false;
+    Instruction scratch;
+    codec::DecodeFailure zero, other;
+    std::vector<std::uint8_t> buf(have + kDecodePadding, 0);
+    std::memcpy(buf.data(), p, have);
+    const std::uint8_t* a = codec::decode_instruction(buf.data(), scratch, zero);
+    std::fill(buf.begin() + static_cast<std::ptrdiff_t>(have), buf.end(), std::uint8_t{0xFF});
+    const std::uint8_t* b = codec::decode_instruction(buf.data(), scratch, other);
+    if (a && a > buf.data() + have) return true;  // it ends in the padding
+    if ((a == nullptr) != (b == nullptr)) return true;
+    if (a == nullptr && (zero.error != other.error || zero.offset != other.offset)) return true;
+    return a == nullptr && zero.offset >= have;  // the failing byte itself lies past the payload
+}
+}  // namespace
+
 std::size_t StreamReader::read(Instruction* out, std::size_t max) {
     std::size_t n = 0;
     codec::DecodeFailure failure;
@@ -437,6 +496,10 @@ std::size_t StreamReader::read(Instruction* out, std::size_t max) {
             if (next == nullptr || next > end) {
                 cur_ = p;
                 position_ += i;
+                // The decoder reads without bounds checks into zero padding past the payload:
+                // a failure that depends on those zeros is a truncated instruction, not the
+                // byte the decoder saw there. Decoded again with other padding to tell.
+                if (next == nullptr && runs_past_payload(p, end)) next = end + 1;
                 if (next == nullptr) {
                     std::string what = codec::describe(failure.error);
                     what += std::string(" (field ") + failure.field;

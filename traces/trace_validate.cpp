@@ -131,7 +131,7 @@ void check_mem(std::vector<std::string>& out, const char* key, const MemRef& m, 
 
 }  // namespace
 
-std::vector<std::string> check_instruction(const Instruction& in, std::size_t string_count) {
+std::vector<std::string> check_instruction(const Instruction& in, std::size_t string_count, int stream_chip) {
     std::vector<std::string> out;
     if (!is_valid_opcode(static_cast<std::uint8_t>(in.op))) {
         out.push_back("unknown opcode " + hex(static_cast<std::uint8_t>(in.op)));
@@ -160,9 +160,34 @@ std::vector<std::string> check_instruction(const Instruction& in, std::size_t st
         out.push_back("unknown dtype " + std::to_string(static_cast<unsigned>(in.dtype)));
     if (in.has(kCond) && cond_name(in.cond) == "?")
         out.push_back("unknown cond " + std::to_string(static_cast<unsigned>(in.cond)));
+    if (in.op == Opcode::Dma && in.has(kMemSrc) && in.mem_src.chip != kLocalChip && stream_chip >= 0 &&
+        in.mem_src.chip != static_cast<unsigned>(stream_chip))
+        out.push_back("src=" + std::string(space_name(in.mem_src.space)) + "@" + std::to_string(in.mem_src.chip) + ":" +
+                      hex(in.mem_src.addr) + ": a DMA reads from its own chip only (write to the other chip from there)");
     if (in.has(kAnn) && in.ann >= string_count)
         out.push_back("ann=" + std::to_string(in.ann) + " but the string table has " + std::to_string(string_count) +
                       " strings");
+    return out;
+}
+
+std::vector<std::string> string_table_problems(const TraceFile& tf, std::size_t max) {
+    std::vector<std::string> out;
+    const std::string& bin_path = tf.path();
+    const auto& strings = tf.strings();
+    std::unordered_map<std::string_view, std::size_t> first_of;
+    for (std::size_t i = 0; i < strings.size() && out.size() < max; ++i) {
+        auto [it, fresh] = first_of.emplace(strings[i], i);
+        if (!fresh)
+            out.push_back(bin_path + ": string table, string " + std::to_string(i) + ": duplicate of string " +
+                          std::to_string(it->second) + " " + quote_string(strings[i]) +
+                          " (strings must be distinct: the text form names each by its text)");
+        if (strings[i].find('\0') != std::string::npos)
+            out.push_back(bin_path + ": string table, string " + std::to_string(i) + ": contains a NUL byte");
+        else if (!is_valid_utf8(strings[i]))
+            out.push_back(bin_path + ": string table, string " + std::to_string(i) + ": not valid UTF-8: " +
+                          quote_string(strings[i]));
+    }
+    if (out.size() > max) out.resize(max);
     return out;
 }
 
@@ -242,21 +267,8 @@ void check_blocks(const TraceFile& tf, Problems& problems) {
 
 // The string table: strings are distinct (the text form names each by its text), without NUL,
 // valid UTF-8.
-void check_strings(const TraceFile& tf, const std::string& bin_path, Problems& problems) {
-    const auto& strings = tf.strings();
-    std::unordered_map<std::string_view, std::size_t> first_of;
-    for (std::size_t i = 0; i < strings.size() && !problems.full(); ++i) {
-        auto [it, fresh] = first_of.emplace(strings[i], i);
-        if (!fresh)
-            problems.add(bin_path + ": string table, string " + std::to_string(i) + ": duplicate of string " +
-                         std::to_string(it->second) + " " + quote_string(strings[i]) +
-                         " (strings must be distinct: the text form names each by its text)");
-        if (strings[i].find('\0') != std::string::npos)
-            problems.add(bin_path + ": string table, string " + std::to_string(i) + ": contains a NUL byte");
-        else if (!is_valid_utf8(strings[i]))
-            problems.add(bin_path + ": string table, string " + std::to_string(i) + ": not valid UTF-8: " +
-                         quote_string(strings[i]));
-    }
+void check_strings(const TraceFile& tf, Problems& problems) {
+    for (auto& m : string_table_problems(tf, 1000)) problems.add(std::move(m));
 }
 
 // Every instruction of stream s against the operand conventions (check_instruction). False
@@ -268,7 +280,7 @@ bool check_stream(const TraceFile& tf, std::size_t s, Problems& problems) {
     std::uint64_t index = 0;
     while (std::size_t n = r.read(buf.data(), kChunk)) {
         for (std::size_t i = 0; i < n; ++i, ++index) {
-            auto issues = check_instruction(buf[i], tf.strings().size());
+            auto issues = check_instruction(buf[i], tf.strings().size(), tf.streams()[s].chip);
             if (issues.empty()) continue;
             std::string msg = tf.describe_stream(s) + ", instruction " + std::to_string(index) + " (" +
                               format_instruction(buf[i]) + "): ";
@@ -290,7 +302,7 @@ std::vector<Problem> validate(const std::string& bin_path, std::size_t max_probl
         problems.add(e.what());
         return problems.take();
     }
-    check_strings(tf, bin_path, problems);
+    check_strings(tf, problems);
     try {
         check_blocks(tf, problems);
     } catch (const TraceError& e) {

@@ -13,6 +13,8 @@
 
 namespace xpu::trace {
 
+class TraceFile;
+
 // One thing wrong with a trace; the message names the file and the place (stream with its chip
 // and core, instruction index within the stream, or byte offset).
 struct Problem {
@@ -30,8 +32,14 @@ struct Problem {
 std::vector<Problem> validate(const std::string& bin_path, std::size_t max_problems = 100);
 
 // The problems of one instruction against the operand conventions (empty = fine); each is a
-// short phrase such as "missing required operand shape". Used by validate().
-std::vector<std::string> check_instruction(const Instruction& in, std::size_t string_count);
+// short phrase such as "missing required operand shape". `stream_chip`: the chip of the
+// instruction's stream, if known (a DMA reads from its own chip only). The one checker of
+// these rules: validate() and sim_main's check of a trace before a run both call it.
+std::vector<std::string> check_instruction(const Instruction& in, std::size_t string_count, int stream_chip = -1);
+
+// The problems of the string table (duplicates, NUL bytes, invalid UTF-8), at most `max`, each
+// a message "PATH: string table, string I: ...". Shared by validate() and sim_main.
+std::vector<std::string> string_table_problems(const TraceFile& tf, std::size_t max);
 
 // Bytes moved by DMA, by direction.
 struct DmaBytes {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# End-to-end: SIGINT (and SIGTERM) during a long run. sim_main must stop promptly, exit 130
-# (143), say "interrupted" ("terminated"), and leave no output that looks complete: no
-# stats.json, no waveforms (--vcd), stale ones from an earlier run included, and no *.tmp.
+# End-to-end: SIGINT (and SIGTERM, SIGHUP) during a long run. sim_main must stop promptly, exit
+# 130 (143, 129), say "interrupted" ("terminated", "hung up"), write nothing and leave the earlier
+# run's outputs as they were: its own go to a staging folder beside OUT (removed), no *.tmp.
 # The long run: four 16 MiB DMAs cut into 1-byte chunks (--set chunk_bytes=1), tens of millions
 # of memory transactions from a 6-instruction trace. The signal is sent once sim_main reports
 # progress (so the run loop is running, whatever the machine's speed).
@@ -71,7 +71,7 @@ interrupt() {
         waited=$((waited + 1))
         [[ $waited -lt 600 ]] || fail "$sig: no progress report within 120 s"
     done
-    [[ ! -e $out/stats.json && ! -e $out/waves.vcd ]] || fail "$sig: a stale output is still there while the run goes on"
+    [[ -n "$(ls -d "$WORK"/.out-$sig.staging-* 2>/dev/null)" ]] || fail "$sig: no staging folder beside $out while the run goes on"
     local t0 t1 rc
     t0=$(date +%s%N)
     kill -s "$sig" "$pid"
@@ -87,13 +87,16 @@ interrupt() {
     grep -Eq "^sim_main: $word \(SIG$sig\) at [0-9.]+ us simulated, [0-9]+ of 6 instructions retired; no outputs written$" "$WORK/stderr-$sig" ||
         { cat "$WORK/stderr-$sig" >&2; fail "$sig: no '$word' message"; }
     grep -q '^  xpu\.chip0\.core0\.scalar (chip 0, core 0): ' "$WORK/stderr-$sig" || fail "$sig: the message does not say where the core was"
-    [[ ! -e $out/stats.json ]] || fail "$sig: $out/stats.json exists after the interrupted run"
-    [[ -z "$(ls -A "$out")" ]] || fail "$sig: files left in $out: $(ls -A "$out")"
+    [[ "$(cat "$out/stats.json")" == '{"schema": "xpusim.stats/1", "completed": true}' && "$(cat "$out/waves.vcd")" == stale ]] ||
+        fail "$sig: the earlier run's outputs in $out were changed by the interrupted run"
+    [[ "$(ls -A "$out" | tr '\n' ' ')" == "stats.json waves.vcd " ]] || fail "$sig: files left in $out: $(ls -A "$out")"
+    [[ -z "$(ls -A "$WORK" | grep -E '^\.out-.*\.(staging-|lock)')" ]] || fail "$sig: staging folder or lock left: $(ls -A "$WORK")"
     [[ ! -s $WORK/stdout-$sig ]] || fail "$sig: a summary was printed for an interrupted run"
-    pass "SIG$sig after the first progress report: exit $want in $ms ms, '$word', output folder empty"
+    pass "SIG$sig after the first progress report: exit $want in $ms ms, '$word', the earlier outputs untouched"
 }
 
 interrupt INT 130 interrupted
 interrupt TERM 143 terminated
+interrupt HUP 129 'hung up'
 
 echo "$checks passed, 0 failed"

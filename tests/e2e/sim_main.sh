@@ -129,9 +129,9 @@ pass "same inputs twice: stats.json identical apart from host figures (wall_seco
 
 # ---- bad inputs: exit codes, messages, no stats.json left behind ---------------------------------
 # expect_failure RC WHAT STDERR-PATTERN STALE -- ARGS...: runs sim_main ARGS --out $OUT, checks the
-# exit status, the message, and that $OUT/stats.json does not exist afterwards. STALE=stale puts
-# a complete-looking stats.json (the good run's) there first: sim_main must remove it once it
-# gets past option parsing (an unparsable command line is checked with STALE=none).
+# exit status, the message, and that the failed run wrote nothing into $OUT. STALE=stale puts
+# the good run's stats.json there first: a failed run leaves the previous run's outputs as they
+# were (its own go to a staging folder that it removes; docs/outputs.md).
 expect_failure() {
     local want=$1 what=$2 pattern=$3 stale=$4
     shift 5
@@ -139,9 +139,14 @@ expect_failure() {
     run_rc rc "$SIM" "$@" --out "$OUT"
     [[ $rc -eq $want ]] || { show; fail "$what: exit $rc, expected $want"; }
     grep -Eq -- "$pattern" "$WORK/err.txt" || { show; fail "$what: stderr lacks /$pattern/"; }
-    [[ ! -e "$OUT/stats.json" ]] || fail "$what: $OUT/stats.json exists after the failed run"
+    if [[ $stale == stale ]]; then
+        cmp -s "$OUT/stats.json" "$OUT2/stats.json" || fail "$what: the previous run's $OUT/stats.json was changed or removed by the failed run"
+    else
+        [[ ! -e "$OUT/stats.json" ]] || fail "$what: $OUT/stats.json exists after the failed run"
+    fi
     [[ -z "$(find "$OUT" -name '*.tmp')" ]] || fail "$what: *.tmp left in $OUT"
-    pass "$what: exit $want, no stats.json: $(head -n 1 "$WORK/err.txt")"
+    [[ -z "$(find "$(dirname "$OUT")" -maxdepth 1 -name ".$(basename "$OUT").staging-*")" ]] || fail "$what: a staging folder was left beside $OUT"
+    pass "$what: exit $want, the previous outputs untouched: $(head -n 1 "$WORK/err.txt")"
 }
 
 expect_failure 3 "--set rows=abc" \

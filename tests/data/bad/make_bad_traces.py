@@ -167,6 +167,28 @@ def main():
     payload("overlong-varint.bin", dma + 14, b"\x80\x20", b"\x80\x00")
     payload("chip-out-of-range.bin", dma + 5, b"\xff\xff\x03", b"\xff\xff\x07")
     payload("ann-out-of-range.bin", matmul + 12, b"\x00", b"\x05")
+    files["nul-string.bin"] = with_strings(t, [b"base", b"d\x00ma"])
+    # A stream table that claims more instructions than the file has bytes for (a reader sizing
+    # arrays by the claim once allocated gigabytes for a small file).
+    b = t.copy()
+    struct.pack_into("<Q", b, t.stream_table + 8 + 4, 3000000)
+    fix_stream_table_crc(t, b)
+    files["claims-too-many.bin"] = b
+
+    def cut_payload(name, length, count):
+        """The block's payload declared `length` bytes holding `count` instructions (the bytes
+        after it stay where they were, unread): the decoder meets the payload's end early."""
+        b = t.copy()
+        struct.pack_into("<I", b, t.block + 8, count)
+        struct.pack_into("<I", b, t.block + 12, length)
+        struct.pack_into("<I", b, t.block + 16, zlib.crc32(bytes(b[t.payload:t.payload + length])))
+        files[name] = b
+
+    # The DMA's bytes varint (0x80 0x20 at dma + 14) cut after its first byte: a truncated
+    # instruction, not an "overlong varint" read from the zero padding.
+    cut_payload("varint-cut.bin", dma + 15 - p, 2)
+    # Three instructions declared, two in the payload: the third would start at its end.
+    cut_payload("third-past-payload.bin", dma + 18 - p, 3)
     files["dup-strings.bin"] = with_strings(t, [b"base", b"base"])
     files["bad-utf8-string.bin"] = with_strings(t, [b"base", b"\xffdma"])
     # Not derived from the base: a string table squeezed into 10 bytes before the stream table

@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# End-to-end: the hardening cases that tests/data/bad/manifest.txt cannot express (several runs,
+# signals, locks, xpu_analyze, /dev/full): inputs never deleted or overwritten, a lock per
+# output folder, a failed run leaving the previous outputs untouched, --vcd creating its
+# folder, failed writes to stdout, xpu_analyze's options and its reading of a corrupt trace
+# copy, linear reading of interleaved traces, prompt signals while building a 4096-chip
+# platform and while analysing (sim_main and xpu_analyze). Each check names its issue-16 class.
+# usage: bash hardening.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+
+if [[ $# -ne 2 ]]; then
+    echo "usage: $0 BUILD_DIR SOURCE_DIR" >&2
+    exit 2
+fi
+BUILD_DIR=$1
+SOURCE_DIR=$2
+SIM="$BUILD_DIR/platform/sim_main"
+TOOL="$BUILD_DIR/traces/xpu_trace"
+GEN="$BUILD_DIR/traces/xpu_tracegen"
+ANALYZE="$BUILD_DIR/analysis/xpu_analyze"
+XPU="$SOURCE_DIR/configs/xpu.yaml"
+PY=/usr/bin/python3
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/hardening_e2e.XXXXXX")
+pid=
+cleanup() {
+    [[ -n $pid ]] && kill -KILL "$pid" 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+cd "$WORK"
+
+checks=0
+fail() {
+    echo "FAIL: $*" >&2
+    echo "$checks passed, 1 failed" >&2
+    exit 1
+}
+pass() {
+    checks=$((checks + 1))
+    echo "ok $checks - $*"
+}
+for exe in "$SIM" "$TOOL" "$GEN" "$ANALYZE"; do
+    [[ -x "$exe" ]] || fail "no executable at $exe"
+done
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+"$TOOL" asm "$SOURCE_DIR/tests/data/bad/base.xtr" -o base.bin
+"$TOOL" asm "$SOURCE_DIR/tests/data/bad/sadd-overflow.xtr" -o overflow.bin
+
+# ---- 6: inputs are never deleted or overwritten by outputs ---------------------------------------
+"$SIM" --platform "$XPU" --trace base.bin --out out --quiet --no-verify
+cp out/txlog.trace.bin kept.bin
+set +e
+"$SIM" --platform "$XPU" --trace out/txlog.trace.bin --out out --quiet 2>err.txt
+rc=$?
+set -e
+[[ $rc -eq 6 ]] || fail "6: a trace inside --out: exit $rc, expected 6"
+grep -q "^sim_main: out: the output folder holds the input out/txlog.trace.bin, and a run replaces the whole folder" err.txt ||
+    fail "6: no clear message for a trace inside --out: $(cat err.txt)"
+cmp -s out/txlog.trace.bin kept.bin || fail "6: the trace inside --out was changed or deleted"
+pass "6: a trace inside --out is refused (exit 6) and left as it was"
+
+cp "$XPU" plat.yaml
+set +e
+"$SIM" --platform plat.yaml --trace base.bin --out out2 --vcd plat.yaml --quiet 2>err.txt
+rc=$?
+set -e
+[[ $rc -eq 2 ]] && grep -q "would overwrite .*plat.yaml, the --platform input" err.txt || fail "6: --vcd naming the platform: exit $rc: $(cat err.txt)"
+cmp -s plat.yaml "$XPU" || fail "6: the platform named by --vcd was changed"
+[[ ! -e out2 ]] || fail "6: a refused run created its output folder"
+pass "6: --vcd naming the platform is refused (exit 2), the platform untouched, nothing created"
+
+mkdir notes && echo "my notes" >notes/todo.txt
+set +e
+"$SIM" --platform "$XPU" --trace base.bin --out notes --quiet 2>err.txt
+rc=$?
+set -e
+[[ $rc -eq 6 ]] && grep -q "the folder holds todo.txt, which no run writes" err.txt || fail "6: a foreign folder as --out: exit $rc: $(cat err.txt)"
+[[ "$(cat notes/todo.txt)" == "my notes" ]] || fail "6: a file in a foreign --out folder was touched"
+pass "6: an --out folder holding other files is refused (exit 6), its files untouched"
+
+# ---- 5, 18#4: a failed run (here a run-time error) leaves the previous run's outputs as they were -
+cp out/stats.json before.json
+set +e
+"$SIM" --platform "$XPU" --trace overflow.bin --out out --quiet 2>err.txt
+rc=$?
+set -e
+[[ $rc -eq 4 ]] || fail "5: a run-time error: exit $rc, expected 4"
+cmp -s out/stats.json before.json || fail "5: the previous run's stats.json changed after a failed run"
+[[ -z "$(ls -A | grep -E '^\.out\.(staging-|lock)')" ]] || fail "5: staging folder or lock left: $(ls -A)"
+[[ -z "$(find out -name '*.tmp')" ]] || fail "5: *.tmp in out"
+pass "5, 18#4: a run that fails at run time (exit 4) leaves the previous outputs untouched, no staging left"
+
+# ---- 18#4: --vcd creates its folder -------------------------------------------------------------
+"$SIM" --platform "$XPU" --trace base.bin --out out3 --vcd fresh/deeper/wave.vcd --quiet --no-analysis
+[[ -s fresh/deeper/wave.vcd && -s fresh/deeper/wave.gtkw ]] || fail "18#4: --vcd into a new folder wrote nothing"
+grep -q "^\[dumpfile\] \"$WORK/fresh/deeper/wave.vcd\"$" fresh/deeper/wave.gtkw || fail "18#4: the save file does not name the VCD"
+"$SIM" --platform "$XPU" --trace base.bin --out out3 --vcd out3/w/wave.vcd --quiet --no-analysis
+[[ -s out3/w/wave.vcd ]] || fail "18#4: a --vcd inside --out is not in the committed folder"
+grep -q "^\[dumpfile\] \"$WORK/out3/w/wave.vcd\"$" out3/w/wave.gtkw || fail "18#4: the save file names the staging folder: $(grep dumpfile out3/w/wave.gtkw)"
+pass "18#4: --vcd creates its folder (outside and inside --out); the save file names the final place"
+
+# ---- 7: two runs aimed at one folder never mix: the second is refused while the first holds it ----
+exec 9>.out.lock
+flock 9
+set +e
+"$SIM" --platform "$XPU" --trace base.bin --out out --quiet 2>err.txt
+rc=$?
+set -e
+exec 9>&-
+[[ $rc -eq 6 ]] && grep -q "^sim_main: out: another run is writing this output folder (it holds the lock \./\.out\.lock)" err.txt ||
+    fail "7: a run on a locked folder: exit $rc: $(cat err.txt)"
+cmp -s out/stats.json before.json || fail "7: the refused run changed the folder"
+"$SIM" --platform "$XPU" --trace base.bin --out out --quiet --no-verify || fail "7: once the lock is free, a run goes ahead"
+[[ ! -e .out.lock ]] || fail "7: the lock file stays after a run"
+pass "7: a second run on a locked --out is refused (exit 6) and changes nothing; the lock goes with its run"
+
+# ---- 12: failed writes to stdout are errors -----------------------------------------------------
+for args in "--platform $XPU --dump-config" "--list-types"; do
+    set +e
+    # shellcheck disable=SC2086
+    "$SIM" $args >/dev/full 2>err.txt
+    rc=$?
+    set -e
+    [[ $rc -eq 6 ]] && grep -q "^sim_main: cannot write" err.txt || fail "12: sim_main $args > /dev/full: exit $rc: $(cat err.txt)"
+done
+set +e
+"$ANALYZE" --compare out out >/dev/full 2>err.txt
+rc=$?
+set -e
+[[ $rc -eq 6 ]] && grep -q "^xpu_analyze: cannot write the comparison to stdout$" err.txt || fail "12: --compare > /dev/full: exit $rc: $(cat err.txt)"
+pass "12: --dump-config, --list-types, xpu_analyze --compare to a full device: exit 6"
+
+# ---- 13: xpu_analyze's counts are numbers in range -----------------------------------------------
+for bad in -5 abc 0; do
+    set +e
+    "$ANALYZE" out --top "$bad" --no-verify >/dev/null 2>err.txt
+    rc=$?
+    set -e
+    [[ $rc -eq 2 ]] && grep -q "^xpu_analyze: --top '$bad': expected a number of rows, 1\.\.100000$" err.txt || fail "13: --top $bad: exit $rc: $(cat err.txt)"
+done
+pass "13: xpu_analyze --top -5 / abc / 0 are usage errors (exit 2)"
+
+# ---- 2: a trace copy whose stream table claims millions of instructions --------------------------
+mkdir -p gen
+"$PY" "$SOURCE_DIR/tests/data/bad/make_bad_traces.py" base.bin gen >/dev/null
+cp -r out claims
+cp gen/claims-too-many.bin claims/txlog.trace.bin
+set +e
+"$ANALYZE" claims --no-verify >/dev/null 2>err.txt
+rc=$?
+set -e
+[[ $rc -eq 4 ]] && grep -q "^xpu_analyze: claims/txlog.trace.bin: stream table at offset 0x7e: the streams claim 3000000 instructions" err.txt ||
+    fail "2: xpu_analyze on a claiming trace copy: exit $rc: $(cat err.txt)"
+pass "2: xpu_analyze refuses a trace copy whose stream table claims more than the file holds (exit 4)"
+
+# ---- 15: interleaved streams read in time linear in the file -------------------------------------
+"$PY" "$SOURCE_DIR/tests/e2e/make_interleaved.py" 512 64 interleaved il.bin
+"$PY" "$SOURCE_DIR/tests/e2e/make_interleaved.py" 512 64 in-order io.bin
+t0=$(now_ms)
+"$TOOL" validate io.bin >/dev/null
+t1=$(now_ms)
+"$TOOL" validate il.bin >/dev/null
+t2=$(now_ms)
+ordered=$((t1 - t0)) interleaved=$((t2 - t1))
+# Quadratic reading took ~100x here (512 streams); the bound leaves room for a loaded machine.
+[[ $interleaved -le $((4 * ordered + 1500)) ]] || fail "15: 512 interleaved streams: $interleaved ms, in order $ordered ms"
+pass "15: 512 interleaved streams validated in $interleaved ms (in order: $ordered ms)"
+
+# ---- 4: a signal while a 4096-chip platform is being built takes effect at once -------------------
+"$SIM" --platform "$SOURCE_DIR/configs/xpu-torus16x16.yaml" --set chips=4096 --set 'topology.dims=[64, 64]' \
+    --trace base.bin --out big --no-txlog >big.out 2>big.err &
+pid=$!
+sleep 1
+t0=$(now_ms)
+kill -INT "$pid"
+set +e
+wait "$pid"
+rc=$?
+set -e
+pid=
+ms=$(($(now_ms) - t0))
+[[ $rc -eq 130 ]] || fail "4: SIGINT while building 4096 chips: exit $rc ($(cat big.err))"
+grep -q "^sim_main: interrupted (SIGINT) while building the platform; no outputs written$" big.err ||
+    grep -q "^sim_main: interrupted (SIGINT)" big.err || fail "4: no 'interrupted' message: $(cat big.err)"
+[[ $ms -lt 10000 ]] || fail "4: took $ms ms to stop"  # building takes minutes: seconds mean at once, even loaded
+[[ ! -e big ]] || fail "4: an output folder after the interrupt"
+pass "4: SIGINT while building a 4096-chip platform: exit 130 in $ms ms ($(head -n 1 big.err | cut -c 1-80))"
+
+# ---- 16, 8: signals during the analysis (sim_main's, and xpu_analyze's) ---------------------------
+"$GEN" gemm --m 8192 --n 8192 --k 4096 -o big.bin >/dev/null
+"$SIM" --platform "$XPU" --trace big.bin --out ana --no-verify >ana.out 2>ana.err &
+pid=$!
+waited=0
+until grep -q '^stats ' ana.out; do
+    kill -0 "$pid" 2>/dev/null || fail "16: sim_main ended before its analysis: $(cat ana.err)"
+    sleep 0.05
+    waited=$((waited + 1))
+    [[ $waited -lt 2400 ]] || fail "16: no summary within 120 s"
+done
+t0=$(now_ms)
+kill -TERM "$pid" || fail "16: sim_main ended before the signal (its analysis of a 8192x8192x4096 GEMM takes seconds)"
+set +e
+wait "$pid"
+rc=$?
+set -e
+pid=
+ms=$(($(now_ms) - t0))
+[[ $rc -eq 143 ]] || fail "16: SIGTERM during the analysis: exit $rc: $(cat ana.err)"
+grep -q "^sim_main: terminated (SIGTERM) while analysing the run; no outputs written$" ana.err || fail "16: message: $(cat ana.err)"
+[[ $ms -lt 3000 ]] || fail "16: took $ms ms to stop during the analysis"
+[[ ! -e ana && -z "$(ls -A | grep -E '^\.ana\.(staging-|lock)')" ]] || fail "16: outputs left: $(ls -A)"
+pass "16: SIGTERM during sim_main's analysis: exit 143 in $ms ms, nothing written"
+
+"$SIM" --platform "$XPU" --trace big.bin --out ana --no-analysis --quiet
+cp ana/txlog.bin log-before.bin
+"$ANALYZE" ana --no-verify >xa.out 2>xa.err &
+pid=$!
+sleep 0.3
+t0=$(now_ms)
+kill -INT "$pid" 2>/dev/null || true
+set +e
+wait "$pid"
+rc=$?
+set -e
+pid=
+ms=$(($(now_ms) - t0))
+if [[ $rc -eq 0 ]]; then
+    echo "note: xpu_analyze finished before the signal; the check of its interrupt is skipped" >&2
+else
+    [[ $rc -eq 130 ]] || fail "8: SIGINT during xpu_analyze: exit $rc: $(cat xa.err)"
+    grep -q "interrupted (SIGINT); no analysis written" xa.err || fail "8: message: $(cat xa.err)"
+    [[ $ms -lt 3000 ]] || fail "8: xpu_analyze took $ms ms to stop"
+    for f in report.txt analysis.json report.html timeline.json report.txt.tmp timeline.json.tmp report.html.tmp; do
+        [[ ! -e ana/$f ]] || fail "8: ana/$f left after the interrupted analysis"
+    done
+    cmp -s ana/txlog.bin log-before.bin || fail "8: the interrupted analysis changed the log"
+    pass "8: SIGINT during xpu_analyze: exit 130 in $ms ms, no analysis file (or temporary) left, the log untouched"
+fi
+
+echo "$checks passed, 0 failed"
