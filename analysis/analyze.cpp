@@ -520,9 +520,36 @@ Buckets buckets_of(const RunData& run, std::size_t buckets) {
     return {bucket, static_cast<std::size_t>((run.end + bucket - 1) / bucket)};
 }
 
+// Never above the peak: the models' calendars carry at most peak x calendar bucket in each of
+// their buckets, but a record only says when a transfer ended (a piece's drawn interval, its
+// service time before that end, may overlap a neighbour's on the same channel when the calendar
+// filled a gap, and an HBM piece's record runs on to its data's return); spread evenly over those
+// intervals, a chart bucket shorter than a few calendar buckets could show more than the peak
+// (112.6% on the quickstart's HBM chart, issue 15). What a bucket shows above `ceiling` x its
+// length moved, at the peak, in the next bucket (and what would run past the end, in the
+// previous ones): the series keeps every byte and never exceeds the peak.
+void cap_at_peak(std::vector<double>& bytes, double ceiling_bytes) {
+    if (ceiling_bytes <= 0) return;
+    double carry = 0;
+    for (double& x : bytes) {
+        x += carry;
+        carry = x > ceiling_bytes ? x - ceiling_bytes : 0;
+        if (carry > 0) x = ceiling_bytes;
+    }
+    for (auto it = bytes.rbegin(); it != bytes.rend() && carry > 0; ++it) {
+        const double take = std::min(carry, ceiling_bytes - *it);
+        if (take > 0) {
+            *it += take;
+            carry -= take;
+        }
+    }
+    if (carry > 0 && !bytes.empty()) bytes.back() += carry;  // more bytes than peak x run: never lose them
+}
+
 // Bandwidth of each HBM controller and link, GB/s per bucket.
 // Links: a transaction's record is its serialisation on the wire. HBM: each interleave
-// piece's transfer on its channel. Bytes are spread evenly over those intervals.
+// piece's transfer on its channel. Bytes are spread evenly over those intervals, then capped
+// at the peak (cap_at_peak).
 void bandwidth_series(const RunData& run, Buckets bk, std::vector<Series>& out) {
     const Tick bucket = bk.bucket;
     const std::size_t n = bk.n;
@@ -550,6 +577,7 @@ void bandwidth_series(const RunData& run, Buckets bk, std::vector<Series>& out) 
         s.unit = "GB/s";
         s.bucket = bucket;
         s.ceiling = run.units[u].peak_gbps;
+        cap_at_peak(v, s.ceiling * static_cast<double>(bucket) / 1000.0);
         for (double& x : v) x = x / (static_cast<double>(bucket) / 1000.0);  // bytes per ns = GB/s
         s.values = std::move(v);
         for (double x : s.values) s.high_water = std::max(s.high_water, x);

@@ -27,7 +27,7 @@ std::string op_of(const std::string& ann) {
 
 // The collective algorithms xpu_tracegen lowers (traces/gen/collective.h), named as the second
 // component of their ops' annotations ("all-reduce/torus2d/reduce_scatter").
-constexpr const char* kAlgorithms[] = {"ring", "bidir-ring", "torus2d"};
+constexpr const char* kAlgorithms[] = {"ring", "bidir-ring", "torus2d", "torus3d", "bidir-torus2d", "bidir-torus3d"};
 
 // The known algorithms the ops name: what the trace already uses.
 std::set<std::string> algorithms_in(const std::map<std::string, std::uint64_t>& ops) {
@@ -109,8 +109,10 @@ Suggestion collective_algorithm(const RunData& run) {
     }
     cause << " of the busiest direction's bytes); the busiest link (" << busiest_link << ") was busy " << format_time(busiest)
           << " of the " << format_time(span) << " the traffic lasted";
-    // Name a lowering xpu_tracegen has, never the one the trace uses already.
-    const std::string other = ring ? "bidir-ring" : "torus2d";
+    // Name a lowering xpu_tracegen has, never the one the trace uses already: the one that uses
+    // every direction of every dimension (a one-way torus algorithm moves as many bytes over
+    // the busiest direction as a ring: no gain once a ring step's fixed cost is one link latency).
+    const std::string other = ring ? "bidir-ring" : total > 4 ? "bidir-torus3d" : "bidir-torus2d";
     action << "another collective algorithm could spread the bytes over every "
            << (ring ? "direction of the ring (half each way)" : "dimension and direction of the torus") << ": at best " << used << "/"
            << total << " of the busiest link's time; ";

@@ -152,7 +152,7 @@ void DmaEngine::engine() {
         Tick t = max_tick(d.accept, engine_free_) + cfg_.setup_latency * cfg_.cycle;
         d.start = t;
         started_[dequeued_++ % cfg_.queue_depth] = max_tick(d.accept, engine_free_);  // its slot frees
-        Tick last = t;
+        Tick last = t, last_write = t;
         std::uint64_t src = cfg_.space_base[static_cast<unsigned>(d.in.mem_src.space)] + d.in.mem_src.addr;
         std::uint64_t dst = cfg_.space_base[static_cast<unsigned>(d.in.mem_dst.space)] + d.in.mem_dst.addr;
         const bool remote = d.in.mem_dst.chip != kLocalChip && d.in.mem_dst.chip != cfg_.chip;
@@ -185,6 +185,7 @@ void DmaEngine::engine() {
                 write_done = transfer(tlm::TLM_WRITE_COMMAND, dst + off, len, read_done, &write_stall, d);
                 if (reduce) mem_gp_.clear_extension(&reduce_);
             }
+            last_write = read_done;  // the chunk's write issues once its read is done
             inflight_.push_back(write_done);
             last = max_tick(last, write_done);
             // Back-pressure from either side (a full HBM channel queue, a full link buffer).
@@ -192,6 +193,7 @@ void DmaEngine::engine() {
             ++chunks_;
         }
         engine_free_ = t;
+        if (remote && d.in.has(kFlag)) post_remote_flag(d, last_write, last);
         d.done = last;
         busy_.add(d.start, last);
         bytes_ += d.in.bytes;
@@ -201,31 +203,41 @@ void DmaEngine::engine() {
     }
 }
 
+// A remote DMA's completion flag is a posted write that follows the last data write on the
+// same route (port, links, far port and interconnect) into the destination chip's SyncFlags: it
+// enters right behind that write (at `behind`), takes its place on each link after the data, and
+// takes effect at the later of its own arrival and `landed` (every data write done at the
+// destination): writes are ordered, so the flag is never seen before the data. One traversal:
+// the step costs one link latency, not two.
+void DmaEngine::post_remote_flag(const Descriptor& d, Tick behind, Tick landed) {
+    flag_cmd_.flag = d.in.flag;
+    flag_cmd_.value = d.in.has(kValue) ? d.in.value : 1;
+    flag_cmd_.in = &d.in;
+    flag_cmd_.core = d.core;
+    flag_cmd_.index = d.index;
+    flag_cmd_.not_before = landed;
+    mem_gp_.set_command(tlm::TLM_WRITE_COMMAND);
+    mem_gp_.set_address(remote_address(d.in.mem_dst.chip, cfg_.flags_base));
+    origin_.core = d.core;
+    origin_.index = d.index;
+    mem_gp_.set_data_ptr(reinterpret_cast<unsigned char*>(&flag_cmd_));
+    mem_gp_.set_data_length(sizeof(FlagCommand));
+    mem_gp_.set_streaming_width(sizeof(FlagCommand));
+    mem_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    mem_accept_.stall = 0;
+    sc_core::sc_time delay = until(behind);
+    mem->b_transport(mem_gp_, delay);
+    flag_cmd_.not_before = 0;
+    if (mem_gp_.is_response_error()) fail("the completion flag could not reach the destination chip", d);
+    ++remote_flags_;
+}
+
 void DmaEngine::completer() {
     for (;;) {
         wait(done_peq_.get_event());
         while (Descriptor* d = done_peq_.get_next_transaction()) {
             const bool remote = d->in.mem_dst.chip != kLocalChip && d->in.mem_dst.chip != cfg_.chip;
-            if (d->in.has(kFlag) && remote) {
-                // The flag write follows the data to the destination chip.
-                flag_cmd_.flag = d->in.flag;
-                flag_cmd_.value = d->in.has(kValue) ? d->in.value : 1;
-                flag_cmd_.in = &d->in;
-                flag_cmd_.core = d->core;
-                flag_cmd_.index = d->index;
-                mem_gp_.set_command(tlm::TLM_WRITE_COMMAND);
-                mem_gp_.set_address(remote_address(d->in.mem_dst.chip, cfg_.flags_base));
-                origin_.core = d->core;
-                origin_.index = d->index;
-                mem_gp_.set_data_ptr(reinterpret_cast<unsigned char*>(&flag_cmd_));
-                mem_gp_.set_data_length(sizeof(FlagCommand));
-                mem_gp_.set_streaming_width(sizeof(FlagCommand));
-                mem_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-                sc_core::sc_time zero = sc_core::SC_ZERO_TIME;
-                mem->b_transport(mem_gp_, zero);
-                if (mem_gp_.is_response_error()) fail("the completion flag could not reach the destination chip", *d);
-                ++remote_flags_;
-            } else if (d->in.has(kFlag)) {
+            if (d->in.has(kFlag) && !remote) {  // a remote one was posted behind its data (engine)
                 if (flags.get_base_port().size() == 0) fail("no SyncFlags bound to raise the completion flag", *d);
                 flag_cmd_.flag = d->in.flag;
                 flag_cmd_.value = d->in.has(kValue) ? d->in.value : 1;

@@ -7,7 +7,8 @@
 // A DMA with a dtype reduces (dst += src): its writes carry ReduceWrite.
 // A destination on another chip (remote DMA) is written through the same `mem` socket at its
 // remote global address (address.h), over the inter-chip links; its completion flag is then
-// raised on the destination chip, by a flag write that follows the data over the same path.
+// raised on the destination chip by a posted flag write sent right behind the last data write
+// on the same path, effective once the data has landed (one traversal, not a second one).
 //
 // The engine runs in its own thread with temporal decoupling: its local time may lead the
 // kernel by one quantum (the TLM global quantum, models/quantum.h), which bounds how far out of
@@ -90,6 +91,7 @@ private:
     void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     void engine();
     void completer();
+    void post_remote_flag(const Descriptor& d, Tick behind, Tick landed);
     Tick transfer(tlm::tlm_command cmd, std::uint64_t addr, std::uint64_t len, Tick at,
                   Tick* stall, const Descriptor& d);
     // The timing path to the memory serving [addr, addr + len), or null (then: transfer()).

@@ -15,7 +15,44 @@ HbmController::HbmController(const sc_core::sc_module_name& n, const HbmConfig& 
     port.register_b_transport(this, &HbmController::b_transport);
     port.register_get_direct_mem_ptr(this, &HbmController::get_direct_mem_ptr);
     granule_service_ = transfer_ticks(cfg.interleave_bytes, cfg.channel_bandwidth_gbps);
+    if (cfg.model == "dram") dram_ = std::make_unique<DramModel>(cfg.dram, cfg.channels);
     expose_target("port", port, true, false);
+}
+
+// model dram: every access-sized burst through the DRAM protocol model (models/dram.h); the
+// request's data is back when its last burst has moved. Back-pressure: a burst whose data would
+// start more than queue_depth bursts after its arrival waits outside for room.
+void HbmController::dram_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+    const Tick now = now_ticks(), arrival = now + delay.value();
+    const std::uint64_t addr = gp.get_address(), len = gp.get_data_length();
+    const bool write = gp.is_write();
+    const unsigned passes = write && gp.get_extension<ReduceWrite>() ? 2 : 1;
+    const std::uint64_t acc = dram_->access_bytes();
+    const Tick burst = static_cast<Tick>(dram_timing(cfg_.dram.standard).BL) * dram_->tck();
+    Tick accept = arrival, done = arrival;
+    for (unsigned pass = 0; pass < passes; ++pass) {
+        const bool w = passes == 2 ? pass == 1 : write;  // a reducing write reads, then writes
+        for (std::uint64_t off = (addr - cfg_.base) / acc * acc; off < addr - cfg_.base + len; off += acc) {
+            unsigned pc = 0;
+            Tick data = 0;
+            const Tick end = dram_->access(off, w, pass == 1 ? done : arrival, &pc, &data);
+            const Tick room = Tick(cfg_.queue_depth) * burst;
+            if (data > arrival + room) accept = std::max(accept, data - room);
+            done = std::max(done, end);
+            dram_busy_ += burst;
+            if (recorder_)
+                recorder_->on_hbm_channel({name(), static_cast<std::uint16_t>(pc), std::min<std::uint64_t>(acc, len),
+                                           arrival, data, end});
+        }
+    }
+    backpressure_ += accept - arrival;
+    (write ? bytes_written_ : bytes_read_) += len;
+    if (passes == 2) bytes_read_ += len;
+    ++requests_;
+    if (recorder_) recorder_->on_mem(mem_event(gp, name(), write, addr, len, arrival, done));
+    if (auto* a = gp.get_extension<MemAccept>()) a->stall = std::max(a->stall, accept - arrival);
+    delay = to_sc(done - now);
+    gp.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 
 void HbmController::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
@@ -26,6 +63,7 @@ void HbmController::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_t
         gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
         return;
     }
+    if (dram_) return dram_transport(gp, delay);
     a.now = now_ticks();
     a.arrival = a.now + delay.value();
     a.write = gp.is_write();
@@ -41,7 +79,7 @@ void HbmController::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_t
 bool HbmController::get_direct_mem_ptr(int, tlm::tlm_generic_payload& gp, tlm::tlm_dmi& dmi) {
     dmi.allow_none();  // no data access: timing only
     auto* path = gp.get_extension<TimedPath>();
-    if (path && in_range(gp.get_address(), gp.get_data_length())) path->target = this;
+    if (path && !dram_ && in_range(gp.get_address(), gp.get_data_length())) path->target = this;
     return false;
 }
 
@@ -81,6 +119,7 @@ MemTiming HbmController::access(const MemAccess& a) {
 }
 
 std::optional<Tick> HbmController::busy_time() const {
+    if (dram_) return dram_busy_ / dram_->pseudo_channels();  // average data-bus occupancy
     Tick total = 0;
     for (const auto& c : channels_) total += c.busy();
     return total / channels_.size();  // average channel occupancy
@@ -90,7 +129,7 @@ std::vector<Stat> HbmController::stats() const {
     auto d = [](auto v) { return static_cast<double>(v); };
     Tick max_ch = 0;
     for (const auto& c : channels_) max_ch = std::max(max_ch, c.busy());
-    return {
+    std::vector<Stat> v = {
         {"bytes_read", d(bytes_read_), true, "bytes read from HBM", "bytes"},
         {"bytes_written", d(bytes_written_), true, "bytes written to HBM", "bytes"},
         {"requests", d(requests_), true, "transactions served", "transactions"},
@@ -98,6 +137,15 @@ std::vector<Stat> HbmController::stats() const {
         {"busiest_channel_busy_ns", ticks_to_ns(max_ch), false, "transfer time of the busiest channel", "ns"},
         {"backpressure_ns", ticks_to_ns(backpressure_), false, "total time requests waited for channel queue room", "ns"},
     };
+    if (dram_) {
+        const DramStats& s = dram_->stats();
+        v.push_back({"row_hits", d(s.hits), true, "model dram: accesses to an open row", "accesses"});
+        v.push_back({"row_misses", d(s.misses), true, "model dram: accesses to a closed bank (ACT)", "accesses"});
+        v.push_back({"row_conflicts", d(s.conflicts), true, "model dram: accesses to another row than the open one (PRE + ACT)",
+                     "accesses"});
+        v.push_back({"refreshes", d(s.refreshes), true, "model dram: all-bank refreshes applied", "refreshes"});
+    }
+    return v;
 }
 
 }  // namespace xpu

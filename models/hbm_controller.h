@@ -7,11 +7,14 @@
 // faster than its configured bandwidth.
 #pragma once
 
+#include <memory>
+#include <string>
 #include <vector>
 
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include "models/bandwidth_calendar.h"
+#include "models/dram.h"
 #include "models/params.h"
 #include "models/timed_memory.h"
 #include "models/unit_command.h"
@@ -28,8 +31,13 @@ struct HbmParams {
     unsigned interleave_bytes = 1024;
     unsigned queue_depth = 64;             // pieces per channel
     Tick bucket = 64'000;                  // ps
+    std::string model = "bandwidth";       // bandwidth | dram
+    DramParams dram;                       // model dram: models/dram.h
 
     void declare(ParamVisitor& v) {
+        v.choice("model", model, {"bandwidth", "dram"},
+                 "bandwidth: channels x channel_bandwidth_gbps calendars + latency_ns; dram: the DRAM protocol "
+                 "model of `standard` (banks, rows, timings, refresh; models/dram.h), channels x its pseudo-channels");
         v.bytes("capacity", capacity, 1024, 1ull << 50, "bytes of HBM");
         v.u32("channels", channels, 1, 4096, "channels", "independent channels");
         v.real("channel_bandwidth_gbps", channel_bandwidth_gbps, 0.001, 1e6, "GB/s", "GB/s per channel (1 GB/s = 1 byte/ns)");
@@ -41,6 +49,7 @@ struct HbmParams {
                    "resolution of a channel's bandwidth calendar (rounded down to a power of two ps): "
                    "no bucket carries more than bandwidth x bucket; finer is more exact and slower",
                    Dump::WhenSet);
+        dram.declare(v);
     }
 };
 
@@ -71,7 +80,7 @@ public:
     std::vector<Stat> stats() const override;
     std::uint64_t bytes_read() const { return bytes_read_; }
     std::uint64_t bytes_written() const { return bytes_written_; }
-    double peak_gbps() const { return cfg_.channels * cfg_.channel_bandwidth_gbps; }
+    double peak_gbps() const { return dram_ ? dram_->peak_gbps() : cfg_.channels * cfg_.channel_bandwidth_gbps; }
     const HbmConfig& config() const { return cfg_; }
     // The timing of one request (b_transport's, without the payload): models/timed_memory.h.
     MemTiming access(const MemAccess& a) override;
@@ -82,7 +91,10 @@ private:
     bool in_range(std::uint64_t addr, std::uint64_t len) const {
         return !(addr < cfg_.base || addr - cfg_.base > cfg_.capacity || len > cfg_.capacity - (addr - cfg_.base));
     }
+    void dram_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     HbmConfig cfg_;
+    std::unique_ptr<DramModel> dram_;  // model dram
+    Tick dram_busy_ = 0;               // data-bus time of every burst (model dram)
     std::vector<BandwidthCalendar> channels_;
     Tick granule_service_ = 0;       // transfer time of one full interleave granule
     std::uint64_t bytes_read_ = 0, bytes_written_ = 0, requests_ = 0;

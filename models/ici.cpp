@@ -19,6 +19,7 @@ IciPort::IciPort(const sc_core::sc_module_name& n, const IciPortConfig& cfg)
 }
 
 int IciPort::route(std::uint16_t dest, std::uint64_t addr) const {
+    if (cfg_.switched) return dest == cfg_.chip ? -1 : 0;
     unsigned c = dest;
     for (std::size_t d = 0; d < cfg_.dims.size(); ++d) {
         const unsigned size = cfg_.dims[d], want = c % size;
@@ -106,6 +107,45 @@ std::vector<Stat> IciLink::stats() const {
             {"transfers", d(transfers_), true, "transactions carried", "transactions"},
             {"backpressure_ns", ticks_to_ns(backpressure_), false, "time senders waited for buffer room", "ns"},
             {"peak_gbps", cfg_.bandwidth_gbps, false, "configured bandwidth per direction", "GB/s"}};
+}
+
+IciSwitch::IciSwitch(const sc_core::sc_module_name& n, const IciSwitchConfig& cfg)
+    : XpuModule(n), in("in"), out("out"), cfg_(cfg) {
+    in.register_b_transport(this, &IciSwitch::b_transport);
+    expose_target("in", in, true, false);
+    expose_initiator("out", out, true, false);
+    for (unsigned i = 0; i < cfg_.ports; ++i) egress_.emplace_back(cfg_.bandwidth_gbps / 1000.0, 32'000);
+}
+
+void IciSwitch::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+    const std::uint64_t a = gp.get_address();
+    const unsigned dest = remote_chip(a);
+    if (!is_remote(a) || dest >= egress_.size() || dest >= out.size()) {
+        gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+        return;
+    }
+    const Tick now = now_ticks(), arrival = now + delay.value();
+    const std::uint64_t len = gp.get_data_length();
+    const std::uint64_t packets = std::max<std::uint64_t>((len + cfg_.packet_bytes - 1) / cfg_.packet_bytes, 1);
+    const std::uint64_t wire = len + packets * cfg_.packet_overhead_bytes;
+    const Tick serial = transfer_ticks(wire, cfg_.bandwidth_gbps);
+    // The head arrives at `arrival` (cut-through from the uplink): the port sends it on once it
+    // has room, and the bytes leave no faster than the port's bandwidth.
+    const Tick moved = egress_[dest].reserve(arrival, wire, now);
+    const Tick head = moved - serial + cfg_.latency;
+    sc_core::sc_time d = to_sc(head - now);
+    out[dest]->b_transport(gp, d);
+    const Tick done = max_tick(now + d.value(), moved + cfg_.latency);
+    bytes_ += len;
+    ++transfers_;
+    delay = to_sc(done - now);
+}
+
+std::vector<Stat> IciSwitch::stats() const {
+    auto d = [](auto v) { return static_cast<double>(v); };
+    return {{"bytes", d(bytes_), true, "payload bytes switched", "bytes"},
+            {"transfers", d(transfers_), true, "transactions switched", "transactions"},
+            {"port_gbps", cfg_.bandwidth_gbps, false, "configured bandwidth of each egress port", "GB/s"}};
 }
 
 }  // namespace xpu

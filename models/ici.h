@@ -38,6 +38,7 @@ struct IciPortConfig : IciPortParams {
     std::uint16_t chip = 0;
     std::vector<unsigned> dims;        // torus dimensions (a ring: one), product = chips
     unsigned links_per_neighbour = 1;  // parallel links per direction
+    bool switched = false;             // topology switch: every other chip through links[0] (the uplink)
 };
 
 class IciPort : public XpuModule {
@@ -127,6 +128,55 @@ private:
     std::uint64_t bytes_ = 0, wire_bytes_ = 0, transfers_ = 0;
     int from_chip_ = -1;
     Tick backpressure_ = 0;
+};
+
+// A switched topology (`topology.kind: switch`, GPU-style scale-up domains): every chip has one
+// uplink (an IciLink of topology.link) into one crossbar, and the crossbar one egress port per
+// chip. A transfer crosses its uplink (link bandwidth and latency), then the crossbar (one hop:
+// `latency_ns`, and the egress port toward its destination at `bandwidth_gbps`, a
+// BandwidthCalendar with the link's packet overhead), cut-through like the links. Many chips
+// sending to one (incast) share that egress port; disjoint pairs do not interfere.
+// Closed form of one transfer of x bytes: link latency + latency_ns + wire(x) / min(link, port).
+struct IciSwitchParams {
+    double bandwidth_gbps = 450;  // per egress port
+    Tick latency = 100'000;       // ps through the crossbar
+
+    void declare(ParamVisitor& v) {
+        v.real("bandwidth_gbps", bandwidth_gbps, 0.001, 1e6, "GB/s", "GB/s of each egress port (one per chip)");
+        v.ticks_ns("latency_ns", latency, 0, 1e6, "through the crossbar");
+    }
+};
+
+struct IciSwitchConfig : IciSwitchParams {
+    unsigned ports = 2;                  // = chips
+    unsigned packet_bytes = 1024;        // the links' packetisation (topology.link)
+    unsigned packet_overhead_bytes = 64;
+};
+
+class IciSwitch : public XpuModule {
+public:
+    tlm_utils::multi_passthrough_target_socket<IciSwitch, 32, tlm::tlm_base_protocol_types, 0,
+                                               sc_core::SC_ZERO_OR_MORE_BOUND>
+        in;  // from every chip's uplink
+    tlm_utils::multi_passthrough_initiator_socket<IciSwitch, 32, tlm::tlm_base_protocol_types, 0,
+                                                  sc_core::SC_ZERO_OR_MORE_BOUND>
+        out;  // [chip] -> that chip's IciPort.in
+
+    IciSwitch(const sc_core::sc_module_name& n, const IciSwitchConfig& cfg);
+    const char* kind() const override { return "IciSwitch"; }
+    Role role() const override { return Role::Router; }
+    ModuleFacts facts() const override {
+        ModuleFacts f;
+        f.peak_gbps = cfg_.bandwidth_gbps;
+        return f;
+    }
+    std::vector<Stat> stats() const override;
+
+private:
+    void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    IciSwitchConfig cfg_;
+    std::vector<BandwidthCalendar> egress_;
+    std::uint64_t bytes_ = 0, transfers_ = 0;
 };
 
 }  // namespace xpu

@@ -5,9 +5,31 @@
 namespace xpu {
 
 MatrixUnit::MatrixUnit(const sc_core::sc_module_name& n, const MatrixUnitConfig& cfg)
-    : XpuModule(n), cmd("cmd"), cfg_(cfg), queue_(cfg.queue_depth) {
+    : XpuModule(n), cmd("cmd"), cfg_(cfg), queue_(cfg.queue_depth),
+      flow_(cfg.dataflow == "os" ? Flow::Os : cfg.dataflow == "is" ? Flow::Is : Flow::Ws) {
     cmd.register_b_transport(this, &MatrixUnit::b_transport);
     expose_target("cmd", cmd, false);
+}
+
+// What fits one instruction: ws holds a k x n weight tile; os streams k (any) against n <= C
+// output columns; is holds k <= R of the inputs and streams n (any) weight columns.
+bool MatrixUnit::fits(std::uint64_t k, std::uint64_t n) const {
+    switch (flow_) {
+        case Flow::Os: return n <= cfg_.cols;
+        case Flow::Is: return k <= cfg_.rows;
+        default: return k <= cfg_.rows && n <= cfg_.cols;
+    }
+}
+
+const char* MatrixUnit::fit_rule(bool matmul) const {
+    switch (flow_) {
+        case Flow::Os: return matmul ? "matmul shape the array cannot take (need m > 0, output-stationary: n <= cols)"
+                                     : "operand tile the array cannot take (output-stationary: n <= cols)";
+        case Flow::Is: return matmul ? "matmul shape the array cannot take (need m > 0, input-stationary: k <= rows)"
+                                     : "operand tile the array cannot take (input-stationary: k <= rows)";
+        default: return matmul ? "matmul shape the array cannot take (need m > 0, k <= rows, n <= cols)"
+                               : "weight tile larger than the systolic array (k <= rows, n <= cols)";
+    }
 }
 
 void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
@@ -24,10 +46,17 @@ void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& del
 
     switch (in.op) {
         case Opcode::MPush: {
-            if (in.has(kShape) && (in.k > cfg_.rows || in.n > cfg_.cols)) {
-                c->error = "weight tile larger than the systolic array (k <= rows, n <= cols)";
+            if (in.has(kShape) && !fits(in.k, in.n)) {
+                c->error = fit_rule(false);
                 gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
                 return;
+            }
+            if (flow_ != Flow::Ws) {  // os, is: the pushed operand streams during the matmul
+                start = complete = occupied_until = max_tick(accept, weight_port_free_);
+                weights_ready_ = start;
+                weights_used_ = false;
+                ++pushes_;
+                break;
             }
             start = max_tick(accept, weight_port_free_);
             // Without a shadow buffer the array must be empty before its weights change.
@@ -43,10 +72,37 @@ void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& del
             break;
         }
         case Opcode::MatMul: {
-            if (!in.has(kShape) || in.m == 0 || in.k > cfg_.rows || in.n > cfg_.cols) {
-                c->error = "matmul shape the array cannot take (need m > 0, k <= rows, n <= cols)";
+            if (!in.has(kShape) || in.m == 0 || !fits(in.k, in.n)) {
+                c->error = fit_rule(true);
                 gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
                 return;
+            }
+            if (flow_ != Flow::Ws) {
+                const Tick r = cfg_.rows_per_cycle, R = cfg_.rows, C = cfg_.cols;
+                const Tick skew = R + C - 2;
+                // os: ceil(M / R) folds streaming k; is: ceil(M / C) folds, R to load each input
+                // tile, then n streamed.
+                const Tick folds = flow_ == Flow::Os ? (in.m + R - 1) / R : (in.m + C - 1) / C;
+                const Tick fill = flow_ == Flow::Is ? (R + r - 1) / r : 0;
+                const Tick stream = ((flow_ == Flow::Os ? Tick(in.k) : Tick(in.n)) + r - 1) / r;
+                const Tick fold = fill + stream + skew;
+                start = max_tick(max_tick(earliest, weights_ready_), stream_free_);
+                if (!cfg_.double_buffer) {
+                    start = max_tick(start, drain_done_);  // fold after fold, nothing overlapped
+                    occupied_until = start + folds * fold * cyc;
+                    complete = occupied_until;
+                } else {
+                    const Tick spacing = flow_ == Flow::Os ? stream : std::max(stream, fill);
+                    occupied_until = start + (fill + folds * spacing) * cyc;
+                    complete = start + ((folds - 1) * spacing + fold) * cyc;
+                }
+                stream_free_ = occupied_until;
+                drain_done_ = max_tick(drain_done_, complete);
+                weights_used_ = true;
+                stream_busy_ += occupied_until - start;
+                flops_ += 2ull * in.m * in.n * in.k;
+                ++matmuls_;
+                break;
             }
             start = max_tick(max_tick(earliest, weights_ready_), stream_free_);
             occupied_until = start + ((Tick(in.m) + cfg_.rows_per_cycle - 1) / cfg_.rows_per_cycle) * cyc;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "traces/instruction.h"
 
@@ -37,6 +38,12 @@ public:
                           Dump dump = Dump::Always) = 0;
     virtual void boolean(const char* key, bool& v, const char* doc) = 0;
     virtual void text(const char* key, std::string& v, const char* doc) = 0;
+    // A word out of a fixed set ("ws", "os", "is"); the reader rejects any other. By default a
+    // plain text (for visitors that do not check or document values).
+    virtual void choice(const char* key, std::string& v, const std::vector<std::string>& options, const char* doc) {
+        (void)options;
+        text(key, v, doc);
+    }
     // A key whose value is a mapping or a list that its owner reads itself (chip.modules,
     // topology.dims): declared so that the reference lists it and it is not an unknown key.
     // `kind` says what it holds ("mapping", "list of integers").

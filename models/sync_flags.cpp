@@ -71,8 +71,10 @@ void SyncFlags::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time&
         return;
     }
     // Flags are observed by other threads: act at the caller's time, in kernel time.
+    const bool posted = c->op == FlagCommand::Op::Set || c->op == FlagCommand::Op::Add;
+    if (posted && c->not_before > now_ticks() + delay.value()) delay = to_sc(c->not_before - now_ticks());
     if (delay != sc_core::SC_ZERO_TIME) {
-        if (c->op == FlagCommand::Op::Set || c->op == FlagCommand::Op::Add) {
+        if (posted) {
             delayed_.push_back({now_ticks() + delay.value(), c->op, c->flag, c->value, origin_of(*c)});
             due_.notify(delay);
             gp.set_response_status(tlm::TLM_OK_RESPONSE);

@@ -111,6 +111,9 @@ struct FlagCommand {
     const Instruction* in = nullptr;   // the instruction waiting (or raising), for diagnosis
     std::uint16_t chip = 0, core = 0;  // the stream of `in`, for the transaction log
     std::uint64_t index = 0;
+    // A posted set/add takes effect no earlier than this (ps): a remote DMA's completion flag,
+    // sent behind its data on the same route, becomes visible once the data has landed.
+    Tick not_before = 0;
 };
 
 // Fixed-size queue of start times: instruction i can enter a unit's queue of depth Q only

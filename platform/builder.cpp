@@ -218,6 +218,7 @@ void Platform::build_chip(const PlatformConfig& cfg, const Plan& plan, unsigned 
             ctx.flags_base = plan.spaces.flags;
             ctx.dims = cfg.topology.dims;
             ctx.links_per_neighbour = cfg.topology.links_per_neighbour;
+            ctx.switched = cfg.topology.kind == "switch";
             ctx.trace = plan.trace;
             ctx.cores = plan.cores_per_chip;
             if (auto it = plan.routes.find(d.path); it != plan.routes.end()) ctx.routes = it->second;
@@ -244,6 +245,25 @@ void Platform::build_chip(const PlatformConfig& cfg, const Plan& plan, unsigned 
 // in the order of the IciPort's links[] socket (see IciPort::route).
 void Platform::build_links(const PlatformConfig& cfg) {
     const auto& dims = cfg.topology.dims;
+    if (cfg.topology.kind == "switch") {  // one uplink per chip into one crossbar (models/ici.h)
+        IciSwitchConfig sc;
+        static_cast<IciSwitchParams&>(sc) = cfg.topology.crossbar;
+        sc.ports = cfg.chips;
+        sc.packet_bytes = cfg.topology.link.packet_bytes;
+        sc.packet_overhead_bytes = cfg.topology.link.packet_overhead_bytes;
+        auto sw = std::make_unique<IciSwitch>("switch", sc);
+        switch_ = sw.get();
+        modules_.push_back(sw.get());
+        owned_.push_back(std::move(sw));
+        for (unsigned c = 0; c < cfg.chips; ++c) {
+            auto link = std::make_unique<IciLink>(("chip" + std::to_string(c) + "_up").c_str(), cfg.topology.link);
+            link->set_from_chip(static_cast<int>(c));
+            link_plan_.push_back({c, c, link.get()});
+            modules_.push_back(link.get());
+            owned_.push_back(std::move(link));
+        }
+        return;
+    }
     for (unsigned c = 0; c < cfg.chips; ++c) {
         std::vector<unsigned> coord;
         unsigned rest = c;
@@ -284,6 +304,28 @@ void Platform::connect_links(const PlatformConfig& cfg) {
     if (!ports[0])
         throw ConfigError(cfg.file + ": chip.modules: " + std::to_string(cfg.chips) +
                           " chips need an IciPort per chip (type: IciPort) to connect their links");
+    if (switch_) {  // chip c: links[0] -> its uplink -> the crossbar -> out[c] -> its in
+        for (const auto& lp : link_plan_) {
+            SocketPort* out = ports[lp.from]->port("links");
+            SocketPort* in = ports[lp.from]->port("in");
+            if (!out || !in || !out->initiator || in->initiator)
+                throw ConfigError(cfg.file + ": chip.modules: " + ports[lp.from]->kind() +
+                                  " plays an IciPort but lacks its links (initiator) or in (target) socket");
+            out->bind(*lp.link->port("in")->target);
+            lp.link->port("out")->bind(*switch_->port("in")->target);
+            ++out->bound;
+            ++lp.link->port("in")->bound;
+            ++lp.link->port("out")->bound;
+            ++switch_->port("in")->bound;
+        }
+        for (unsigned c = 0; c < cfg.chips; ++c) {
+            SocketPort* in = ports[c]->port("in");
+            switch_->port("out")->bind(*in->target);
+            ++switch_->port("out")->bound;
+            ++in->bound;
+        }
+        return;
+    }
     for (const auto& lp : link_plan_) {
         SocketPort* out = ports[lp.from]->port("links");
         SocketPort* in = ports[lp.to]->port("in");

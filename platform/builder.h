@@ -74,6 +74,7 @@ private:
     std::vector<ScalarCore*> cores_;
     std::map<std::string, XpuModule*> by_path_;  // "chipN/" + path in the description
     std::vector<LinkPlan> link_plan_;
+    IciSwitch* switch_ = nullptr;  // topology switch: the crossbar
 };
 
 }  // namespace xpu::platform

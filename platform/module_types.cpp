@@ -71,6 +71,7 @@ void fill_ici_port(IciPortConfig& k, const BuildContext& ctx) {
     k.chip = ctx.chip;
     k.dims = ctx.dims.empty() ? std::vector<unsigned>{1} : ctx.dims;
     k.links_per_neighbour = ctx.links_per_neighbour;
+    k.switched = ctx.switched;
 }
 
 // It serves the whole remote window of the address map (bit 63 set).
@@ -86,7 +87,7 @@ std::vector<ModuleType> shipped_types() {
         model_type<VectorUnit, VectorUnitConfig>(
             "VectorUnit", "SIMD unit: ALU, transcendental, cross-lane, load/store pipelines (sockets: cmd, mem)",
             {fill_vector_unit}),
-        model_type<MatrixUnit, MatrixUnitConfig>("MatrixUnit", "weight-stationary systolic array (socket: cmd)",
+        model_type<MatrixUnit, MatrixUnitConfig>("MatrixUnit", "systolic array: weight-, output- or input-stationary (socket: cmd)",
                                                  {fill_matrix_unit}),
         model_type<Vmem, VmemConfig>("Vmem", "on-chip vector memory (socket: port)", {fill_vmem, vmem_capacity}),
         model_type<HbmController, HbmConfig>("HbmController", "HBM channels with bandwidth, latency, queueing (socket: port)",

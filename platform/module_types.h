@@ -34,6 +34,7 @@ struct BuildContext {
     std::optional<std::uint64_t> flags_base;  // DmaEngine: the chips' SyncFlags window, if mapped
     std::vector<unsigned> dims;         // IciPort: the torus
     unsigned links_per_neighbour = 1;
+    bool switched = false;              // IciPort: topology switch (every other chip via links[0])
 };
 
 // A module of the description before elaboration: its parameters (a ParamSet, read from its

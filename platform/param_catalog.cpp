@@ -31,6 +31,7 @@ std::vector<ParamGroup> param_groups() {
                                             "a window of global addresses served by a memory (its size: the memory's)"),
         description_group<TopologyParams>("topology", "how the chips connect"),
         description_group<IciLinkParams>("topology.link", "every inter-chip link (IciLink), per direction"),
+        description_group<IciSwitchParams>("topology.switch", "the crossbar of a switched topology (IciSwitch)"),
     };
     for (const auto& t : module_types())
         groups.push_back({t.name, t.doc, true, [make = t.make]() -> std::unique_ptr<ParamSet> { return make(); }});
@@ -69,6 +70,12 @@ void ParamCatalog::boolean(const char* key, bool& v, const char* doc) {
 
 void ParamCatalog::text(const char* key, std::string& v, const char* doc) {
     docs_.push_back({key, "string", "", "", v.empty() ? "\"\"" : v, doc});
+}
+
+void ParamCatalog::choice(const char* key, std::string& v, const std::vector<std::string>& options, const char* doc) {
+    std::string range;
+    for (const auto& o : options) range += (range.empty() ? "" : " | ") + o;
+    docs_.push_back({key, "choice", range, "", v, doc});
 }
 
 void ParamCatalog::section(const char* key, const char* kind, const char* doc) {

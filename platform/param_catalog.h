@@ -63,6 +63,7 @@ public:
     void ticks_ns(const char* key, Tick& v, double lo_ns, double hi_ns, const char* doc, Dump dump) override;
     void boolean(const char* key, bool& v, const char* doc) override;
     void text(const char* key, std::string& v, const char* doc) override;
+    void choice(const char* key, std::string& v, const std::vector<std::string>& options, const char* doc) override;
     void section(const char* key, const char* kind, const char* doc) override;
 
     const std::vector<ParamDoc>& docs() const { return docs_; }

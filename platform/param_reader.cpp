@@ -194,6 +194,19 @@ void ParamReader::text(const char* key, std::string& v, const char*) {
     effective_[key] = v;
 }
 
+void ParamReader::choice(const char* key, std::string& v, const std::vector<std::string>& options, const char*) {
+    YAML::Node n = take(key);
+    if (n.IsDefined()) {
+        if (!n.IsScalar() || std::find(options.begin(), options.end(), n.Scalar()) == options.end()) {
+            std::string list;
+            for (const auto& o : options) list += (list.empty() ? "" : ", ") + o;
+            fail(key, "expected one of " + list + (n.IsScalar() ? ", got '" + n.Scalar() + "'" : ""));
+        }
+        v = n.Scalar();
+    }
+    effective_[key] = v;
+}
+
 void ParamReader::section(const char* key, const char*, const char*) { seen_.emplace_back(key); }
 
 void ParamReader::skip(const char* key) { seen_.emplace_back(key); }

@@ -31,6 +31,7 @@ public:
     void ticks_ns(const char* key, Tick& v, double lo_ns, double hi_ns, const char* doc, Dump dump) override;
     void boolean(const char* key, bool& v, const char* doc) override;
     void text(const char* key, std::string& v, const char* doc) override;
+    void choice(const char* key, std::string& v, const std::vector<std::string>& options, const char* doc) override;
     // Its owner reads it: only marked as known.
     void section(const char* key, const char* kind, const char* doc) override;
     // A key handled elsewhere (a module's `type`) that must not count as unknown.

@@ -57,9 +57,11 @@ void AddressMapParams::declare(ParamVisitor& v) {
 }
 
 void TopologyParams::declare(ParamVisitor& v) {
-    v.text("kind", kind, "ring, torus2d or torus3d");
-    v.section("dims", "list of integers", "dimension sizes 1..4096: [X] for a ring, [X, Y], [X, Y, Z]; product = chips");
-    v.section("link", "mapping", "the inter-chip links (topology.link: below)");
+    v.text("kind", kind, "ring, torus2d, torus3d or switch");
+    v.section("dims", "list of integers",
+              "dimension sizes 1..4096: [X] for a ring or a switch, [X, Y], [X, Y, Z]; product = chips");
+    v.section("link", "mapping", "the inter-chip links (topology.link: below); with a switch, each chip's uplink");
+    v.section("switch", "mapping", "kind switch: the crossbar (topology.switch: below)");
     v.u32("links_per_neighbour", links_per_neighbour, 1, 16, "links", "parallel links per direction to each neighbour");
 }
 
@@ -160,7 +162,7 @@ void read_params(const YamlSource& src, const YAML::Node& node, const std::strin
 
 // topology.dims: as many sizes as the kind has dimensions, multiplying to the chip count.
 void read_dims(const YamlSource& src, const YAML::Node& topo, unsigned chips, Topology& t) {
-    const unsigned want = t.kind == "ring" ? 1 : t.kind == "torus2d" ? 2 : t.kind == "torus3d" ? 3 : 0;
+    const unsigned want = t.kind == "ring" || t.kind == "switch" ? 1 : t.kind == "torus2d" ? 2 : t.kind == "torus3d" ? 3 : 0;
     YAML::Node dims = topo["dims"];
     if (!dims.IsDefined() || !dims.IsSequence() || dims.size() != want)
         src.fail(dims.IsDefined() ? dims : topo, "topology.dims",
@@ -185,7 +187,7 @@ void read_topology(const YamlSource& src, const YAML::Node& root, PlatformConfig
     YAML::Node topo = root["topology"];
     if (!topo.IsDefined()) {
         if (cfg.chips > 1)
-            src.fail(root, "topology", "missing: " + std::to_string(cfg.chips) + " chips need a topology (ring, torus2d or torus3d)");
+            src.fail(root, "topology", "missing: " + std::to_string(cfg.chips) + " chips need a topology (ring, torus2d, torus3d or switch)");
         return;
     }
     Topology& t = cfg.topology;
@@ -194,8 +196,8 @@ void read_topology(const YamlSource& src, const YAML::Node& root, PlatformConfig
         ParamReader tp(&src, topo, "topology");
         t.declare(tp);
         tp.finish();
-        if (t.kind != "ring" && t.kind != "torus2d" && t.kind != "torus3d")
-            tp.fail("kind", "expected ring, torus2d or torus3d, got '" + t.kind + "'");
+        if (t.kind != "ring" && t.kind != "torus2d" && t.kind != "torus3d" && t.kind != "switch")
+            tp.fail("kind", "expected ring, torus2d, torus3d or switch, got '" + t.kind + "'");
     }
     read_dims(src, topo, cfg.chips, t);
     YAML::Node eff_link(YAML::NodeType::Map);
@@ -208,6 +210,13 @@ void read_topology(const YamlSource& src, const YAML::Node& root, PlatformConfig
     eff["dims"] = ed;
     eff["links_per_neighbour"] = t.links_per_neighbour;
     eff["link"] = eff_link;
+    if (t.kind == "switch") {
+        YAML::Node eff_switch(YAML::NodeType::Map);
+        read_params(src, topo["switch"], "topology.switch", t.crossbar, eff_switch);
+        eff["switch"] = eff_switch;
+    } else if (topo["switch"].IsDefined()) {
+        src.fail(topo["switch"], "topology.switch", "only a topology of kind switch has a crossbar");
+    }
     cfg.effective["topology"] = eff;
 }
 

@@ -83,7 +83,7 @@ struct AddressMapParams {
 // How the chips connect: a ring or torus of `dims` (product = chips), with one IciLink per
 // direction per neighbour (times links_per_neighbour).
 struct TopologyParams {
-    std::string kind = "none";  // none (one chip), ring, torus2d, torus3d
+    std::string kind = "none";  // none (one chip), ring, torus2d, torus3d, switch
     unsigned links_per_neighbour = 1;
     void declare(ParamVisitor& v);
 };
@@ -91,6 +91,7 @@ struct TopologyParams {
 struct Topology : TopologyParams {
     std::vector<unsigned> dims;  // its length depends on kind: read by the loader
     IciLinkConfig link;
+    IciSwitchParams crossbar;  // kind switch: topology.switch
 };
 
 struct PlatformConfig : DescriptionParams, SimParams, ChipParams {

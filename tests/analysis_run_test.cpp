@@ -131,25 +131,55 @@ TEST(AnalysisLog, HoldsEveryEventAndTheBytesAddUp) {
             if (r.data.units[p.controller].path + " bandwidth" == s.name) moved += p.bytes;
         EXPECT_NEAR(bytes, static_cast<double>(moved), 1e-6 * static_cast<double>(moved) + 1) << s.name;
         EXPECT_EQ(moved, r.run->result.hbm_bytes_read + r.run->result.hbm_bytes_written) << "every HBM byte, once";
-        // Never above the peak: the controller's calendar carries at most rate x bucket bytes in
-        // each of its buckets (the configured resolution, rounded down to a power of two); a
-        // piece is drawn over the transfer time before its end, which may lie one calendar
-        // bucket off its reservation at either end of a window. So over a window of W the bound
-        // is peak x (W + 2 buckets).
-        double calendar_bucket = 0;
-        for (XpuModule* m : r.run->sim->platform().modules())
-            if (auto* h = dynamic_cast<HbmController*>(m)) {
-                Tick b = 1;
-                while (b * 2 <= h->config().bucket) b *= 2;
-                calendar_bucket = static_cast<double>(b);
-            }
-        ASSERT_GT(calendar_bucket, 0);
-        const double bound = s.ceiling * (1.0 + 2.0 * calendar_bucket / static_cast<double>(s.bucket));
+        // Never above the peak (issue 15: the quickstart's HBM chart showed 112.6%): what a
+        // bucket's drawn intervals put above the peak moved, at the peak, in the next bucket
+        // (analyze.cpp cap_at_peak); the byte total above still holds.
         double highest = 0;
         for (double v : s.values) highest = std::max(highest, v);
-        EXPECT_LE(highest, bound) << s.name;
+        EXPECT_LE(highest, s.ceiling * (1.0 + 1e-9)) << s.name;
         EXPECT_GT(highest, 0.5 * s.ceiling) << s.name << ": the GEMM's loads run near the peak";
     }
+}
+
+// The quickstart's HBM chart showed 1351 GB/s of a 1200 GB/s peak (issue 15). Never above the
+// peak, whatever the chart's resolution (down to buckets shorter than the HBM calendar's 65.5 ns),
+// on HBM and on links, and every byte still drawn. Reference: the configured peak (a
+// conservation law of the calendars: no bucket carries more than peak x bucket).
+namespace {
+void expect_charts_under_peak(const std::string& trace, const std::string& platform) {
+    auto r = analyzed(trace, {}, platform);
+    for (std::size_t buckets : {200u, 1000u, 5000u}) {
+        analysis::AnalyzeOptions opt;
+        opt.series_buckets = buckets;
+        const auto a = analysis::analyze(r.data, opt);
+        std::size_t charts = 0;
+        for (const auto& s : a.series) {
+            if (s.unit != "GB/s") continue;
+            ++charts;
+            double highest = 0, drawn = 0;
+            for (double v : s.values) {
+                highest = std::max(highest, v);
+                drawn += v * static_cast<double>(s.bucket) / 1000.0;
+            }
+            EXPECT_LE(highest, s.ceiling * (1.0 + 1e-9)) << trace << " " << s.name << " at " << buckets << " buckets";
+            EXPECT_GT(drawn, 0) << s.name;
+        }
+        EXPECT_GT(charts, 0u);
+    }
+}
+}  // namespace
+
+TEST(AnalysisLog, HbmChartNeverExceedsThePeak) {
+    expect_charts_under_peak(source_path("traces/samples/gemm-1k-late-dma.bin"), "configs/xpu.yaml");
+}
+
+TEST(AnalysisLog, LinkChartsNeverExceedThePeak) {
+    gen::CollectiveParams cp;
+    cp.op = "all-reduce";
+    cp.chips = 4;
+    cp.bytes = 4 << 20;
+    cp.chunks = 4;
+    expect_charts_under_peak(collective_trace("ar.bin", cp), "configs/xpu-ring4.yaml");
 }
 
 // Known by construction: an elementwise op and a second one that reads its result. The

@@ -5,16 +5,28 @@
 //     T = (N - 1) x (alpha + wire(S/N) / B)
 // where B is the link bandwidth, wire(x) adds the per-packet overhead (x + ceil(x/packet) x
 // overhead, per DMA chunk), and alpha is the fixed cost of one step on this platform, summed
-// from the configured parts along the path of a step (no fitted constant):
+// from the configured parts along the path of a step (no fitted constant; docs/architecture.md,
+// "What a collective step costs"):
 //   DMA setup, the interconnect hop, the first chunk's HBM read (latency + its transfer over
 //   the channels it spans), the interconnect and the port, one link latency, the far port and
 //   interconnect, the last chunk's HBM write at the destination (twice for a reducing write:
-//   read-modify-write) and latency, less that chunk's serialisation (cut-through overlaps it),
-//   then the completion-flag write over the same path (port, link, port, interconnect).
+//   read-modify-write) and latency, less that chunk's serialisation (cut-through overlaps it).
+// The completion flag is posted behind the data on the same route and takes effect when the
+// data has landed: it adds no second link latency (it did before: +110-140% at 16-64 KiB
+// against ASTRA-sim's analytical backend, issue 15).
 // All-reduce = reduce-scatter + all-gather. A bidirectional ring runs two rings on half the
-// data each over the two link directions; a 2D torus runs the ring algorithm along Y on S/X,
-// then along X on S (all-gather; reduce-scatter in the reverse order). Within 2% from 1 MiB up;
-// below that, where the per-step fixed costs dominate, within 10%.
+// data each over the two link directions; a torus runs the ring algorithm along X on S, then
+// along Y on S/X (and Z on S/(XY)) for a reduce-scatter, the reverse for an all-gather; the
+// bidirectional torus runs that on each half of the data, in opposite directions. A switch adds
+// its crossbar latency to alpha and serialises at the slower of uplink and egress port.
+// Within 2% from 16 KiB to 256 MiB (why it holds: every fixed cost on a step's path is in
+// alpha, every byte in beta; what the model leaves out is the core's few cycles between a flag
+// and the next DMA).
+//
+// With every on-chip cost set to zero (DMA setup, interconnect, port and HBM latencies, HBM and
+// DMA bandwidth unbounded, no packet overhead), alpha is the link latency alone: the form of
+// ASTRA-sim's congestion-unaware analytical backend (collective time = steps x (hop latency +
+// message / link bandwidth), astra-sim/astra-network-analytical), checked in AstraSimForm.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -72,15 +84,15 @@ struct Model {
         for (auto& [c, b] : per) worst = std::max(worst, std::ceil(b * 1000.0 / p.hbm_channel_gbps) / 1000.0);
         return worst;
     }
+    double switch_ns = 0, switch_gbps = 0;  // topology switch: crossbar latency and egress port
+    double beta_gbps() const { return switch_gbps > 0 ? std::min(p.link_gbps, switch_gbps) : p.link_gbps; }
     double step(std::uint64_t shard, bool reduce) const {
         const std::uint64_t first = std::min<std::uint64_t>(p.chunk, shard);
         const std::uint64_t last = shard - (((shard + p.chunk - 1) / p.chunk) - 1) * p.chunk;
-        const double flag_bytes = sizeof(FlagCommand);
-        const double flag = p.noc_ns + p.port_ns + wire(flag_bytes) / p.link_gbps + p.link_latency_ns + p.port_ns + p.noc_ns;
         const double alpha = p.setup_cycles * p.cycle_ns + p.noc_ns + p.hbm_latency_ns + hbm(first) + p.noc_ns + p.port_ns +
-                             p.link_latency_ns + p.port_ns + p.noc_ns + (reduce ? 2 : 1) * hbm(last) + p.hbm_latency_ns -
-                             wire(last) / p.link_gbps + flag;
-        return alpha + wire(shard) / p.link_gbps;
+                             p.link_latency_ns + switch_ns + p.port_ns + p.noc_ns + (reduce ? 2 : 1) * hbm(last) +
+                             p.hbm_latency_ns - wire(last) / beta_gbps();
+        return alpha + wire(shard) / beta_gbps();
     }
     double ring(unsigned n, std::uint64_t bytes, bool reduce) const { return (n - 1) * step(bytes / n, reduce); }
     double collective(const std::string& op, unsigned n, std::uint64_t bytes) const {
@@ -89,11 +101,24 @@ struct Model {
         if (op != "reduce-scatter") t += ring(n, bytes, false);
         return t;
     }
+    // Rings along each dimension in turn, each on the block the previous ones left.
+    double torus(const std::string& op, const std::vector<unsigned>& dims, std::uint64_t bytes) const {
+        double t = 0;
+        std::uint64_t b = bytes;
+        for (unsigned d : dims) {
+            if (op != "all-gather") t += ring(d, b, true);
+            if (op != "reduce-scatter") t += ring(d, b, false);
+            b /= d;
+        }
+        return t;
+    }
 };
 
-void check(double simulated, double model, std::uint64_t bytes, const std::string& what) {
-    const double tol = bytes >= (1u << 20) ? 0.02 : 0.10;
-    EXPECT_NEAR(simulated / model, 1.0, tol) << what << ": simulated " << simulated << " ns, model " << model << " ns";
+// Within 2% of the model (every size here is >= 16 KiB); the figures are printed for the docs.
+void check(double simulated, double model, std::uint64_t, const std::string& what) {
+    std::printf("%s: simulated %.1f ns, model %.1f ns, %+.2f%%\n", what.c_str(), simulated, model,
+                100.0 * (simulated / model - 1.0));
+    EXPECT_NEAR(simulated / model, 1.0, 0.02) << what << ": simulated " << simulated << " ns, model " << model << " ns";
 }
 
 struct Case {
@@ -128,7 +153,7 @@ static std::vector<Case> ring_cases() {
     std::vector<Case> v;
     for (const char* op : {"all-gather", "reduce-scatter", "all-reduce"})
         for (unsigned n : {4u, 8u, 16u, 64u})
-            for (std::uint64_t b : {4096ull, 65536ull, 1ull << 20, 16ull << 20, 256ull << 20}) v.push_back({op, n, b});
+            for (std::uint64_t b : {16384ull, 65536ull, 1ull << 20, 16ull << 20, 256ull << 20}) v.push_back({op, n, b});
     return v;
 }
 
@@ -139,35 +164,79 @@ INSTANTIATE_TEST_SUITE_P(AlphaBeta, RingCollective, ::testing::ValuesIn(ring_cas
     return op + "_" + std::to_string(info.param.chips) + "chips_" + std::to_string(info.param.bytes) + "B";
 });
 
-// Bidirectional ring: two rings on half the data each, on the two link directions at once.
-TEST(Collective, BidirectionalRingMatchesTwoHalfRings) {
-    for (std::uint64_t bytes : {1ull << 20}) {
-        gen::CollectiveParams p;
-        p.op = "all-reduce";
-        p.algo = "bidir-ring";
-        p.chips = 8;
-        p.bytes = bytes;
-        auto run = simulate(collective_trace("coll.bin", p), {"chips=8", "topology.dims=[8]"}, "configs/xpu-ring4.yaml", false);
-        Model m{platform_of(run->cfg)};
-        check(run->result.simulated_ns, m.collective("all-reduce", 8, bytes / 2), bytes, "bidir-ring all-reduce, 8 chips");
-    }
+struct TopoCase {
+    std::string op, algo, config;
+    std::vector<unsigned> dims;
+    std::uint64_t bytes;
+};
+
+void PrintTo(const TopoCase& c, std::ostream* os) { *os << c.op << " " << c.algo << " " << c.bytes << " B"; }
+
+class TopologyCollective : public ::testing::TestWithParam<TopoCase> {};
+
+std::string topo_name(const TopoCase& c) {
+    std::string n = c.op + "_" + c.algo + "_";
+    for (std::size_t i = 0; i < c.dims.size(); ++i) n += (i ? "x" : "") + std::to_string(c.dims[i]);
+    n += "_" + std::to_string(c.bytes) + "B";
+    for (auto& ch : n)
+        if (ch == '-') ch = '_';
+    return n;
 }
 
-// 2D torus: rings along each dimension in turn (see the header).
-TEST(Collective, Torus2dAllReduceMatchesRingsAlongEachDimension) {
+// Bidirectional ring, 2D and 3D tori (one and both directions), a switch: the model above.
+TEST_P(TopologyCollective, MatchesAlphaBeta) {
+    const TopoCase& c = GetParam();
     gen::CollectiveParams p;
-    p.op = "all-reduce";
-    p.algo = "torus2d";
-    p.chips = 16;
-    p.dims_x = p.dims_y = 4;
-    p.bytes = 16ull << 20;
-    auto run = simulate(collective_trace("coll.bin", p), {}, "configs/xpu-torus4x4.yaml", false);
+    p.op = c.op;
+    p.algo = c.algo;
+    p.bytes = c.bytes;
+    p.chips = 1;
+    for (unsigned d : c.dims) p.chips *= d;
+    std::vector<std::string> sets;
+    std::string dims = "[";
+    for (std::size_t i = 0; i < c.dims.size(); ++i) dims += (i ? ", " : "") + std::to_string(c.dims[i]);
+    dims += "]";
+    const bool torus = c.algo.find("torus") != std::string::npos;
+    if (torus) {
+        p.dims_x = c.dims[0];
+        p.dims_y = c.dims[1];
+        if (c.dims.size() > 2) p.dims_z = c.dims[2];
+    }
+    sets = {"chips=" + std::to_string(p.chips), "topology.dims=" + dims};
+    auto run = simulate(collective_trace("coll.bin", p), sets, c.config, false);
+    ASSERT_TRUE(run->result.completed) << run->result.diagnosis;
     Model m{platform_of(run->cfg)};
-    const double t = m.ring(4, p.bytes, true) + m.ring(4, p.bytes / 4, true) + m.ring(4, p.bytes / 4, false) +
-                     m.ring(4, p.bytes, false);
-    check(run->result.simulated_ns, t, p.bytes, "torus2d all-reduce 4x4");
+    if (c.config.find("switch") != std::string::npos) {
+        m.switch_ns = num(run->cfg.effective["topology"]["switch"]["latency_ns"]);
+        m.switch_gbps = num(run->cfg.effective["topology"]["switch"]["bandwidth_gbps"]);
+    }
+    const bool bidir = c.algo.rfind("bidir", 0) == 0;
+    const std::uint64_t part = bidir ? c.bytes / 2 : c.bytes;  // each direction carries half
+    const double model = torus ? m.torus(c.op, c.dims, part) : m.collective(c.op, p.chips, part);
+    check(run->result.simulated_ns, model, c.bytes, topo_name(c));
 }
 
+static std::vector<TopoCase> topo_cases() {
+    std::vector<TopoCase> v;
+    for (const char* op : {"all-gather", "reduce-scatter", "all-reduce"}) {
+        for (std::uint64_t b : {16384ull, 1ull << 20, 64ull << 20}) {
+            v.push_back({op, "bidir-ring", "configs/xpu-ring4.yaml", {8}, b});
+            v.push_back({op, "ring", "configs/xpu-switch8.yaml", {8}, b});
+        }
+        for (std::uint64_t b : {16384ull * 4, 1ull << 20, 16ull << 20}) {
+            v.push_back({op, "torus2d", "configs/xpu-torus4x4.yaml", {4, 4}, b});
+            v.push_back({op, "bidir-torus2d", "configs/xpu-torus4x4.yaml", {4, 4}, b});
+            v.push_back({op, "torus3d", "configs/xpu-torus4x4x4.yaml", {2, 2, 4}, b});
+            v.push_back({op, "bidir-torus3d", "configs/xpu-torus4x4x4.yaml", {4, 4, 4}, b});
+        }
+    }
+    return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(AlphaBeta, TopologyCollective, ::testing::ValuesIn(topo_cases()),
+                         [](const auto& info) { return topo_name(info.param); });
+
+// The 8x8 torus of the shipped config, an all-gather of 16 MiB.
 TEST(Collective, Torus2dAllGatherMatchesRingsAlongEachDimension) {
     gen::CollectiveParams p;
     p.op = "all-gather";
@@ -177,8 +246,78 @@ TEST(Collective, Torus2dAllGatherMatchesRingsAlongEachDimension) {
     p.bytes = 16ull << 20;
     auto run = simulate(collective_trace("coll.bin", p), {}, "configs/xpu-torus8x8.yaml", false);
     Model m{platform_of(run->cfg)};
-    check(run->result.simulated_ns, m.ring(8, p.bytes / 8, false) + m.ring(8, p.bytes, false), p.bytes,
-          "torus2d all-gather 8x8");
+    check(run->result.simulated_ns, m.torus("all-gather", {8, 8}, p.bytes), p.bytes, "torus2d all-gather 8x8");
+}
+
+// ASTRA-sim's congestion-unaware analytical form: with every on-chip cost zeroed, a ring
+// collective is steps x (link latency + shard / link bandwidth), nothing else.
+class AstraSimForm : public ::testing::TestWithParam<Case> {};
+
+TEST_P(AstraSimForm, OnChipCostsZeroedLeaveLinkLatencyAndBandwidth) {
+    const Case& c = GetParam();
+    gen::CollectiveParams p;
+    p.op = c.op;
+    p.algo = "ring";
+    p.chips = c.chips;
+    p.bytes = c.bytes;
+    const std::vector<std::string> zero = {
+        "chips=" + std::to_string(c.chips), "topology.dims=[" + std::to_string(c.chips) + "]",
+        "topology.link.packet_overhead_bytes=0", "chip.modules.hbm.latency_ns=0",
+        "chip.modules.hbm.channel_bandwidth_gbps=1000000", "chip.modules.noc.latency_ns=0",
+        "chip.modules.ici.latency_ns=0"};
+    std::vector<std::string> sets = zero;
+    for (int d = 0; d < 4; ++d)
+        for (const char* k : {"setup_latency=0", "bandwidth_gbps=10000000"})
+            sets.push_back("chip.modules.dma" + std::to_string(d) + "." + k);
+    auto run = simulate(collective_trace("coll.bin", p), sets, "configs/xpu-ring4.yaml", false);
+    ASSERT_TRUE(run->result.completed) << run->result.diagnosis;
+    const Platform pl = platform_of(run->cfg);
+    const unsigned steps = (c.op == "all-reduce" ? 2 : 1) * (c.chips - 1);
+    const double astra = steps * (pl.link_latency_ns + (c.bytes / c.chips) / pl.link_gbps);
+    check(run->result.simulated_ns, astra, c.bytes, "ASTRA-sim form, " + c.op + " " + std::to_string(c.chips) + " chips");
+}
+
+static std::vector<Case> astra_cases() {
+    std::vector<Case> v;
+    for (const char* op : {"all-gather", "reduce-scatter", "all-reduce"})
+        for (unsigned n : {4u, 16u})
+            for (std::uint64_t b : {16384ull, 65536ull, 1ull << 20, 64ull << 20}) v.push_back({op, n, b});
+    return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Collective, AstraSimForm, ::testing::ValuesIn(astra_cases()), [](const auto& info) {
+    std::string op = info.param.op;
+    for (auto& ch : op)
+        if (ch == '-') ch = '_';
+    return op + "_" + std::to_string(info.param.chips) + "chips_" + std::to_string(info.param.bytes) + "B";
+});
+
+// Posted completion flags: each remote DMA's flag takes effect at the destination no earlier
+// than its data has landed (the DMA's completion) and right behind it (within the far port,
+// interconnect and a flag's serialisation: no second link latency).
+TEST(Collective, RemoteFlagFollowsItsDataWithoutASecondTraversal) {
+    std::string path = temp_path("flag.bin");
+    {
+        trace::TraceWriter w(path);
+        gen::Emitter e(w, w.add_stream(0, 0));
+        e.annotate("push");
+        e.dma_remote(0, Space::Hbm, 0, 1, Space::Hbm, 0, 64 << 10, 10);
+        e.halt();
+        gen::Emitter r(w, w.add_stream(1, 0));
+        r.annotate("receive");
+        r.swait(10, Cond::Ge, 1);
+        r.halt();
+        w.close();
+    }
+    auto run = simulate(path, {}, "configs/xpu-ring4.yaml", true);
+    ASSERT_TRUE(run->result.completed) << run->result.diagnosis;
+    ASSERT_EQ(run->rec.dmas.size(), 1u);
+    const Tick landed = run->rec.dmas[0].complete;
+    Tick raised = 0;
+    for (const auto& f : run->rec.flags)
+        if (f.flag == 10 && f.new_value == 1) raised = f.time;
+    EXPECT_GE(raised, landed);
+    EXPECT_LT(raised, landed + 100'000) << "the flag crossed the link a second time";  // < 100 ns, a link is 500
 }
 
 // Conservation: every byte a chip sends arrives at its neighbour's HBM (a reducing write also

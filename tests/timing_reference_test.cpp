@@ -189,3 +189,128 @@ TEST(TimingReference, SyncWaitNeverCompletesBeforeItsConditionHolds) {
     }
     EXPECT_GT(waits, 10u);
 }
+
+// Every systolic dataflow against SCALE-Sim's fold model (scalesim/compute/systolic_compute_
+// {ws,os,is}.py), double buffering off, on a 32-row x 16-column array (not square, so that a
+// swapped R and C shows). For a GEMM of M x K x N (SCALE-Sim's Layer, M, N, K):
+//   ws: ceil(K/R) x ceil(N/C) folds of M + 2R + C - 2 cycles (weights held; M rows streamed)
+//   os: ceil(M/R) x ceil(N/C) folds of K + R + C - 2 (outputs held; K streamed)
+//   is: ceil(K/R) x ceil(M/C) folds of N + 2R + C - 2 (inputs held; N streamed)
+// The trace is tiled as a compiler would for each dataflow (ws: k <= R x n <= C weight tiles;
+// os: n <= C columns with the whole K; is: k <= R with the whole N), one push and one matmul of
+// all M rows per tile, and the MXU's span (first push issued to last matmul complete) must equal
+// the closed form to the cycle. The `scalesim` column is SCALE-Sim v2's "Total Cycles" of a real
+// run of these twelve shapes (scale.py -i gemm, ArrayHeight 32, ArrayWidth 16, Bandwidth 1000,
+// no stalls; run outside this repository, docs/validation.md): it is the closed form minus one
+// on all 36 rows (SCALE-Sim counts its last cycle from 0).
+namespace {
+
+struct FlowCase {
+    const char* name;
+    unsigned m, n, k;
+    std::uint64_t scalesim_ws, scalesim_os, scalesim_is;
+};
+
+const FlowCase kFlowCases[] = {
+    {"s1", 64, 16, 32, 141, 155, 375},      {"s2", 100, 16, 32, 177, 311, 657},   {"s3", 33, 40, 70, 998, 695, 1061},
+    {"s4", 128, 48, 96, 1853, 1703, 3023},  {"s5", 7, 9, 5, 84, 50, 86},          {"s6", 256, 16, 64, 667, 879, 3007},
+    {"s7", 50, 100, 20, 895, 923, 711},     {"s8", 16, 64, 128, 1503, 695, 567},  {"s9", 90, 30, 45, 671, 545, 1295},
+    {"s10", 1, 50, 33, 631, 315, 255},      {"s11", 200, 20, 10, 555, 783, 1273}, {"s12", 64, 33, 65, 1277, 665, 1331},
+};
+
+struct Flow {
+    std::string dataflow;
+    FlowCase c;
+};
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+class SystolicDataflow : public ::testing::TestWithParam<Flow> {};
+
+}  // namespace
+
+TEST_P(SystolicDataflow, MatchesScaleSimFoldModel) {
+    const std::string df = GetParam().dataflow;
+    const FlowCase& c = GetParam().c;
+    const unsigned R = 32, C = 16;
+    const std::string t = write_trace("flow.bin", [&](gen::Emitter& e) {
+        unsigned i = 0;
+        auto tile = [&](unsigned k, unsigned n) {
+            e.mpush(0, gen::vreg(1 + i++ % 2), k, n, DType::Bf16);
+            e.matmul(0, gen::mreg(0), gen::vreg(10), c.m, n, k, DType::Bf16);
+        };
+        if (df == "ws") {
+            for (unsigned k0 = 0; k0 < c.k; k0 += R)
+                for (unsigned n0 = 0; n0 < c.n; n0 += C) tile(std::min(R, c.k - k0), std::min(C, c.n - n0));
+        } else if (df == "os") {
+            for (unsigned n0 = 0; n0 < c.n; n0 += C) tile(c.k, std::min(C, c.n - n0));
+        } else {
+            for (unsigned k0 = 0; k0 < c.k; k0 += R) tile(std::min(R, c.k - k0), c.n);
+        }
+    });
+    auto run = simulate(t, {"chip.modules.core0.mxu0.rows=32", "chip.modules.core0.mxu0.cols=16",
+                            "chip.modules.core0.mxu0.dataflow=" + df, "chip.modules.core0.mxu0.double_buffer=false"});
+    ASSERT_TRUE(run->result.completed) << run->result.diagnosis;
+    std::uint64_t folds = 0, per_fold = 0, scalesim = 0;
+    if (df == "ws") {
+        folds = ceil_div(c.k, R) * ceil_div(c.n, C);
+        per_fold = c.m + 2 * R + C - 2;
+        scalesim = c.scalesim_ws;
+    } else if (df == "os") {
+        folds = ceil_div(c.m, R) * ceil_div(c.n, C);
+        per_fold = c.k + R + C - 2;
+        scalesim = c.scalesim_os;
+    } else {
+        folds = ceil_div(c.k, R) * ceil_div(c.m, C);
+        per_fold = c.n + 2 * R + C - 2;
+        scalesim = c.scalesim_is;
+    }
+    ASSERT_EQ(folds * per_fold, scalesim + 1) << "the closed form is SCALE-Sim's run plus its last cycle";
+    const Span s = mxu_span(*run);
+    EXPECT_EQ(s.last_complete - s.first_start, Tick(folds * per_fold) * cycle_of(*run))
+        << df << " " << c.name << ": " << (s.last_complete - s.first_start) / cycle_of(*run) << " cycles, closed form "
+        << folds * per_fold;
+}
+
+static std::vector<Flow> flow_cases() {
+    std::vector<Flow> v;
+    for (const char* df : {"ws", "os", "is"})
+        for (const auto& c : kFlowCases) v.push_back({df, c});
+    return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(TimingReference, SystolicDataflow, ::testing::ValuesIn(flow_cases()),
+                         [](const auto& info) { return info.param.dataflow + "_" + info.param.c.name; });
+
+// A dataflow is a choice: anything else is an error naming the key.
+TEST(TimingReference, UnknownDataflowIsRejected) {
+    EXPECT_THROW(platform::load_platform(source_path("configs/xpu.yaml"), {"chip.modules.core0.mxu0.dataflow=rs"}),
+                 platform::ConfigError);
+}
+
+// With double buffering, os and is overlap a fold's drain with the next fold's stream: folds
+// start every k (os) or max(n, R) (is) cycles and the last one drains (models/matrix_unit.h).
+// One matmul of M = 100 rows on a 32 x 16 array: os 4 folds of k = 40 (is: the next test).
+TEST(TimingReference, DoubleBufferedOsOverlapsFolds) {
+    const std::string t = write_trace("db.bin", [&](gen::Emitter& e) {
+        e.mpush(0, gen::vreg(1), 40, 12, DType::Bf16);
+        e.matmul(0, gen::mreg(0), gen::vreg(10), 100, 12, 40, DType::Bf16);
+    });
+    auto run = simulate(t, {"chip.modules.core0.mxu0.rows=32", "chip.modules.core0.mxu0.cols=16",
+                            "chip.modules.core0.mxu0.dataflow=os"});
+    const Span s = mxu_span(*run);
+    EXPECT_EQ(s.last_complete - s.first_start, Tick(3 * 40 + (40 + 32 + 16 - 2)) * cycle_of(*run));
+}
+
+TEST(TimingReference, DoubleBufferedIsLoadsTheNextInputsWhileStreaming) {
+    const std::string t = write_trace("db.bin", [&](gen::Emitter& e) {
+        e.mpush(0, gen::vreg(1), 30, 12, DType::Bf16);
+        e.matmul(0, gen::mreg(0), gen::vreg(10), 100, 12, 30, DType::Bf16);
+    });
+    auto run = simulate(t, {"chip.modules.core0.mxu0.rows=32", "chip.modules.core0.mxu0.cols=16",
+                            "chip.modules.core0.mxu0.dataflow=is"});
+    const Span s = mxu_span(*run);
+    // ceil(100 / 16) = 7 folds, max(n = 12, R = 32) = 32 apart, the first loading its inputs (32)
+    // first: the last starts streaming at 32 + 6 x 32 and takes 12 + 32 + 16 - 2 more.
+    EXPECT_EQ(s.last_complete - s.first_start, Tick(6 * 32 + (32 + 12 + 32 + 16 - 2)) * cycle_of(*run));
+}

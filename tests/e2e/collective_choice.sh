@@ -5,7 +5,7 @@
 # and must realise at least MIN% of the estimated saving. --apply on the suggestion is refused
 # (exit 2, the message says why): it is a change of lowering, not a patch of the trace.
 # usage: bash collective_choice.sh BUILD_DIR SOURCE_DIR CASE MIN_PERCENT
-# CASE: ring4 (4 chips on a ring: bidir-ring) | torus4x4 (16 chips on a 4x4 torus: torus2d)
+# CASE: ring4 (4 chips on a ring: bidir-ring) | torus4x4 (16 chips on a 4x4 torus: bidir-torus2d)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 e2e_args 4 "BUILD_DIR SOURCE_DIR CASE MIN_PERCENT" "$@"
@@ -15,7 +15,7 @@ e2e_workdir collective_choice
 
 case "$CASE" in
     ring4) PLATFORM="$SOURCE_DIR/configs/xpu-ring4.yaml" gen=(--chips 4) algo=bidir-ring ;;
-    torus4x4) PLATFORM="$SOURCE_DIR/configs/xpu-torus4x4.yaml" gen=(--chips 16 --dims 4x4) algo=torus2d ;;
+    torus4x4) PLATFORM="$SOURCE_DIR/configs/xpu-torus4x4.yaml" gen=(--chips 16 --dims 4x4) algo=bidir-torus2d ;;
     *) fail "unknown case $CASE" ;;
 esac
 common=(collective --op all-reduce --bytes 4194304 --chunks 4 "${gen[@]}")

@@ -6,7 +6,7 @@ namespace xpu::gen {
 
 namespace {
 
-constexpr std::uint16_t kFlagRing0 = 10;  // flags 10..13: receive flags of up to 4 rings
+constexpr std::uint16_t kFlagRing0 = 10;  // flags 10..15: receive flags of up to 6 rings (3 dims x 2 directions)
 
 // One ring a chip takes part in, over the data region [base, base + bytes).
 struct RingPlan {
@@ -40,7 +40,9 @@ void ring_pass(Lowering& lo, const std::vector<RingPlan>& rings, unsigned chunks
     auto piece = [&](const RingPlan& r) { return r.shard_bytes() / chunks; };
     auto send = [&](const RingPlan& r, unsigned t, unsigned k) {
         lo.emitter().annotate(op + "/send");
-        const std::int64_t shard = std::int64_t(r.pos) + (reduce ? 0 : 1) - std::int64_t(t);
+        // Going `dir` around the ring: step t sends shard pos - dir t of a reduce-scatter (it ends
+        // holding shard pos + dir complete), shard pos + dir - dir t of an all-gather.
+        const std::int64_t shard = std::int64_t(r.pos) + r.dir * ((reduce ? 0 : 1) - std::int64_t(t));
         const std::uint64_t at = r.shard(shard) + k * piece(r);
         lo.send(at, static_cast<std::uint16_t>(r.next()), at, piece(r), r.flag, reduce);
     };
@@ -86,16 +88,38 @@ void emit_all_reduce(Lowering& lo, const RingInfo& ring, unsigned chip, std::uin
     ring_pass(lo, {r}, 1, false, false, op + "/all_gather");
 }
 
+namespace {
+
+bool is_torus(const std::string& algo) {
+    return algo == "torus2d" || algo == "torus3d" || algo == "bidir-torus2d" || algo == "bidir-torus3d";
+}
+
+}  // namespace
+
+std::vector<unsigned> CollectiveParams::torus_dims() const {
+    std::vector<unsigned> d{dims_x, dims_y};
+    if (algo == "torus3d" || algo == "bidir-torus3d") d.push_back(dims_z);
+    return d;
+}
+
 CollectiveSummary emit_collective(trace::TraceWriter& w, const CollectiveParams& p) {
-    const bool torus = p.algo == "torus2d";
+    const bool torus = is_torus(p.algo);
+    const bool bidir = p.algo == "bidir-ring" || p.algo == "bidir-torus2d" || p.algo == "bidir-torus3d";
     if (p.algo != "ring" && p.algo != "bidir-ring" && !torus)
-        throw std::invalid_argument("collective: --algo must be ring, bidir-ring or torus2d");
+        throw std::invalid_argument(
+            "collective: --algo must be ring, bidir-ring, torus2d, torus3d, bidir-torus2d or bidir-torus3d");
     if (p.op != "all-gather" && p.op != "reduce-scatter" && p.op != "all-reduce")
         throw std::invalid_argument("collective: --op must be all-gather, reduce-scatter or all-reduce");
     if (p.chips < 2) throw std::invalid_argument("collective: needs at least 2 chips");
-    if (torus && p.dims_x * p.dims_y != p.chips)
-        throw std::invalid_argument("collective: --dims XxY must multiply to --chips for torus2d");
-    const unsigned rings = p.algo == "bidir-ring" ? 2 : 1;
+    const std::vector<unsigned> dims = torus ? p.torus_dims() : std::vector<unsigned>{p.chips};
+    {
+        std::uint64_t product = 1;
+        for (unsigned d : dims) product *= d;
+        if (torus && product != p.chips)
+            throw std::invalid_argument(std::string("collective: --dims ") + (dims.size() == 3 ? "XxYxZ" : "XxY") +
+                                        " must multiply to --chips for " + p.algo);
+    }
+    const unsigned rings = bidir ? 2 : 1;
     const std::uint64_t unit = std::uint64_t(p.chips) * rings * std::max(1u, p.chunks) * dtype_bytes(p.tiles.dtype);
     if (!p.bytes || p.bytes % unit)
         throw std::invalid_argument("collective: --bytes must be a multiple of chips x rings x chunks x element size (" +
@@ -107,41 +131,46 @@ CollectiveSummary emit_collective(trace::TraceWriter& w, const CollectiveParams&
         Emitter e(w, w.add_stream(static_cast<std::uint16_t>(chip), 0));
         Lowering lo(e, p.tiles);
         const std::string op = p.op + "/" + p.algo;
-        auto plan = [&](std::vector<unsigned> members, unsigned pos, int dir, std::uint16_t flag, std::uint64_t base,
-                        std::uint64_t bytes) {
-            RingPlan r;
-            r.members = std::move(members);
-            r.pos = pos;
-            r.dir = dir;
-            r.flag = flag;
-            r.base = base;
-            r.bytes = bytes;
-            return r;
-        };
-        std::vector<RingPlan> phase1, phase2;
-        if (!torus) {
-            const std::uint64_t part = p.bytes / rings;
-            phase1.push_back(plan(iota_ring(p.chips), chip, 1, kFlagRing0, buf, part));
-            if (rings == 2) phase1.push_back(plan(iota_ring(p.chips), chip, -1, kFlagRing0 + 1, buf + part, part));
-        } else {
-            const unsigned x = chip % p.dims_x, y = chip / p.dims_x;
-            std::vector<unsigned> row, col;
-            for (unsigned i = 0; i < p.dims_x; ++i) row.push_back(y * p.dims_x + i);
-            for (unsigned j = 0; j < p.dims_y; ++j) col.push_back(j * p.dims_x + x);
-            phase1.push_back(plan(row, x, 1, kFlagRing0, buf, p.bytes));
-            // After the X phase of a reduce-scatter this chip holds shard x + 1 of its row.
-            const std::uint64_t sub = p.bytes / p.dims_x;
-            phase2.push_back(plan(col, y, 1, kFlagRing0 + 1, buf + ((x + 1) % p.dims_x) * sub, sub));
+        // One phase per dimension (a ring: one dimension, every chip). In each phase this chip
+        // takes part in one ring per direction used (bidir: + on the first half of the data, -
+        // on the second), each over the block it holds after the previous phases' reduce-scatter:
+        // a ring of n members leaves shard pos + dir of its block at pos (ring_pass).
+        std::vector<unsigned> coord;
+        {
+            unsigned rest = chip;
+            for (unsigned d : dims) {
+                coord.push_back(rest % d);
+                rest /= d;
+            }
         }
+        std::vector<std::vector<RingPlan>> phases(dims.size());
+        for (unsigned half = 0; half < rings; ++half) {
+            const int dir = half == 0 ? 1 : -1;
+            std::uint64_t base = buf + half * (p.bytes / rings), bytes = p.bytes / rings;
+            for (std::size_t d = 0; d < dims.size(); ++d) {
+                RingPlan r;
+                unsigned stride = 1;
+                for (std::size_t k = 0; k < d; ++k) stride *= dims[k];
+                for (unsigned i = 0; i < dims[d]; ++i) r.members.push_back(chip + (i - coord[d]) * stride);
+                r.pos = coord[d];
+                r.dir = dir;
+                r.flag = static_cast<std::uint16_t>(kFlagRing0 + d * rings + half);
+                r.base = base;
+                r.bytes = bytes;
+                phases[d].push_back(r);
+                const std::uint64_t sub = bytes / dims[d];
+                base += ((coord[d] + dims[d] + dir) % dims[d]) * sub;
+                bytes = sub;
+            }
+        }
+        const std::vector<std::string> axis{"", "_y", "_z"};
         const bool rs = p.op != "all-gather", ag = p.op != "reduce-scatter";
-        if (rs) {
-            ring_pass(lo, phase1, chunks, p.serial, true, op + "/reduce_scatter");
-            if (torus) ring_pass(lo, phase2, chunks, p.serial, true, op + "/reduce_scatter_y");
-        }
-        if (ag) {
-            if (torus) ring_pass(lo, phase2, chunks, p.serial, false, op + "/all_gather_y");
-            ring_pass(lo, phase1, chunks, p.serial, false, op + "/all_gather");
-        }
+        if (rs)
+            for (std::size_t d = 0; d < dims.size(); ++d)
+                ring_pass(lo, phases[d], chunks, p.serial, true, op + "/reduce_scatter" + axis[d]);
+        if (ag)
+            for (std::size_t d = dims.size(); d-- > 0;)
+                ring_pass(lo, phases[d], chunks, p.serial, false, op + "/all_gather" + axis[d]);
         e.halt();
         sum.instructions += e.instructions();
         sum.remote_bytes += e.dma_bytes_remote();

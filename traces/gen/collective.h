@@ -3,7 +3,10 @@
 // are reducing DMAs (dst += src, a read-modify-write at the destination memory).
 //   ring:        N-1 steps around chips 0 -> 1 -> ... -> N-1 -> 0, shards of bytes/N;
 //   bidir-ring:  the data split in halves, one ring in each direction;
-//   torus2d XxY: the ring algorithm along X (rows of the torus), then along Y.
+//   torus2d XxY, torus3d XxYxZ: the ring algorithm along X (rows of the torus), then along Y
+//                (on the block the X phase left), then Z; an all-gather in the reverse order;
+//   bidir-torus2d, bidir-torus3d: the same on each half of the data, one half going + around
+//                every ring, the other - (both directions of every link busy at once).
 // Data is split into `chunks` pieces per shard so that steps pipeline (a piece moves on as
 // soon as it has arrived); --serial-collective (planted) finishes every step, all pieces,
 // before the next one starts.
@@ -11,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "traces/gen/lowering.h"
 #include "traces/trace_writer.h"
@@ -28,13 +32,14 @@ void emit_all_reduce(Lowering& lo, const RingInfo& ring, unsigned chip, std::uin
 
 struct CollectiveParams {
     std::string op = "all-gather";  // all-gather | reduce-scatter | all-reduce
-    std::string algo = "ring";      // ring | bidir-ring | torus2d
+    std::string algo = "ring";      // ring | bidir-ring | torus2d | torus3d | bidir-torus2d | bidir-torus3d
     unsigned chips = 4;
-    unsigned dims_x = 0, dims_y = 0;  // torus2d
+    unsigned dims_x = 0, dims_y = 0, dims_z = 0;  // torus: X, Y (and Z for the 3D ones)
     std::uint64_t bytes = 1 << 20;    // per chip: the full (gathered / reduced) tensor
     unsigned chunks = 1;
     bool serial = false;              // planted: steps do not overlap
     TileConfig tiles;
+    std::vector<unsigned> torus_dims() const;  // {X, Y} or {X, Y, Z}
 };
 
 struct CollectiveSummary {

@@ -6,7 +6,8 @@
 //                     [--hidden --heads --kv-heads --ffn --layers] --phase prefill|decode
 //                     --batch B --seq S [--layers L] [--tp N] [planted options] -o t.bin
 //   xpu_tracegen collective --op all-gather|reduce-scatter|all-reduce --chips N --bytes S
-//                     --algo ring|bidir-ring|torus2d [--dims XxY] [--chunks C]
+//                     --algo ring|bidir-ring|torus2d|torus3d|bidir-torus2d|bidir-torus3d
+//                     [--dims XxY|XxYxZ] [--chunks C]
 //                     [--serial-collective] -o c.bin
 // Planted inefficiencies (gemm, transformer): --late-dma --no-double-buffer --false-dep --bad-order
 // --split-dma N.
@@ -210,8 +211,8 @@ int collective_cmd(const std::vector<std::string>& args) {
         ("op", po::value(&p.op)->required(), "all-gather, reduce-scatter or all-reduce")
         ("chips", po::value(&p.chips)->required(), "chips taking part")
         ("bytes", po::value(&p.bytes)->required(), "bytes of the full tensor on each chip")
-        ("algo", po::value(&p.algo)->required(), "ring, bidir-ring or torus2d")
-        ("dims", po::value(&dims), "torus2d: XxY")
+        ("algo", po::value(&p.algo)->required(), "ring, bidir-ring, torus2d, torus3d, bidir-torus2d or bidir-torus3d")
+        ("dims", po::value(&dims), "the torus ones: XxY (2d) or XxYxZ (3d)")
         ("chunks", po::value(&p.chunks), "pieces per shard, pipelined (default 1)")
         ("serial-collective", "planted: finish every step before the next starts");
     c.add(o, false);
@@ -222,14 +223,25 @@ int collective_cmd(const std::vector<std::string>& args) {
     p.tiles = c.tiles;
     p.serial = vm.count("serial-collective") > 0;
     if (!dims.empty()) {
-        auto x = dims.find('x');
+        std::vector<unsigned> d;
         try {
-            if (x == std::string::npos) throw std::invalid_argument("");
-            p.dims_x = static_cast<unsigned>(std::stoul(dims.substr(0, x)));
-            p.dims_y = static_cast<unsigned>(std::stoul(dims.substr(x + 1)));
+            std::size_t at = 0;
+            for (;;) {
+                const std::size_t x = dims.find('x', at);
+                std::size_t used = 0;
+                const std::string part = dims.substr(at, x == std::string::npos ? std::string::npos : x - at);
+                d.push_back(static_cast<unsigned>(std::stoul(part, &used)));
+                if (used != part.size()) throw std::invalid_argument("");
+                if (x == std::string::npos) break;
+                at = x + 1;
+            }
+            if (d.size() < 2 || d.size() > 3) throw std::invalid_argument("");
         } catch (const std::exception&) {
-            return usage("--dims: expected XxY, got '" + dims + "'");
+            return usage("--dims: expected XxY or XxYxZ, got '" + dims + "'");
         }
+        p.dims_x = d[0];
+        p.dims_y = d[1];
+        if (d.size() == 3) p.dims_z = d[2];
     }
     try {
         trace::TraceWriter w(c.out);
