@@ -78,6 +78,13 @@ RunBounds run_bounds(const RunData& run, Tick end) {
     return r;
 }
 
+double hbm_ps_per_byte(const RunData& run, int chip) {
+    double gbps = 0;
+    for (const Unit& u : run.units)
+        if (u.role == Role::Hbm && u.chip == chip) gbps += u.peak_gbps;
+    return gbps > 0 ? 1000.0 / gbps : 0.0;  // 1 GB/s = 1 byte/ns = 1 byte per 1000 ps
+}
+
 void add_bound(RunBounds& r, Bound b, Tick end) {
     if (b.time == 0) return;
     r.bounds.push_back(std::move(b));

@@ -21,6 +21,11 @@ namespace xpu::analysis {
 // shapes set it, not their order).
 RunBounds run_bounds(const RunData& run, Tick end);
 
+// Picoseconds per byte at the summed peak of chip's HBM controllers, the rate of the HBM bound
+// (0: no HBM of that chip in the log). Also what the window scheduler and the chain bound charge
+// a DMA for the bytes it moves through that HBM.
+double hbm_ps_per_byte(const RunData& run, int chip);
+
 // Adds a bound found elsewhere (the dependency chain: chain_bound.h) and settles which one limits.
 void add_bound(RunBounds& r, Bound b, Tick end);
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <unordered_map>
 
+#include "analysis/bounds.h"
 #include "analysis/dependencies.h"
 
 namespace xpu::analysis {
@@ -39,22 +40,13 @@ private:
     std::unordered_map<std::uint32_t, std::unordered_map<std::uint64_t, Tick>> maps_;
 };
 
-// Picoseconds per byte at the summed peak of each chip's HBM controllers (0: none logged).
-std::unordered_map<int, double> hbm_ps_per_byte(const RunData& run) {
-    std::unordered_map<int, double> gbps;
-    for (const Unit& u : run.units)
-        if (u.role == Role::Hbm) gbps[u.chip] += u.peak_gbps;
-    std::unordered_map<int, double> out;
-    for (const auto& [chip, g] : gbps)
-        if (g > 0) out[chip] = 1000.0 / g;  // 1 GB/s = 1 byte per 1000 ps
-    return out;
-}
-
 }  // namespace
 
 ChainBound data_chain_bound(const Context& cx) {
     const RunData& run = cx.run;
-    const auto ps_per_byte = hbm_ps_per_byte(run);
+    std::unordered_map<int, double> ps_per_byte;  // per chip (bounds.h: hbm_ps_per_byte)
+    for (const Unit& u : run.units)
+        if (u.role == Role::Hbm) ps_per_byte.emplace(u.chip, hbm_ps_per_byte(run, u.chip));
     // Every instruction the run reached, in the order the run issued them (all streams): a read
     // then sees the write the run gave it (a buffer reused later is written after its readers
     // issued, since waits ordered them), whichever stream or chip wrote it.

@@ -7,6 +7,8 @@
 #include <set>
 #include <unordered_map>
 
+#include "analysis/bounds.h"
+
 namespace xpu::analysis {
 
 namespace {
@@ -203,13 +205,6 @@ private:
         const bool src = in.mem_src.space == Space::Hbm && (in.mem_src.chip == kLocalChip || in.mem_src.chip == st_.chip);
         const bool dst = in.mem_dst.space == Space::Hbm && (in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st_.chip);
         return static_cast<Tick>(static_cast<double>(in.bytes) * ((src ? 1 : 0) + (dst ? 1 : 0)) * ps_per_byte_);
-    }
-    // Picoseconds per byte at the summed peak of chip's HBM controllers (0: no HBM in the log).
-    static double hbm_ps_per_byte(const RunData& run, std::uint16_t chip) {
-        double gbps = 0;
-        for (const Unit& u : run.units)
-            if (u.role == Role::Hbm && u.chip == chip) gbps += u.peak_gbps;
-        return gbps > 0 ? 1000.0 / gbps : 0.0;  // 1 GB/s = 1 byte/ns = 1 byte per 1000 ps
     }
 };
 
