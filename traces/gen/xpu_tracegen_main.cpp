@@ -86,9 +86,15 @@ struct Common {
     }
 };
 
-bool parse(const std::vector<std::string>& args, po::options_description& o, po::variables_map& vm, int& rc) {
+// Parses a subcommand's arguments (with `pos`, its positional ones). False when the command is
+// done: --help printed (rc 0) or a usage error reported (rc 2).
+bool parse(const std::vector<std::string>& args, po::options_description& o, po::variables_map& vm, int& rc,
+           const po::positional_options_description* pos = nullptr) {
     try {
-        po::store(po::command_line_parser(args).options(o).run(), vm);
+        po::command_line_parser parser(args);
+        parser.options(o);
+        if (pos) parser.positional(*pos);
+        po::store(parser.run(), vm);
         if (vm.count("help")) {
             std::cout << o;
             rc = 0;
@@ -268,16 +274,7 @@ int scalesim_cmd(const std::vector<std::string>& args) {
     po::positional_options_description pos;
     pos.add("topology", 1);
     po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(args).options(o).positional(pos).run(), vm);
-        if (vm.count("help")) {
-            std::cout << o;
-            return 0;
-        }
-        po::notify(vm);
-    } catch (const po::error& e) {
-        return usage(e.what());
-    }
+    if (int rc = 0; !parse(args, o, vm, rc, &pos)) return rc;
     if (std::string err = c.finish(vm); !err.empty()) return usage(err);
     std::vector<gen::TopologyLayer> layers;
     try {
@@ -321,16 +318,7 @@ int onnx_cmd(const std::vector<std::string>& args) {
     po::positional_options_description pos;
     pos.add("model", 1);
     po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(args).options(o).positional(pos).run(), vm);
-        if (vm.count("help")) {
-            std::cout << o;
-            return 0;
-        }
-        po::notify(vm);
-    } catch (const po::error& e) {
-        return usage(e.what());
-    }
+    if (int rc = 0; !parse(args, o, vm, rc, &pos)) return rc;
     if (std::string err = c.finish(vm); !err.empty()) return usage(err);
     if (unsupported != "error" && unsupported != "skip")
         return usage("--unsupported: expected error or skip, got '" + unsupported + "'");
