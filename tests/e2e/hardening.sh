@@ -7,19 +7,13 @@
 # platform and while analysing (sim_main and xpu_analyze). Each check names its issue-16 class.
 # usage: bash hardening.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
-
-if [[ $# -ne 2 ]]; then
-    echo "usage: $0 BUILD_DIR SOURCE_DIR" >&2
-    exit 2
-fi
-BUILD_DIR=$1
-SOURCE_DIR=$2
-SIM="$BUILD_DIR/platform/sim_main"
-TOOL="$BUILD_DIR/traces/xpu_trace"
-GEN="$BUILD_DIR/traces/xpu_tracegen"
-ANALYZE="$BUILD_DIR/analysis/xpu_analyze"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+e2e_args 2 "BUILD_DIR SOURCE_DIR" "$@"
+BUILD_DIR=$1 SOURCE_DIR=$2
+e2e_tools "$BUILD_DIR"
 XPU="$SOURCE_DIR/configs/xpu.yaml"
-PY=/usr/bin/python3
+# Its own work folder and exit trap (not e2e_workdir's): a sim_main left running by a failed
+# signal check is killed on the way out.
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/hardening_e2e.XXXXXX")
 pid=
 cleanup() {
@@ -29,17 +23,7 @@ cleanup() {
 trap cleanup EXIT
 cd "$WORK"
 
-checks=0
-fail() {
-    echo "FAIL: $*" >&2
-    echo "$checks passed, 1 failed" >&2
-    exit 1
-}
-pass() {
-    checks=$((checks + 1))
-    echo "ok $checks - $*"
-}
-for exe in "$SIM" "$TOOL" "$GEN" "$ANALYZE"; do
+for exe in "$SIM" "$TOOL" "$GEN" "$ANA"; do
     [[ -x "$exe" ]] || fail "no executable at $exe"
 done
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
@@ -125,7 +109,7 @@ for args in "--platform $XPU --dump-config" "--list-types"; do
     [[ $rc -eq 6 ]] && grep -q "^sim_main: cannot write" err.txt || fail "12: sim_main $args > /dev/full: exit $rc: $(cat err.txt)"
 done
 set +e
-"$ANALYZE" --compare out out >/dev/full 2>err.txt
+"$ANA" --compare out out >/dev/full 2>err.txt
 rc=$?
 set -e
 [[ $rc -eq 6 ]] && grep -q "^xpu_analyze: cannot write the comparison to stdout$" err.txt || fail "12: --compare > /dev/full: exit $rc: $(cat err.txt)"
@@ -134,7 +118,7 @@ pass "12: --dump-config, --list-types, xpu_analyze --compare to a full device: e
 # ---- 13: xpu_analyze's counts are numbers in range -----------------------------------------------
 for bad in -5 abc 0; do
     set +e
-    "$ANALYZE" out --top "$bad" --no-verify >/dev/null 2>err.txt
+    "$ANA" out --top "$bad" --no-verify >/dev/null 2>err.txt
     rc=$?
     set -e
     [[ $rc -eq 2 ]] && grep -q "^xpu_analyze: --top '$bad': expected a number of rows, 1\.\.100000$" err.txt || fail "13: --top $bad: exit $rc: $(cat err.txt)"
@@ -147,7 +131,7 @@ mkdir -p gen
 cp -r out claims
 cp gen/claims-too-many.bin claims/txlog.trace.bin
 set +e
-"$ANALYZE" claims --no-verify >/dev/null 2>err.txt
+"$ANA" claims --no-verify >/dev/null 2>err.txt
 rc=$?
 set -e
 [[ $rc -eq 4 ]] && grep -q "^xpu_analyze: claims/txlog.trace.bin: stream table at offset 0x7e: the streams claim 3000000 instructions" err.txt ||
@@ -214,7 +198,7 @@ pass "16: SIGTERM during sim_main's analysis: exit 143 in $ms ms, nothing writte
 
 "$SIM" --platform "$XPU" --trace big.bin --out ana --no-analysis --quiet
 cp ana/txlog.bin log-before.bin
-"$ANALYZE" ana --no-verify >xa.out 2>xa.err &
+"$ANA" ana --no-verify >xa.out 2>xa.err &
 pid=$!
 sleep 0.3
 t0=$(now_ms)
