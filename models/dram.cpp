@@ -1,6 +1,8 @@
 #include "models/dram.h"
 
 #include <algorithm>
+#include <array>
+#include <limits>
 #include <stdexcept>
 
 namespace xpu {
@@ -8,32 +10,84 @@ namespace xpu {
 namespace {
 
 // The presets, in command-clock cycles. Sources:
-//  HBM2:  JESD235-style timings at 2 Gbps/pin (tCK 1 ns) as Ramulator 2 ships them (its HBM2
-//         preset "HBM2_2Gbps", org "HBM2_8Gb": 2 pseudo-channels of 4 bank groups x 4 banks,
-//         32768 rows), 64 B per column access per pseudo-channel (Ramulator's transaction size:
-//         64-bit pseudo-channel, BL4, 2n prefetch) every 4 cycles: 16 GB/s per pseudo-channel,
-//         256 GB/s for 8 channels. Row (page) 1 KiB per pseudo-channel (JESD235 pseudo-channel
-//         mode).
-//  HBM2E: the same nanosecond timings at 3.2 Gbps/pin (tCK 0.625 ns, rounded up to whole
-//         cycles): 409.6 GB/s per 8-channel stack (SK hynix / Samsung HBM2E data sheets' pin
-//         rate). An estimate: no public JEDEC table for every timing at this rate was used.
-//  HBM3:  JESD238-style organisation (16 channels of 2 x 32-bit pseudo-channels per stack, BL8:
-//         32 B per access) at 6.4 Gbps/pin (tCK 0.3125 ns for the 3.2 GHz data clock... the
-//         command clock here is the access clock, 0.625 ns: 32 B every 2 cycles per
-//         pseudo-channel = 25.6 GB/s, 819.2 GB/s per 16-channel stack), nanosecond timings as
-//         HBM2E, tCCD_S / tCCD_L 1 / 2 (as HBM2's, relative to the burst). An estimate, labelled
-//         so in docs/validation.md.
+//  HBM2:  Ramulator 2's HBM2 preset (src/dram/impl/HBM2.cpp, v2.0a: timing "HBM2_2Gbps", org
+//         "HBM2_8Gb": 2 pseudo-channels of 4 bank groups x 4 banks, 32768 rows of 32 accesses of
+//         32 B, tRFC 350 ns for 8 Gb), which follows JESD235, with one change: tBL 2 cycles, not
+//         its 4: 32 B per pseudo-channel per 2 ns is the JESD235 pin rate (2 Gb/s x 64 bits), so
+//         8 channels give 256 GB/s (Ramulator's nBL 4 gives half). The side-by-side runs
+//         Ramulator with nBL 2 (docs/validation.md).
+//  HBM2E: the same nanosecond timings at 3.2 Gb/s per pin (tCK 0.625 ns, rounded up to whole
+//         cycles): 409.6 GB/s per 8 channels. An estimate (no public JEDEC table at this rate).
+//  HBM3:  16 channels per stack of 2 pseudo-channels, 32 B per access at 6.4 Gb/s per pin
+//         (25.6 GB/s per pseudo-channel, 819.2 GB/s per 16 channels), the HBM2E nanosecond
+//         timings. An estimate, labelled so in docs/validation.md.
 const DramTiming kPresets[] = {
-    //  name   tCK   acc  pc bg ba rows   cols BL CL CWL RCD RP RAS WR RTP CCDS CCDL RRDS RRDL WTRS WTRL RTW FAW RFC  REFI
-    {"HBM2", 1.0, 64, 2, 4, 4, 32768, 16, 4, 7, 2, 7, 7, 17, 8, 3, 1, 2, 2, 3, 3, 4, 3, 15, 160, 3900},
-    {"HBM2E", 0.625, 64, 2, 4, 4, 32768, 16, 4, 12, 4, 12, 12, 28, 13, 5, 2, 4, 4, 5, 5, 7, 5, 24, 256, 6240},
-    {"HBM3", 0.625, 32, 2, 4, 4, 32768, 32, 2, 12, 4, 12, 12, 28, 13, 5, 1, 2, 4, 5, 5, 7, 5, 24, 256, 6240},
+    // name    tCK   acc pc bg ba  rows  cols BL CL CWL RCDRD RCDWR RP RAS RC WR RTPS RTPL CCDS CCDL RRDS RRDL WTRS WTRL FAW RFC REFI
+    {"HBM2", 1.0, 32, 2, 4, 4, 32768, 32, 2, 7, 2, 7, 7, 7, 17, 19, 8, 2, 3, 1, 2, 2, 3, 3, 4, 15, 350, 3900},
+    {"HBM2E", 0.625, 32, 2, 4, 4, 32768, 32, 2, 12, 4, 12, 12, 12, 28, 31, 13, 4, 5, 1, 2, 4, 5, 5, 7, 24, 560, 6240},
+    {"HBM3", 0.625, 32, 2, 4, 4, 32768, 32, 2, 12, 4, 12, 12, 12, 28, 31, 13, 4, 5, 1, 2, 4, 5, 5, 7, 24, 560, 6240},
 };
 
-unsigned log2_floor(std::uint64_t x) {
-    unsigned b = 0;
-    while ((std::uint64_t(1) << (b + 1)) <= x) ++b;
-    return b;
+enum Cmd : unsigned { ACT, PRE, PREA, RD, WR, RDA, WRA, REF, NCMD };
+enum Level : unsigned { LCH, LPC, LBG, LBANK, NLEVEL };
+
+constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
+
+bool is_read(unsigned c) { return c == RD || c == RDA; }
+bool is_write(unsigned c) { return c == WR || c == WRA; }
+bool is_column(unsigned c) { return is_read(c) || is_write(c); }
+bool is_closing(unsigned c) { return c == PRE || c == PREA || c == RDA || c == WRA; }
+
+// One timing rule: after `prev` at a level's node, `next` at that node waits `lat` cycles (for
+// the four-activation window, after the fourth last ACT).
+struct Rule {
+    unsigned level, prev, next;
+    std::int64_t lat;
+    bool faw;
+};
+
+std::vector<Rule> rules(const DramTiming& t) {
+    std::vector<Rule> r;
+    auto add = [&](unsigned level, std::initializer_list<unsigned> prev, std::initializer_list<unsigned> next,
+                   std::int64_t lat, bool faw = false) {
+        for (unsigned p : prev)
+            for (unsigned n : next) r.push_back({level, p, n, lat, faw});
+    };
+    const std::int64_t BL = t.BL, CL = t.CL, CWL = t.CWL, WR_REC = CWL + BL + t.WR;
+    // Channel: an ACT takes the command bus for two cycles.
+    add(LCH, {ACT}, {ACT, PRE, PREA, REF}, 2);
+    // Pseudo-channel.
+    add(LPC, {ACT}, {ACT}, t.RRD_S);
+    add(LPC, {ACT}, {ACT}, t.FAW, true);
+    add(LPC, {RD, RDA}, {RD, RDA}, std::max<std::int64_t>(BL, t.CCD_S));  // data bus and tCCD_S
+    add(LPC, {WR, WRA}, {WR, WRA}, std::max<std::int64_t>(BL, t.CCD_S));
+    add(LPC, {RD, RDA}, {WR, WRA}, CL + BL + 2 - CWL);  // read to write turnaround (tWPRE 1)
+    add(LPC, {WR, WRA}, {RD, RDA}, CWL + BL + t.WTR_S);
+    add(LPC, {RD}, {PREA}, t.RTPS);
+    add(LPC, {WR}, {PREA}, WR_REC);
+    add(LPC, {ACT}, {PREA}, t.RAS);
+    add(LPC, {PREA}, {ACT}, t.RP);
+    add(LPC, {ACT}, {REF}, t.RC);
+    add(LPC, {PRE, PREA}, {REF}, t.RP);
+    add(LPC, {RDA}, {REF}, t.RP + t.RTPS);
+    add(LPC, {WRA}, {REF}, WR_REC + t.RP);
+    add(LPC, {REF}, {ACT}, t.RFC);
+    // Bank group.
+    add(LBG, {RD, RDA}, {RD, RDA}, t.CCD_L);
+    add(LBG, {WR, WRA}, {WR, WRA}, t.CCD_L);
+    add(LBG, {WR, WRA}, {RD, RDA}, CWL + BL + t.WTR_L);
+    add(LBG, {ACT}, {ACT}, t.RRD_L);
+    // Bank.
+    add(LBANK, {ACT}, {ACT}, t.RC);
+    add(LBANK, {ACT}, {RD, RDA}, t.RCDRD);
+    add(LBANK, {ACT}, {WR, WRA}, t.RCDWR);
+    add(LBANK, {ACT}, {PRE}, t.RAS);
+    add(LBANK, {PRE}, {ACT}, t.RP);
+    add(LBANK, {RD}, {PRE}, t.RTPL);
+    add(LBANK, {WR}, {PRE}, WR_REC);
+    add(LBANK, {RDA}, {ACT}, t.RTPL + t.RP);
+    add(LBANK, {WRA}, {ACT}, WR_REC + t.RP);
+    return r;
 }
 
 }  // namespace
@@ -44,144 +98,319 @@ const DramTiming& dram_timing(const std::string& standard) {
     throw std::invalid_argument("unknown DRAM standard '" + standard + "'");
 }
 
-DramModel::DramModel(const DramParams& p, unsigned channels)
-    : p_(p), tm_(dram_timing(p.standard)), tck_(static_cast<Tick>(tm_.tck_ns * 1000.0 + 0.5)) {
-    const unsigned n = std::max(1u, channels) * tm_.pseudo_channels;
-    pcs_.resize(n);
-    for (unsigned i = 0; i < n; ++i) {
-        Pc& pc = pcs_[i];
-        pc.banks.resize(tm_.bank_groups * tm_.banks_per_group);
-        pc.group_col.assign(tm_.bank_groups, 0);
-        pc.group_act.assign(tm_.bank_groups, 0);
-        pc.offset = c(tm_.REFI) * i / n;  // refreshes staggered over the pseudo-channels
+// One channel's controller and device state.
+struct DramModel::Channel {
+    struct Req {
+        std::uint64_t tag;
+        DramAddr a;
+        bool write;
+        bool counted = false;  // row hit / miss / conflict recorded at its first command
+        std::int64_t arrive;
+        unsigned cmd = ACT;  // the next command it needs
+    };
+    using Ready = std::array<std::int64_t, NCMD>;
+
+    const DramTiming& t;
+    const DramParams& p;
+    unsigned id, depth;
+    std::int64_t clk = 0;
+    std::vector<Req> reads, writes, active;
+    bool write_mode = false;
+    unsigned refresh_due = 0;
+    std::int64_t next_refresh;
+    // Earliest cycle of each command per node, and each level's rules by preceding command.
+    Ready chan{};
+    std::vector<Ready> pcs, bgs, banks;
+    std::vector<std::int64_t> open_row;             // per bank; -1 closed
+    std::vector<std::array<std::int64_t, 4>> acts;  // per pseudo-channel: the last four ACTs
+    std::vector<unsigned> acts_n;
+    std::array<std::array<std::vector<const Rule*>, NCMD>, NLEVEL> by_prev;
+    std::vector<Rule> all_rules;
+    std::int64_t wake = 0;  // after a cycle without a command: the earliest cycle one may issue
+    bool closed;            // page policy closed: auto-precharge
+
+    Channel(const DramTiming& tm, const DramParams& pp, unsigned i, unsigned d)
+        : t(tm), p(pp), id(i), depth(d), next_refresh(tm.REFI), all_rules(rules(tm)), closed(pp.page_policy == "closed") {
+        const unsigned nb = t.pseudo_channels * t.bank_groups * t.banks_per_group;
+        pcs.assign(t.pseudo_channels, Ready{});
+        bgs.assign(t.pseudo_channels * t.bank_groups, Ready{});
+        banks.assign(nb, Ready{});
+        open_row.assign(nb, -1);
+        acts.assign(t.pseudo_channels, {});
+        acts_n.assign(t.pseudo_channels, 0);
+        for (const Rule& r : all_rules) by_prev[r.level][r.prev].push_back(&r);
     }
-    ch_bits_ = log2_floor(n);
+    unsigned bg_index(const DramAddr& a) const { return a.pc * t.bank_groups + a.bg; }
+    unsigned bank_index(const DramAddr& a) const { return bg_index(a) * t.banks_per_group + a.bank; }
+
+    // The command a request needs next: ACT (bank closed), PRE (another row open), its column
+    // command (its row open).
+    unsigned next_command(const Req& r) const {
+        const std::int64_t open = open_row[bank_index(r.a)];
+        if (open < 0) return ACT;
+        if (open != r.a.row) return PRE;
+        return r.write ? (closed ? WRA : WR) : (closed ? RDA : RD);
+    }
+    std::int64_t ready_at(unsigned cmd, const DramAddr& a) const {
+        return std::max({chan[cmd], pcs[a.pc][cmd], bgs[bg_index(a)][cmd], banks[bank_index(a)][cmd]});
+    }
+    bool any_open() const {
+        return std::any_of(open_row.begin(), open_row.end(), [](std::int64_t r) { return r >= 0; });
+    }
+    // Refresh: PREA while a bank is open, then REF; channel-wide commands wait for every node.
+    unsigned refresh_command() const { return any_open() ? PREA : REF; }
+    std::int64_t refresh_ready_at(unsigned cmd) const {
+        std::int64_t r = chan[cmd];
+        for (const Ready& x : pcs) r = std::max(r, x[cmd]);
+        if (cmd == PREA)
+            for (std::size_t b = 0; b < banks.size(); ++b)
+                if (open_row[b] >= 0) r = std::max(r, banks[b][PRE]);
+        return r;
+    }
+
+    void apply(unsigned level, Ready& node, unsigned cmd, unsigned pc) {
+        for (const Rule* r : by_prev[level][cmd]) {
+            std::int64_t from = clk;
+            if (r->faw) {
+                if (acts_n[pc] < 4) continue;
+                from = acts[pc][3];
+            }
+            node[r->next] = std::max(node[r->next], from + r->lat);
+        }
+    }
+    void issue(DramModel& m, unsigned cmd, const DramAddr& a) {
+        static const char* const names[NCMD] = {"ACT", "PRE", "PREA", "RD", "WR", "RDA", "WRA", "REF"};
+        if (m.log_) m.log_->push_back({clk, id, a.pc, a.bg, a.bank, names[cmd]});
+        if (cmd == PREA || cmd == REF) {  // channel-wide
+            apply(LCH, chan, cmd, 0);
+            for (unsigned i = 0; i < pcs.size(); ++i) apply(LPC, pcs[i], cmd, i);
+            if (cmd == PREA) std::fill(open_row.begin(), open_row.end(), -1);
+            return;
+        }
+        if (cmd == ACT) {
+            auto& h = acts[a.pc];
+            for (unsigned k = 3; k > 0; --k) h[k] = h[k - 1];
+            h[0] = clk;
+            acts_n[a.pc] = std::min(4u, acts_n[a.pc] + 1);
+        }
+        apply(LCH, chan, cmd, a.pc);
+        apply(LPC, pcs[a.pc], cmd, a.pc);
+        apply(LBG, bgs[bg_index(a)], cmd, a.pc);
+        apply(LBANK, banks[bank_index(a)], cmd, a.pc);
+        const unsigned b = bank_index(a);
+        if (cmd == ACT) open_row[b] = a.row;
+        if (is_closing(cmd)) open_row[b] = -1;
+    }
+
+    // FR-FCFS over a buffer: of the requests whose next command can issue now, the oldest;
+    // returns its index, or -1 (and lowers `soonest` to the earliest cycle one could issue).
+    int best(std::vector<Req>& buf, std::int64_t& soonest) {
+        int pick = -1;
+        for (std::size_t i = 0; i < buf.size(); ++i) {
+            Req& r = buf[i];
+            r.cmd = next_command(r);
+            const std::int64_t at = ready_at(r.cmd, r.a);
+            if (at <= clk) {
+                if (pick < 0 || r.arrive < buf[pick].arrive) pick = static_cast<int>(i);
+            } else {
+                soonest = std::min(soonest, at);
+            }
+        }
+        return pick;
+    }
+    void update_write_mode() {
+        if (!write_mode) {
+            if (writes.size() > p.write_high * depth || reads.empty()) write_mode = true;
+        } else if (writes.size() < p.write_low * depth && !reads.empty()) {
+            write_mode = false;
+        }
+    }
+    // A closing command waits while a request that activated that bank is still to be served.
+    bool closes_an_active_row(unsigned cmd, const Req* who, const DramAddr& a) const {
+        if (!is_closing(cmd)) return false;
+        for (const Req& r : active) {
+            if (&r == who) continue;
+            if (cmd == PREA || (r.a.pc == a.pc && r.a.bg == a.bg && r.a.bank == a.bank)) return true;
+        }
+        return false;
+    }
+
+    // One cycle. Returns whether a command issued.
+    bool tick(DramModel& m) {
+        ++clk;
+        if (p.refresh && clk == next_refresh) {
+            next_refresh += t.REFI;
+            ++refresh_due;
+        }
+        if (reads.empty() && writes.empty() && active.empty() && !refresh_due) {
+            wake = p.refresh ? next_refresh : kNever;
+            return false;
+        }
+        std::int64_t soonest = kNever;
+        std::vector<Req>* buf = nullptr;
+        int i = best(active, soonest);
+        if (i >= 0) {
+            buf = &active;
+        } else if (refresh_due) {
+            const unsigned cmd = refresh_command();
+            const std::int64_t at = refresh_ready_at(cmd);
+            if (at > clk || closes_an_active_row(cmd, nullptr, DramAddr{})) {
+                wake = at > clk ? std::min(soonest, at) : clk + 1;
+                return false;
+            }
+            issue(m, cmd, DramAddr{});
+            if (cmd == REF) {
+                --refresh_due;
+                ++m.stats_.refreshes;
+            }
+            return true;
+        } else {
+            update_write_mode();
+            buf = write_mode ? &writes : &reads;
+            i = best(*buf, soonest);
+        }
+        if (i < 0) {
+            wake = std::min(soonest, p.refresh ? next_refresh : kNever);
+            return false;
+        }
+        Req& r = (*buf)[i];
+        if (closes_an_active_row(r.cmd, &r, r.a)) {
+            wake = clk + 1;
+            return false;
+        }
+        if (!r.counted) {
+            r.counted = true;
+            ++m.stats_.accesses;
+            if (r.cmd == ACT)
+                ++m.stats_.misses;
+            else if (r.cmd == PRE)
+                ++m.stats_.conflicts;
+            else
+                ++m.stats_.hits;
+        }
+        issue(m, r.cmd, r.a);
+        if (is_column(r.cmd)) {
+            const Tick ck = m.tck_, at = Tick(clk) * ck;
+            const Tick lat = Tick(r.write ? t.CWL : t.CL) * ck;
+            m.done_.push_back({r.tag, r.write, id, r.a.pc, r.arrive, clk, at + lat, at + lat + Tick(t.BL) * ck});
+            buf->erase(buf->begin() + i);
+        } else if (r.cmd == ACT && buf != &active && active.size() < depth) {
+            active.push_back(r);
+            buf->erase(buf->begin() + i);
+        }
+        return true;
+    }
+    bool idle() const { return reads.empty() && writes.empty() && active.empty() && !refresh_due; }
+};
+
+DramModel::DramModel(const DramParams& p, unsigned channels, unsigned queue_depth)
+    : p_(p),
+      tm_(dram_timing(p.standard)),
+      tck_(static_cast<Tick>(tm_.tck_ns * 1000.0 + 0.5)),
+      depth_(std::max(1u, queue_depth)),
+      map_(p.mapping == "RoCoBaRaCh" ? 1 : p.mapping == "RoBaRaCoCh-xor" ? 2 : 0) {
+    const unsigned n = std::max(1u, channels);
+    for (unsigned i = 0; i < n; ++i) chs_.push_back(new Channel(tm_, p_, i, depth_));
+    fifo_.resize(n);
+}
+
+DramModel::~DramModel() {
+    for (Channel* c : chs_) delete c;
 }
 
 double DramModel::peak_gbps() const {
-    return static_cast<double>(pcs_.size()) * tm_.access_bytes / (tm_.BL * tm_.tck_ns);
+    return static_cast<double>(pseudo_channels()) * tm_.access_bytes / (tm_.BL * tm_.tck_ns);
 }
 
-// All-bank refresh k of a pseudo-channel occupies [offset + k tREFI, + tRFC): before a command
-// at t, apply every window that started by t (its banks close, nothing issues inside it).
-void DramModel::apply_refresh(Pc& p, Tick t) {
-    if (!p_.refresh) return;
-    const Tick refi = c(tm_.REFI), rfc = c(tm_.RFC);
-    while (p.offset + (p.refreshed + 1) * refi <= t) {
-        const Tick at = p.offset + (p.refreshed + 1) * refi;
-        ++p.refreshed;
-        ++stats_.refreshes;
-        // Precharge everything first (once each bank may close), then refresh.
-        Tick start = at;
-        for (const Bank& b : p.banks)
-            if (b.open_row >= 0) start = std::max(start, b.pre_ready);
-        const Tick end = start + (start > at ? c(tm_.RP) : 0) + rfc;
-        for (Bank& b : p.banks) {
-            b.open_row = -1;
-            b.act_ready = std::max(b.act_ready, end);
-        }
-    }
-}
-
-Tick DramModel::access(std::uint64_t off, bool write, Tick t, unsigned* pc_out, Tick* data_start) {
-    // Address -> (pseudo-)channel, column, bank, row by the mapping; the low bits inside one
-    // access are the burst's bytes.
+// Address -> device by the mapping, fields from the lowest bits up (after the bytes of one
+// access): RoBaRaCoCh: channel, column, pseudo-channel, bank group, bank, row (Ramulator 2's
+// RoBaRaCoCh, the pseudo-channel in the rank's place); RoCoBaRaCh: channel, pseudo-channel,
+// bank group, bank, column, row; -xor: the channel XORed with the row's low bits.
+DramAddr DramModel::decode(std::uint64_t off) const {
     std::uint64_t a = off / tm_.access_bytes;
-    const std::uint64_t npc = pcs_.size(), nbank = tm_.bank_groups * tm_.banks_per_group;
-    std::uint64_t ch = 0, col = 0, bank = 0, row = 0;
-    if (p_.mapping == "RoCoBaRaCh") {
-        ch = a % npc;
-        a /= npc;
-        bank = a % nbank;
-        a /= nbank;
-        col = a % tm_.columns;
-        a /= tm_.columns;
-        row = a % tm_.rows;
-    } else {  // RoBaRaCoCh (and its -xor variant)
-        ch = a % npc;
-        a /= npc;
-        col = a % tm_.columns;
-        a /= tm_.columns;
-        bank = a % nbank;
-        a /= nbank;
-        row = a % tm_.rows;
-        if (p_.mapping == "RoBaRaCoCh-xor") ch = (ch ^ row) % npc;
-    }
-    (void)col;
-    Pc& p = pcs_[ch];
-    Bank& b = p.banks[bank];
-    const unsigned group = static_cast<unsigned>(bank / tm_.banks_per_group);
-    ++stats_.accesses;
-
-    // Earliest command time: the request's arrival, and after everything already scheduled in
-    // this pseudo-channel's command order (in order per pseudo-channel).
-    Tick cmd = t;
-    apply_refresh(p, cmd);
-    auto in_refresh = [&](Tick x) {
-        if (!p_.refresh) return x;
-        const Tick refi = c(tm_.REFI), rfc = c(tm_.RFC);
-        if (x < p.offset) return x;
-        const Tick k = (x - p.offset) / refi;
-        const Tick w = p.offset + k * refi;
-        return (k > 0 && x < w + rfc) ? w + rfc : x;
+    const std::uint64_t nch = chs_.size();
+    auto take = [&a](std::uint64_t n) {
+        const std::uint64_t v = a % n;
+        a /= n;
+        return v;
     };
-    if (b.open_row == static_cast<std::int64_t>(row)) {
-        ++stats_.hits;
+    DramAddr d;
+    d.ch = static_cast<unsigned>(take(nch));
+    if (map_ == 1) {
+        d.pc = static_cast<unsigned>(take(tm_.pseudo_channels));
+        d.bank = static_cast<unsigned>(take(tm_.banks_per_group));
+        d.bg = static_cast<unsigned>(take(tm_.bank_groups));
+        d.col = static_cast<std::uint32_t>(take(tm_.columns));
     } else {
-        if (b.open_row >= 0) {  // conflict: precharge first
-            ++stats_.conflicts;
-            const Tick pre = in_refresh(std::max(cmd, b.pre_ready));
-            b.act_ready = std::max(b.act_ready, pre + c(tm_.RP));
-        } else {
-            ++stats_.misses;
+        d.col = static_cast<std::uint32_t>(take(tm_.columns));
+        d.pc = static_cast<unsigned>(take(tm_.pseudo_channels));
+        d.bank = static_cast<unsigned>(take(tm_.banks_per_group));
+        d.bg = static_cast<unsigned>(take(tm_.bank_groups));
+    }
+    d.row = static_cast<std::uint32_t>(take(tm_.rows));
+    if (map_ == 2) d.ch = static_cast<unsigned>((d.ch ^ d.row) % nch);
+    return d;
+}
+
+std::int64_t DramModel::clock(unsigned ch) const { return chs_[ch]->clk; }
+
+bool DramModel::offer(std::uint64_t off, bool write, std::uint64_t tag) {
+    const DramAddr a = decode(off);
+    Channel& c = *chs_[a.ch];
+    auto& q = write ? c.writes : c.reads;
+    if (q.size() >= depth_) return false;
+    q.push_back({tag, a, write, false, c.clk});
+    return true;
+}
+
+void DramModel::tick(unsigned ch) { chs_[ch]->tick(*this); }
+
+bool DramModel::idle(unsigned ch) const { return chs_[ch]->idle(); }
+
+void DramModel::skip_to(unsigned ch, std::int64_t to) {
+    Channel& c = *chs_[ch];
+    while (c.clk < to) {
+        if (c.idle() && (!p_.refresh || c.next_refresh > to)) {
+            c.clk = to;
+            break;
         }
-        Tick act = std::max(cmd, b.act_ready);
-        if (p.any_act) act = std::max(act, p.act_last + c(tm_.RRD_S));
-        if (p.group_act[group]) act = std::max(act, p.group_act[group] + c(tm_.RRD_L));
-        if (p.faw.size() >= 4) act = std::max(act, p.faw.front() + c(tm_.FAW));
-        act = in_refresh(act);
-        apply_refresh(p, act);
-        b.open_row = static_cast<std::int64_t>(row);
-        b.act = act;
-        b.col_ready = act + c(tm_.RCD);
-        b.pre_ready = act + c(tm_.RAS);
-        p.act_last = act;
-        p.any_act = true;
-        p.group_act[group] = act;
-        p.faw.push_back(act);
-        if (p.faw.size() > 4) p.faw.pop_front();
+        if (!c.tick(*this) && c.wake - 1 > c.clk) c.clk = std::min(c.wake, to) - 1;
     }
-    // The column command.
-    Tick col_t = std::max(cmd, b.col_ready);
-    if (p.any_col) col_t = std::max(col_t, p.col + c(tm_.CCD_S));
-    if (p.group_col[group]) col_t = std::max(col_t, p.group_col[group] + c(tm_.CCD_L));
-    if (!write && p.any_write) col_t = std::max(col_t, p.write_end + c(tm_.WTR_L));
-    if (write && p.any_read) col_t = std::max(col_t, p.read_cmd + c(tm_.RTW));
-    // The data bus: one burst at a time, tCL (tCWL) after its command.
-    const Tick lat = c(write ? tm_.CWL : tm_.CL), burst = c(tm_.BL);
-    col_t = std::max(col_t, p.bus_free > lat ? p.bus_free - lat : 0);
-    col_t = in_refresh(col_t);
-    const Tick data = col_t + lat, end = data + burst;
-    p.bus_free = end;
-    p.col = col_t;
-    p.any_col = true;
-    p.group_col[group] = col_t;
-    if (write) {
-        p.write_end = end;
-        p.any_write = true;
-        b.pre_ready = std::max(b.pre_ready, end + c(tm_.WR));
-    } else {
-        p.read_cmd = col_t;
-        p.any_read = true;
-        b.pre_ready = std::max(b.pre_ready, col_t + c(tm_.RTP));
+}
+
+Tick DramModel::serve(std::uint64_t off, std::uint64_t len, bool write, Tick arrival, Tick* accept,
+                      std::vector<DramDone>* records) {
+    const std::uint64_t acc = tm_.access_bytes;
+    for (std::uint64_t o = off / acc * acc; o < off + len; o += acc) fifo_[decode(o).ch].push_back(o);
+    const std::int64_t start = static_cast<std::int64_t>((arrival + tck_ - 1) / tck_);
+    Tick done = arrival, accepted = arrival;
+    done_.clear();
+    for (unsigned ch = 0; ch < chs_.size(); ++ch) {
+        auto& f = fifo_[ch];
+        if (f.empty()) continue;
+        Channel& c = *chs_[ch];
+        skip_to(ch, start);  // an earlier arrival than the clock queues at the clock
+        std::size_t offered = 0, finished = 0;
+        while (finished < f.size()) {
+            bool queued = false;
+            while (offered < f.size() && offer(f[offered], write, offered)) {
+                ++offered;
+                queued = true;
+            }
+            if (queued) accepted = std::max(accepted, Tick(c.clk) * tck_);
+            const bool issued = c.tick(*this);
+            for (const DramDone& d : done_) {
+                done = std::max(done, d.end);
+                if (records) records->push_back(d);
+            }
+            finished += done_.size();
+            done_.clear();
+            if (!issued && c.wake != kNever && c.wake - 1 > c.clk) c.clk = c.wake - 1;
+        }
+        f.clear();
     }
-    if (p_.page_policy == "closed") {  // auto-precharge
-        b.open_row = -1;
-        b.act_ready = std::max(b.act_ready, b.pre_ready + c(tm_.RP));
-    }
-    if (pc_out) *pc_out = static_cast<unsigned>(ch);
-    if (data_start) *data_start = data;
-    return end;
+    if (accept) *accept = accepted;
+    return done;
 }
 
 }  // namespace xpu

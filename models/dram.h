@@ -1,37 +1,42 @@
 // DramModel: an HBM channel set timed by DRAM protocol rules instead of a bandwidth calendar
-// (HbmController `model: dram`). Each of `channels` channels has `pseudo_channels` pseudo-
-// channels, each with its own command and data bus and bank groups x banks; every access of
-// `access_bytes` (one column command, a burst) is mapped to (pseudo-)channel, bank group, bank,
-// row and column by `mapping`, and timed against the state of its bank and bus:
+// (HbmController `model: dram`), with the controller behaviour of Ramulator 2's Generic
+// controller and FR-FCFS scheduler (docs/validation.md compares the two side by side).
 //
-//   row closed:   ACT at max(tRP after PRE, tRRD_S / tRRD_L after the last ACT in the pseudo-
-//                 channel / bank group, the tFAW window of the last four ACTs), then RD/WR tRCD
-//                 later;
-//   row conflict: PRE first (no earlier than tRAS after ACT, tRTP after a read, write recovery
-//                 tCWL + tBL + tWR after a write), then as closed;
-//   row hit:      RD/WR at once;
-//   column commands: tCCD_S apart in a pseudo-channel, tCCD_L in a bank group; a read tWTR_S/L
-//                 after the end of write data, a write tRTW after a read; data on the bus tCL
-//                 (tCWL) after the command for tBL; the bus carries one burst at a time.
-//   refresh:      all-bank, every tREFI per pseudo-channel (staggered), tRFC long: no command
-//                 in the window, every row closed after it.
-//   page policy:  open (rows stay open: hits are cheap, conflicts pay PRE) or closed (auto-
-//                 precharge after every access: every access pays ACT, none a conflict).
+// Organisation: `channels` channels, each with the standard's pseudo-channels (its own data bus
+// and bank groups x banks) behind one command bus: a channel's controller issues at most one
+// command per command-clock cycle. A request moves `access_bytes` (one column command); its
+// address picks channel, pseudo-channel, bank group, bank, row and column by `mapping`.
 //
-// Scheduling: requests are served in arrival order per pseudo-channel, bank-parallel (an access
-// to another bank does not wait for this bank's activation, only for the shared buses and the
-// ACT rules): FR-FCFS for the request streams the models issue (a DMA's bursts arrive in order
-// and their row hits are served back to back). A request that arrives out of time order (a
-// temporal-decoupling artefact) is served after what was already scheduled: unlike the
-// bandwidth calendar, this model does not fill gaps in the past (docs/validation.md).
+// Controller, per channel, every cycle (what Ramulator 2's Generic controller does):
+//   1. a read queue and a write queue of `queue_depth` requests each; a request that finds its
+//      queue full waits outside (back-pressure);
+//   2. write draining by watermarks: the controller serves writes once the write queue holds
+//      more than write_high x depth (or there is no read), back to reads once it holds fewer
+//      than write_low x depth (and a read waits);
+//   3. FR-FCFS: of the served queue, the request whose next command (ACT for a closed bank, PRE
+//      for another row open, RD/WR for its open row) can issue now wins, the oldest first; a
+//      request whose ACT issued moves to an active set that is served before the queues (its
+//      row is not closed by another request's PRE meanwhile);
+//   4. refresh (when on): every tREFI the channel precharges all banks and refreshes for tRFC,
+//      before any queued request.
+// Timing rules (per pseudo-channel unless said): ACT-ACT tRRD_S, tRRD_L in a bank group, four
+// ACTs per tFAW, tRC per bank, ACT-to-column tRCD, ACT-to-PRE tRAS, PRE-to-ACT tRP, RD-to-PRE
+// tRTP, WR-to-PRE tCWL+tBL+tWR; column commands tCCD_S apart (tCCD_L in a bank group) and tBL
+// apart on the data bus; WR-to-RD tCWL+tBL+tWTR_S (_L in a bank group), RD-to-WR tCL+tBL+2-tCWL;
+// an ACT occupies the channel's command bus for 2 cycles. Read data is back tCL+tBL after RD.
 //
-// Every timing is a preset of the JEDEC-style `standard` (values and sources in dram.cpp);
-// organisation, mapping and policy are keys.
+// Page policy: open (rows stay open) or closed (every access auto-precharges: RDA/WRA).
+//
+// Use: the request-level interface (offer / tick / completions) is the controller itself, for
+// a driver that offers requests cycle by cycle (the side-by-side runs); serve() times one
+// transaction through it for HbmController's b_transport. A transaction is served to its end
+// before the call returns (its completion time is the answer), so requests of different
+// transactions are reordered only when they are in the queues together, i.e. within one
+// transaction; one that arrives before a channel's clock (temporal decoupling) queues at that
+// clock: this model does not fill gaps in the past as the bandwidth calendar does.
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <vector>
 
@@ -39,33 +44,40 @@
 
 namespace xpu {
 
-// Keys of HbmController that apply with `model: dram` (declared by HbmParams::declare).
+// Keys of HbmController that apply with `model: dram` (declared by HbmParams::declare; the
+// queue depth is HbmParams::queue_depth).
 struct DramParams {
     std::string standard = "HBM2";       // HBM2 | HBM2E | HBM3: timings, rate, organisation
     std::string mapping = "RoBaRaCoCh";  // RoBaRaCoCh | RoCoBaRaCh | RoBaRaCoCh-xor
     std::string page_policy = "open";    // open | closed
     bool refresh = true;
+    double write_high = 0.8, write_low = 0.2;  // write-drain watermarks, fractions of the queue
 
     void declare(ParamVisitor& v) {
         v.choice("standard", standard, {"HBM2", "HBM2E", "HBM3"},
                  "model dram: the JEDEC-style preset (data rate, timings, banks, pseudo-channels; models/dram.cpp)");
         v.choice("mapping", mapping, {"RoBaRaCoCh", "RoCoBaRaCh", "RoBaRaCoCh-xor"},
-                 "model dram: address bits from the top (Ro row, Ba bank + bank group, Ra rank, Co column, Ch "
-                 "(pseudo-)channel); -xor: the channel bits XORed with the low row bits");
+                 "model dram: address fields from the top (Ro row, Ba bank group + bank, Ra pseudo-channel, Co "
+                 "column, Ch channel); -xor: the channel bits XORed with the low row bits");
         v.choice("page_policy", page_policy, {"open", "closed"},
                  "model dram: open keeps a row open after an access, closed precharges after each");
-        v.boolean("refresh", refresh, "model dram: all-bank refresh every tREFI for tRFC");
+        v.boolean("refresh", refresh, "model dram: all-bank refresh of each channel every tREFI for tRFC");
+        v.real("write_drain_high", write_high, 0.0, 1.0, "fraction of queue_depth",
+               "model dram: the controller turns to writes when more writes than this wait");
+        v.real("write_drain_low", write_low, 0.0, 1.0, "fraction of queue_depth",
+               "model dram: the controller turns back to reads when fewer writes than this wait");
     }
 };
 
-// One standard's figures (cycles of tck unless said).
+// One standard's figures (cycles of tck_ns unless said).
 struct DramTiming {
     const char* name;
-    double tck_ns;        // command clock period
-    unsigned access_bytes;  // bytes per column command (burst) per pseudo-channel
+    double tck_ns;          // command clock period
+    unsigned access_bytes;  // bytes per column command (one request)
     unsigned pseudo_channels, bank_groups, banks_per_group;
-    std::uint64_t rows, columns;  // per bank; columns in accesses
-    unsigned BL, CL, CWL, RCD, RP, RAS, WR, RTP, CCD_S, CCD_L, RRD_S, RRD_L, WTR_S, WTR_L, RTW, FAW, RFC, REFI;
+    std::uint64_t rows, columns;  // per bank; columns in accesses (a row is columns x access_bytes)
+    unsigned BL, CL, CWL, RCDRD, RCDWR, RP, RAS, RC, WR, RTPS, RTPL, CCD_S, CCD_L, RRD_S, RRD_L, WTR_S, WTR_L, FAW,
+        RFC, REFI;
 };
 
 const DramTiming& dram_timing(const std::string& standard);
@@ -74,52 +86,79 @@ struct DramStats {
     std::uint64_t accesses = 0, hits = 0, misses = 0, conflicts = 0, refreshes = 0;
 };
 
+// A request's place in the device.
+struct DramAddr {
+    unsigned ch = 0, pc = 0, bg = 0, bank = 0;  // bank within its group
+    std::uint32_t row = 0, col = 0;
+};
+
+// What a finished request reports (ticks in ps, cycles of the channel's clock).
+struct DramDone {
+    std::uint64_t tag;
+    bool write;
+    unsigned channel, pseudo_channel;
+    std::int64_t arrive, issue;  // cycles: queued, column command issued
+    Tick data_start, end;         // data on the bus, data moved (read: back; write: written)
+};
+
+// One command as issued (DramModel::log_commands): name ACT, PRE, PREA, RD, WR, RDA, WRA, REF.
+struct DramCommand {
+    std::int64_t cycle;
+    unsigned channel, pc, bg, bank;  // PREA / REF: the whole channel (pc, bg, bank 0)
+    const char* name;
+};
+
 class DramModel {
 public:
-    // channels: the controller's channel count (each with the standard's pseudo-channels).
-    DramModel(const DramParams& p, unsigned channels);
-    // One access-sized burst at byte offset `off` (from the controller's base), ready at `t`:
-    // returns when its data has moved (read: arrived at the controller; write: written), and
-    // its pseudo-channel index and data start in *pc, *data_start.
-    Tick access(std::uint64_t off, bool write, Tick t, unsigned* pc, Tick* data_start);
+    // channels: the controller's channel count; queue_depth: requests per read / write queue.
+    DramModel(const DramParams& p, unsigned channels, unsigned queue_depth);
+    ~DramModel();
+    DramModel(const DramModel&) = delete;
+    DramModel& operator=(const DramModel&) = delete;
+
+    const DramTiming& timing() const { return tm_; }
     unsigned access_bytes() const { return tm_.access_bytes; }
-    unsigned pseudo_channels() const { return static_cast<unsigned>(pcs_.size()); }
-    // Peak data rate of all pseudo-channels, GB/s.
-    double peak_gbps() const;
-    const DramStats& stats() const { return stats_; }
+    unsigned channels() const { return static_cast<unsigned>(chs_.size()); }
+    unsigned pseudo_channels() const { return channels() * tm_.pseudo_channels; }
+    double peak_gbps() const;  // every pseudo-channel's data bus busy
     Tick tck() const { return tck_; }
+    const DramStats& stats() const { return stats_; }
+    DramAddr decode(std::uint64_t off) const;
+
+    // Request level. The channel's clock, in cycles (the cycle whose tick comes next).
+    std::int64_t clock(unsigned ch) const;
+    // Queue one request at the channel's current clock if its queue has room (else false).
+    bool offer(std::uint64_t off, bool write, std::uint64_t tag);
+    // One cycle of a channel: the cycle advances, then at most one command issues.
+    void tick(unsigned ch);
+    // Nothing queued, active or refreshing.
+    bool idle(unsigned ch) const;
+    // An idle channel's clock jumps to cycle `to` (refreshes due meanwhile take place).
+    void skip_to(unsigned ch, std::int64_t to);
+    // Requests whose column command has issued since the last call (in issue order).
+    std::vector<DramDone>& completions() { return done_; }
+    // Every command issued from now on appended to *log (nullptr: none); for checks of the rules.
+    void log_commands(std::vector<DramCommand>* log) { log_ = log; }
+
+    // Transaction level (HbmController): `len` bytes at `off`, arriving at `arrival` (ps); every
+    // request through its channel's queue until issued. Returns when the data has moved; *accept:
+    // when the last request entered its queue (back-pressure); each request's record appended to
+    // *records if given.
+    Tick serve(std::uint64_t off, std::uint64_t len, bool write, Tick arrival, Tick* accept,
+               std::vector<DramDone>* records = nullptr);
 
 private:
-    struct Bank {
-        std::int64_t open_row = -1;
-        Tick act = 0;              // last ACT
-        Tick act_ready = 0;        // earliest next ACT (tRP after PRE)
-        Tick col_ready = 0;        // earliest column command (tRCD after ACT)
-        Tick pre_ready = 0;        // earliest PRE (tRAS, tRTP, write recovery)
-    };
-    struct Pc {
-        std::vector<Bank> banks;
-        std::vector<Tick> group_col, group_act;  // last column command / ACT per bank group
-        Tick col = 0;                            // last column command
-        bool any_col = false;
-        Tick act_last = 0;
-        bool any_act = false;
-        std::deque<Tick> faw;                    // the last four ACTs
-        Tick bus_free = 0;                       // data bus
-        Tick write_end = 0, read_cmd = 0;        // for tWTR / tRTW
-        bool any_write = false, any_read = false;
-        std::uint64_t refreshed = 0;             // refresh windows applied
-        Tick offset = 0;                         // refresh stagger
-    };
-    Tick c(unsigned cycles) const { return Tick(cycles) * tck_; }
-    void apply_refresh(Pc& p, Tick t);
-
+    struct Channel;
     DramParams p_;
     const DramTiming& tm_;
     Tick tck_;
-    std::vector<Pc> pcs_;
-    unsigned ch_bits_ = 0;
+    unsigned depth_;
+    unsigned map_;  // 0 RoBaRaCoCh, 1 RoCoBaRaCh, 2 RoBaRaCoCh-xor
+    std::vector<Channel*> chs_;
     DramStats stats_;
+    std::vector<DramDone> done_;
+    std::vector<DramCommand>* log_ = nullptr;
+    std::vector<std::vector<std::uint64_t>> fifo_;  // serve(): requests waiting for queue room
 };
 
 }  // namespace xpu

@@ -15,36 +15,34 @@ HbmController::HbmController(const sc_core::sc_module_name& n, const HbmConfig& 
     port.register_b_transport(this, &HbmController::b_transport);
     port.register_get_direct_mem_ptr(this, &HbmController::get_direct_mem_ptr);
     granule_service_ = transfer_ticks(cfg.interleave_bytes, cfg.channel_bandwidth_gbps);
-    if (cfg.model == "dram") dram_ = std::make_unique<DramModel>(cfg.dram, cfg.channels);
+    if (cfg.model == "dram") dram_ = std::make_unique<DramModel>(cfg.dram, cfg.channels, cfg.queue_depth);
     expose_target("port", port, true, false);
 }
 
-// model dram: every access-sized burst through the DRAM protocol model (models/dram.h); the
-// request's data is back when its last burst has moved. Back-pressure: a burst whose data would
-// start more than queue_depth bursts after its arrival waits outside for room.
+// model dram: the transaction's requests through the DRAM controller model (models/dram.h);
+// its data is back when its last request's data has moved. Back-pressure: accepted when its
+// last request entered its channel's queue.
 void HbmController::dram_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
     const Tick now = now_ticks(), arrival = now + delay.value();
     const std::uint64_t addr = gp.get_address(), len = gp.get_data_length();
     const bool write = gp.is_write();
     const unsigned passes = write && gp.get_extension<ReduceWrite>() ? 2 : 1;
+    const Tick burst = static_cast<Tick>(dram_->timing().BL) * dram_->tck();
     const std::uint64_t acc = dram_->access_bytes();
-    const Tick burst = static_cast<Tick>(dram_timing(cfg_.dram.standard).BL) * dram_->tck();
     Tick accept = arrival, done = arrival;
+    std::vector<DramDone>* records = recorder_ ? &records_ : nullptr;
     for (unsigned pass = 0; pass < passes; ++pass) {
         const bool w = passes == 2 ? pass == 1 : write;  // a reducing write reads, then writes
-        for (std::uint64_t off = (addr - cfg_.base) / acc * acc; off < addr - cfg_.base + len; off += acc) {
-            unsigned pc = 0;
-            Tick data = 0;
-            const Tick end = dram_->access(off, w, pass == 1 ? done : arrival, &pc, &data);
-            const Tick room = Tick(cfg_.queue_depth) * burst;
-            if (data > arrival + room) accept = std::max(accept, data - room);
-            done = std::max(done, end);
-            dram_busy_ += burst;
-            if (recorder_)
-                recorder_->on_hbm_channel({name(), static_cast<std::uint16_t>(pc), std::min<std::uint64_t>(acc, len),
-                                           arrival, data, end});
-        }
+        Tick acc_t = 0;
+        records_.clear();
+        done = dram_->serve(addr - cfg_.base, len, w, pass == 1 ? done : arrival, &acc_t, records);
+        if (pass == 0) accept = acc_t;
+        dram_busy_ += burst * ((addr - cfg_.base + len + acc - 1) / acc - (addr - cfg_.base) / acc);
+        for (const DramDone& d : records_)
+            recorder_->on_hbm_channel({name(), static_cast<std::uint16_t>(d.channel * dram_->timing().pseudo_channels + d.pseudo_channel),
+                                       std::min<std::uint64_t>(acc, len), arrival, d.data_start, d.end});
     }
+    records_.clear();
     backpressure_ += accept - arrival;
     (write ? bytes_written_ : bytes_read_) += len;
     if (passes == 2) bytes_read_ += len;

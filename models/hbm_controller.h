@@ -43,7 +43,9 @@ struct HbmParams {
         v.real("channel_bandwidth_gbps", channel_bandwidth_gbps, 0.001, 1e6, "GB/s", "GB/s per channel (1 GB/s = 1 byte/ns)");
         v.ticks_ns("latency_ns", latency, 0, 1e6, "data returns this long after its transfer slot");
         v.u32("interleave_bytes", interleave_bytes, 1, 1u << 20, "bytes", "address interleave granule across channels");
-        v.u32("queue_depth", queue_depth, 1, 1u << 20, "requests", "requests a channel queues before back-pressure");
+        v.u32("queue_depth", queue_depth, 1, 1u << 20, "requests",
+              "requests a channel queues before back-pressure (model dram: in its read queue and in its write "
+              "queue each; Ramulator 2's Generic controller holds 33)");
         // A knob of the simulator, not of the hardware: the dump shows it only when set.
         v.ticks_ns("calendar_bucket_ns", bucket, 1, 1e6,
                    "resolution of a channel's bandwidth calendar (rounded down to a power of two ps): "
@@ -95,6 +97,7 @@ private:
     HbmConfig cfg_;
     std::unique_ptr<DramModel> dram_;  // model dram
     Tick dram_busy_ = 0;               // data-bus time of every burst (model dram)
+    std::vector<DramDone> records_;    // model dram: the requests of the transaction in service
     std::vector<BandwidthCalendar> channels_;
     Tick granule_service_ = 0;       // transfer time of one full interleave granule
     std::uint64_t bytes_read_ = 0, bytes_written_ = 0, requests_ = 0;

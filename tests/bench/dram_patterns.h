@@ -1,0 +1,142 @@
+// The request streams of the DRAM model's side-by-side runs against Ramulator 2
+// (scripts/dram_vs_ramulator.sh, tests/dram_test.cpp), and a replay of a stream on the model the
+// way Ramulator 2's LoadStoreTrace frontend drives its memory system. Shared by the replay tool
+// (tests/bench/dram_replay.cpp, which also writes the streams as Ramulator traces) and the
+// tests, so that both sides see the same requests.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/dram.h"
+
+namespace xpu::dram_bench {
+
+struct Request {
+    bool write;
+    std::uint64_t addr;
+};
+
+// The patterns, 32 B accesses (the HBM2 transaction) within 1 GiB, a fixed seed:
+//   seq32      sequential 32 B reads (also a stream of 64 B requests, two accesses each)
+//   seq64      every other 32 B: a 64 B stride
+//   rand32     random 32 B reads
+//   block512   random 512 B-aligned blocks of 16 sequential reads
+//   block4k    random 4 KiB-aligned blocks of 128 sequential reads
+//   mix21      sequential, every third a write
+//   mixrand21  random, every third a write
+//   streams4   four sequential streams 256 MiB apart, interleaved in 4 KiB chunks
+//   lowseq / lowrand  sequential / random reads, meant for one request every 100 cycles
+inline const std::vector<std::string>& pattern_names() {
+    static const std::vector<std::string> n = {"seq32", "seq64",     "rand32",   "block512", "block4k",
+                                               "mix21", "mixrand21", "streams4", "lowseq",   "lowrand"};
+    return n;
+}
+inline bool low_load(const std::string& name) { return name.rfind("low", 0) == 0; }
+
+inline std::vector<Request> pattern(const std::string& name, std::size_t n = 400000) {
+    if (low_load(name)) n = std::min<std::size_t>(n, 20000);
+    std::mt19937_64 rng(15);
+    const std::uint64_t span = 1ull << 30;
+    auto rnd = [&](std::uint64_t unit) { return (rng() % (span / unit)) * unit; };
+    std::vector<Request> r;
+    r.reserve(n);
+    auto blocks = [&](std::uint64_t size) {
+        while (r.size() < n) {
+            const std::uint64_t base = rnd(size);
+            for (std::uint64_t k = 0; k < size / 32 && r.size() < n; ++k) r.push_back({false, base + k * 32});
+        }
+    };
+    if (name == "seq32" || name == "lowseq") {
+        for (std::size_t i = 0; i < n; ++i) r.push_back({false, i * 32});
+    } else if (name == "seq64") {
+        for (std::size_t i = 0; i < n; ++i) r.push_back({false, i * 64});
+    } else if (name == "rand32" || name == "lowrand") {
+        for (std::size_t i = 0; i < n; ++i) r.push_back({false, rnd(32)});
+    } else if (name == "block512") {
+        blocks(512);
+    } else if (name == "block4k") {
+        blocks(4096);
+    } else if (name == "mix21") {
+        for (std::size_t i = 0; i < n; ++i) r.push_back({i % 3 == 2, i * 32});
+    } else if (name == "mixrand21") {
+        for (std::size_t i = 0; i < n; ++i) r.push_back({i % 3 == 2, rnd(32)});
+    } else if (name == "streams4") {
+        for (std::uint64_t c = 0; r.size() < n; ++c)
+            for (std::uint64_t s = 0; s < 4; ++s)
+                for (std::uint64_t k = 0; k < 128 && r.size() < n; ++k)
+                    r.push_back({false, s * (256ull << 20) + c * 4096 + k * 32});
+    }
+    return r;
+}
+
+struct ReplayResult {
+    std::int64_t cycles = 0;
+    double gbps = 0, read_latency_ns = 0, loop_s = 0;
+};
+
+// Ramulator 2's LoadStoreTrace frontend: per_cycle requests offered per memory cycle in order
+// (one before the first cycle), a refused one again the next cycle; or (every > 0) one every
+// `every` cycles. The run ends when the last request is queued. Bandwidth = requests x access
+// bytes / cycles; mean read latency = sum of (data back - queued) over the reads back by then /
+// reads queued: Ramulator's figures.
+inline ReplayResult replay(DramModel& m, const std::vector<Request>& tr, unsigned per_cycle, unsigned every) {
+    ReplayResult res;
+    const auto t0 = std::chrono::steady_clock::now();
+    const unsigned channels = m.channels();
+    const std::int64_t read_lat = m.timing().CL + m.timing().BL;
+    std::vector<std::pair<std::int64_t, std::int64_t>> back;  // (data back, queued) per issued read
+    std::size_t next = 0;
+    std::uint64_t reads = 0;
+    std::int64_t cycle = 0;
+    for (;; ++cycle) {
+        const unsigned n = every ? (cycle % every == 0 ? 1 : 0) : (cycle == 0 ? 1 : per_cycle);
+        for (unsigned k = 0; k < n && next < tr.size(); ++k) {
+            if (!m.offer(tr[next].addr, tr[next].write, next)) break;
+            if (!tr[next].write) ++reads;
+            ++next;
+        }
+        if (next == tr.size()) break;
+        if (every && cycle % every != every - 1) {  // low load: idle channels jump to the next offer
+            bool idle = true;
+            for (unsigned ch = 0; ch < channels && idle; ++ch) idle = m.idle(ch);
+            if (idle) {
+                const std::int64_t to = cycle / every * every + every - 1;
+                for (unsigned ch = 0; ch < channels; ++ch) m.skip_to(ch, to);
+                cycle = to - 1;
+                continue;
+            }
+        }
+        for (unsigned ch = 0; ch < channels; ++ch) m.tick(ch);
+        for (const DramDone& d : m.completions())
+            if (!d.write) back.push_back({d.issue + read_lat, d.arrive});
+        m.completions().clear();
+    }
+    res.loop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double lat = 0;
+    for (const auto& b : back)
+        if (b.first <= cycle) lat += static_cast<double>(b.first - b.second);
+    res.cycles = cycle;
+    const double ns = static_cast<double>(cycle) * m.timing().tck_ns;
+    res.gbps = static_cast<double>(tr.size()) * m.access_bytes() / ns;
+    res.read_latency_ns = reads ? lat / static_cast<double>(reads) * m.timing().tck_ns : 0.0;
+    return res;
+}
+
+// Ramulator 2's Generic controller as configured in the side-by-side: queues that hold 33
+// requests (it accepts while it holds at most 32) and write watermarks 0.8 and 0.2 of 32 (more
+// than 25.6 writes: drain; fewer than 6.4: back to reads), refresh off (its AllBank refresh
+// manager issues none for HBM2, which has no rank level).
+inline DramParams ramulator_like(DramParams p = {}) {
+    p.refresh = false;
+    p.write_high = 25.6 / 33;
+    p.write_low = 6.4 / 33;
+    return p;
+}
+constexpr unsigned kRamulatorQueue = 33;
+
+}  // namespace xpu::dram_bench
