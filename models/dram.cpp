@@ -374,7 +374,11 @@ void DramModel::skip_to(unsigned ch, std::int64_t to) {
             c.clk = to;
             break;
         }
-        if (!c.tick(*this) && c.wake - 1 > c.clk) c.clk = std::min(c.wake, to) - 1;
+        if (c.tick(*this)) continue;
+        if (c.wake > to)  // nothing issues before `to`
+            c.clk = to;
+        else if (c.wake - 1 > c.clk)
+            c.clk = c.wake - 1;
     }
 }
 
@@ -414,3 +418,4 @@ Tick DramModel::serve(std::uint64_t off, std::uint64_t len, bool write, Tick arr
 }
 
 }  // namespace xpu
+

@@ -307,6 +307,22 @@ TEST(Dram, RefreshCostsItsShareOfTime) {
     EXPECT_EQ(b.stats().refreshes, 0u);
 }
 
+// A refresh that falls due while a row is open waits for it (PREA no earlier than tRAS after
+// the ACT), then REF tRP later, and the next read's ACT tRFC after the REF: a read queued just
+// after the refresh is due is back at ACT0 + tRAS + tRP + tRFC + tRCD + tCL + tBL.
+TEST(Dram, ARequestBehindARefreshWaitsForIt) {
+    DramModel m(params("HBM2", "open", true), 1, 32);
+    const DramTiming& t = m.timing();
+    const Tick ck = m.tck();
+    ASSERT_GT(t.RAS, t.RCDRD + t.RTPL);                      // the PREA waits for tRAS
+    const std::int64_t act0 = t.REFI - 2;                    // queued at REFI - 3, ACT one cycle later
+    m.serve(0, 32, false, Tick(t.REFI - 3) * ck, nullptr);
+    const Tick e = m.serve(32, 32, false, Tick(t.REFI + 1) * ck, nullptr);
+    EXPECT_EQ(e, Tick(act0 + t.RAS + t.RP + t.RFC + t.RCDRD + t.CL + t.BL) * ck);
+    EXPECT_EQ(m.stats().refreshes, 1u);
+    EXPECT_EQ(m.stats().misses, 2u);  // the refresh closed the row
+}
+
 // Closed page: every access activates (no hits, no conflicts); open page on a stream: hits.
 TEST(Dram, PagePolicyDecidesHitsAndActivations) {
     DramModel closed(params("HBM2", "closed"), 8, 32), open(params("HBM2", "open"), 8, 32);
