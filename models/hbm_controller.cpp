@@ -1,6 +1,7 @@
 #include "models/hbm_controller.h"
 
 #include <algorithm>
+#include <map>
 
 #include "models/sim_time.h"
 
@@ -38,9 +39,21 @@ void HbmController::dram_transport(tlm::tlm_generic_payload& gp, sc_core::sc_tim
         done = dram_->serve(addr - cfg_.base, len, w, pass == 1 ? done : arrival, &acc_t, records);
         if (pass == 0) accept = acc_t;
         dram_busy_ += burst * ((addr - cfg_.base + len + acc - 1) / acc - (addr - cfg_.base) / acc);
-        for (const DramDone& d : records_)
-            recorder_->on_hbm_channel({name(), static_cast<std::uint16_t>(d.channel * dram_->timing().pseudo_channels + d.pseudo_channel),
-                                       std::min<std::uint64_t>(acc, len), arrival, d.data_start, d.end});
+        // One waveform event per pseudo-channel the pass touched (per request would be 32 B each):
+        // its bytes, first data start and last data end.
+        std::map<unsigned, HbmChannelEvent> per_pc;
+        for (const DramDone& d : records_) {
+            const unsigned pc = d.channel * dram_->timing().pseudo_channels + d.pseudo_channel;
+            auto it = per_pc.find(pc);
+            if (it == per_pc.end())
+                per_pc.emplace(pc, HbmChannelEvent{name(), static_cast<std::uint16_t>(pc), std::min<std::uint64_t>(acc, len), arrival, d.data_start, d.end});
+            else {
+                it->second.bytes += std::min<std::uint64_t>(acc, len);
+                it->second.start = std::min(it->second.start, d.data_start);
+                it->second.done = std::max(it->second.done, d.end);
+            }
+        }
+        for (const auto& e : per_pc) recorder_->on_hbm_channel(e.second);
     }
     records_.clear();
     backpressure_ += accept - arrival;
