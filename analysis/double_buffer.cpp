@@ -55,8 +55,8 @@ bool BufferRenamer::blocked_by_buffer(std::uint32_t s, std::uint64_t k, std::uin
     const Instruction& y = st.code[p - 1];
     if (y.op == Opcode::SWait || is_barrier_like(y.op)) return false;
     Access d[2], a[2];
-    if (accesses(st.code[k], st.chip, d) != 2) return false;
-    const int n = accesses(y, st.chip, a);
+    if (accesses(st.code[k], st, d) != 2) return false;
+    const int n = accesses(y, st, a);
     return conflict(&d[1], 1, a, n) && !conflict(&d[0], 1, a, n);
 }
 
