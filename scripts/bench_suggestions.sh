@@ -240,7 +240,8 @@ for i, c in enumerate(cases):
                     for f in ("txlog.bin", "txlog.trace.bin", "timeline.json"):
                         if os.path.exists(os.path.join(x["dir"], f)):
                             os.remove(os.path.join(x["dir"], f))
-                os.remove(os.path.join(d, "optimized.bin"))
+                if os.path.exists(os.path.join(d, "optimized.bin")):  # no round: nothing written
+                    os.remove(os.path.join(d, "optimized.bin"))
     if not c["error"] and not c["clean"]:
         # As tests/e2e/planted.sh: apply the top suggestion, re-simulate on the run's effective platform.
         o = os.path.join(d, "out")
