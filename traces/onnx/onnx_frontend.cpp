@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -731,6 +732,46 @@ private:
 
     static std::string y_of(const onnx::NodeProto& n) { return n.output_size() ? n.output(0) : ""; }
 
+    // A 1-D or 2-D Conv's geometry for gen::ConvInput (c is set per matmul); none for 3-D.
+    // Padding before each spatial dim: `pads`, or what auto_pad SAME_* implies.
+    std::optional<gen::ConvInput> conv_input(const onnx::NodeProto& n, const Dims& xd, const Dims& wd, const Dims& yd,
+                                             std::uint64_t a) const {
+        const std::size_t sp = xd.size() - 2;
+        if (sp < 1 || sp > 2) return std::nullopt;
+        Dims st = attr_ints(n, "strides"), dl = attr_ints(n, "dilations"), pads = attr_ints(n, "pads");
+        st.resize(sp, 1);
+        dl.resize(sp, 1);
+        Dims before(sp, 0);
+        const auto* ap = attr(n, "auto_pad");
+        const std::string autopad = ap ? ap->s() : "NOTSET";
+        for (std::size_t i = 0; i < sp; ++i) {
+            if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
+                const std::int64_t total =
+                    std::max<std::int64_t>(0, (yd[2 + i] - 1) * st[i] + (wd[2 + i] - 1) * dl[i] + 1 - xd[2 + i]);
+                before[i] = autopad == "SAME_UPPER" ? total / 2 : total - total / 2;
+            } else if (pads.size() == 2 * sp) {
+                before[i] = pads[i];
+            }
+        }
+        auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+        gen::ConvInput c;
+        c.hbm_x = a;
+        c.n = u(xd[0]);
+        c.h = sp == 2 ? u(xd[2]) : 1;
+        c.w = u(xd.back());
+        c.ho = sp == 2 ? u(yd[2]) : 1;
+        c.wo = u(yd.back());
+        c.kh = sp == 2 ? u(wd[2]) : 1;
+        c.kw = u(wd.back());
+        c.sh = sp == 2 ? u(st[0]) : 1;
+        c.sw = u(st.back());
+        c.dh = sp == 2 ? u(dl[0]) : 1;
+        c.dw = u(dl.back());
+        c.ph = sp == 2 ? u(before[0]) : 0;
+        c.pw = u(before.back());
+        return c;
+    }
+
     NodeReport lower(gen::Lowering& lo, const onnx::NodeProto& n, int i) {
         NodeReport r;
         r.name = node_name(n, i);
@@ -772,9 +813,23 @@ private:
             r.flops = 2 * M * O * K;
             const std::uint64_t a = addr(x), b = addr(n.input(1)), c = addr(y);
             const unsigned dim = p_.tiles.dim;
+            // 1-D and 2-D convolutions form their A rows in VMEM from the input (gen::ConvInput:
+            // HBM reads the input once per row block, with its halo); 3-D ones gather im2col
+            // tiles from HBM.
+            const std::optional<gen::ConvInput> in = conv_input(n, xd, wd, yd, a);
+            const std::uint64_t cg = static_cast<std::uint64_t>(wd[1]);  // input channels per group
+            auto with_input = [&](gen::Matmul m, std::uint64_t g0, std::uint64_t groups) {
+                if (in) {
+                    m.conv = *in;
+                    m.conv->c = groups * cg;
+                    // Channel-blocked layout: a group block's channels are contiguous.
+                    m.conv->hbm_x = a + g0 * cg * in->n * in->h * in->w * eb_;
+                }
+                return m;
+            };
             std::vector<gen::Matmul> mm;
             if (G == 1) {
-                mm.push_back({M, O, K, a, b, c});
+                mm.push_back(with_input({M, O, K, a, b, c}, 0, 1));
             } else if (K <= dim && og <= dim) {
                 // Groups packed block-diagonally: as many per weight tile as its rows and
                 // columns hold.
@@ -783,11 +838,11 @@ private:
                     const std::uint64_t pg = std::min(per, G - g0);
                     gen::Matmul m{M, pg * og, K, a + g0 * M * K * eb_, b + g0 * og * K * eb_, c + g0 * M * og * eb_};
                     m.packed = pg;
-                    mm.push_back(m);
+                    mm.push_back(with_input(m, g0, pg));
                 }
             } else {
                 for (std::uint64_t g0 = 0; g0 < G; ++g0)
-                    mm.push_back({M, og, K, a + g0 * M * K * eb_, b + g0 * og * K * eb_, c + g0 * M * og * eb_});
+                    mm.push_back(with_input({M, og, K, a + g0 * M * K * eb_, b + g0 * og * K * eb_, c + g0 * M * og * eb_}, g0, 1));
             }
             lo.matmuls(mm, ann);
             return done(How::Mxu);
