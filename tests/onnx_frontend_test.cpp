@@ -34,6 +34,8 @@ struct Lowered {
     std::uint64_t flops_in_trace = 0;
     std::map<std::string, unsigned> ann;  // annotation -> instructions
     unsigned max_k = 0, max_n = 0;
+    std::vector<std::uint64_t> chip_flops;  // per stream (chip)
+    unsigned remote_dmas = 0;
 };
 
 Lowered lower(const std::string& model, onnxfe::OnnxParams p = {}) {
@@ -47,15 +49,21 @@ Lowered lower(const std::string& model, onnxfe::OnnxParams p = {}) {
     }
     EXPECT_TRUE(trace::validate(out).empty());
     const auto tf = trace::TraceFile::open(out);
-    trace::StreamReader s(tf, 0);
-    Instruction in;
-    while (s.read(&in, 1)) {
-        if (in.op == Opcode::MatMul) {
-            r.flops_in_trace += 2ull * in.m * in.n * in.k;
-            r.max_k = std::max(r.max_k, in.k);
-            r.max_n = std::max(r.max_n, in.n);
+    for (std::size_t stream = 0; stream < tf.streams().size(); ++stream) {
+        trace::StreamReader s(tf, stream);
+        Instruction in;
+        std::uint64_t flops = 0;
+        while (s.read(&in, 1)) {
+            if (in.op == Opcode::MatMul) {
+                flops += 2ull * in.m * in.n * in.k;
+                r.max_k = std::max(r.max_k, in.k);
+                r.max_n = std::max(r.max_n, in.n);
+            }
+            if (in.op == Opcode::Dma && in.mem_dst.chip != kLocalChip) ++r.remote_dmas;
+            if (in.has(kAnn)) ++r.ann[tf.strings().at(in.ann)];
         }
-        if (in.has(kAnn)) ++r.ann[tf.strings().at(in.ann)];
+        r.flops_in_trace += flops;
+        r.chip_flops.push_back(flops);
     }
     return r;
 }
@@ -152,6 +160,83 @@ TEST(OnnxFrontend, DepthwisePacksGroupsIntoOneTile) {
             EXPECT_TRUE(in.n == 14u || in.n == 2u) << in.n;
         }
     EXPECT_EQ(dw_matmuls, 2u * (16 * 16 / 8));  // 2 packed problems x 256 output rows / 8 rows a matmul
+}
+
+// x[2,16,64] -> LayerNormalization -> MatMul (64 -> 256) -> Relu -> MatMul (256 -> 64) -> Add x:
+// a transformer's MLP.
+Graph mlp() {
+    Graph G;
+    G.input("x", {2, 16, 64}, "batch");  // symbolic: the other inputs are weights (--batch 2 below)
+    G.input("ln_s", {64});
+    G.input("w1", {64, 256});
+    G.input("w2", {256, 64});
+    G.node("LayerNormalization", "/ln", {"x", "ln_s"}, {"n"});
+    G.node("MatMul", "/fc1", {"n", "w1"}, {"h"});
+    G.node("Relu", "/act", {"h"}, {"a"});
+    G.node("MatMul", "/fc2", {"a", "w2"}, {"o"});
+    G.node("Add", "/residual", {"x", "o"}, {"y"});
+    G.output("y");
+    return G;
+}
+
+TEST(OnnxFrontend, TensorParallelMlpIsAMegatronPair) {
+    Graph G = mlp();
+    const std::string m = G.save("mlp");
+    const std::uint64_t macs = 2 * 16 * 64 * 256 * 2;  // rows x 64 x 256, twice
+    for (unsigned tp : {1u, 2u, 4u, 3u}) {
+        SCOPED_TRACE("tp " + std::to_string(tp));
+        onnxfe::OnnxParams p;
+        p.batch = 2;
+        p.tp = tp;
+        Lowered r = lower(m, p);
+        EXPECT_EQ(r.sum.flops, 2 * macs);
+        EXPECT_EQ(r.flops_in_trace, 2 * macs);
+        ASSERT_EQ(r.chip_flops.size(), tp);
+        for (unsigned c = 0; c < tp; ++c) {  // 256 columns / tp each (85 or 86 of them at tp 3)
+            const std::uint64_t cols = 256 * (c + 1) / tp - 256 * c / tp;
+            EXPECT_EQ(r.chip_flops[c], 2ull * 2 * 2 * 16 * 64 * cols) << "chip " << c;
+        }
+        if (tp == 1) {
+            EXPECT_EQ(r.remote_dmas, 0u);
+            continue;
+        }
+        std::map<std::string, std::string> split;
+        for (const auto& n : r.sum.nodes) split[n.name] = n.split;
+        EXPECT_EQ(split["fc1"], "column-parallel");
+        EXPECT_EQ(split["fc2"], "row-parallel (all-reduce)");
+        EXPECT_EQ(r.sum.all_reduces, 1u) << "one all-reduce for the pair";
+        EXPECT_EQ(r.sum.all_gathers, 0u);
+        EXPECT_GT(r.remote_dmas, 0u);
+        EXPECT_TRUE(has_prefix(r.ann, "model/fc2/all_reduce/"));
+        EXPECT_EQ(r.sum.uneven.empty(), 256 % tp == 0) << "tp 3 splits the 256 columns unevenly, with a warning";
+    }
+}
+
+TEST(OnnxFrontend, TensorParallelConvolutionsSplitByRowsOrBatch) {
+    Graph G = small_cnn();
+    const std::string m = G.save("cnn_tp");
+    for (std::uint64_t batch : {1u, 2u}) {
+        for (unsigned tp : {2u, 4u, 16u}) {
+            SCOPED_TRACE("batch " + std::to_string(batch) + " tp " + std::to_string(tp));
+            onnxfe::OnnxParams p;
+            p.batch = batch;
+            p.tp = tp;
+            Lowered r = lower(m, p);
+            EXPECT_EQ(r.sum.flops, small_cnn_flops(batch));
+            EXPECT_EQ(r.flops_in_trace, small_cnn_flops(batch)) << "no node computed twice or dropped";
+            std::map<std::string, std::string> split;
+            for (const auto& n : r.sum.nodes) split[n.name] = n.split;
+            if (batch % tp == 0) {
+                EXPECT_EQ(split["stem/conv"], "by batch");
+                EXPECT_EQ(r.remote_dmas, 0u) << "split by batch: no communication";
+            } else {
+                // 32 output rows of the stem: by rows, its 3x3 halo from the neighbours.
+                EXPECT_EQ(split["stem/conv"], "by output rows (halo exchange)");
+                EXPECT_GT(r.sum.halo_exchanges, 0u);
+                EXPECT_TRUE(has_prefix(r.ann, "model/stem/conv/halo/send"));
+            }
+        }
+    }
 }
 
 TEST(OnnxFrontend, MatMulBatchedAndBroadcast) {
