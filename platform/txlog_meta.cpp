@@ -1,5 +1,7 @@
 #include "platform/txlog_meta.h"
 
+#include <set>
+
 #include "traces/txlog_header.h"
 
 namespace xpu {
@@ -24,6 +26,13 @@ std::string txlog_meta(const platform::Platform& p, const std::string& trace_fil
             kv["issue_slot_ps." + std::to_string(u.chip) + "." + std::to_string(f.core)] = std::to_string(f.issue_slot);
         h.units.push_back(u);
     }
+    // Which VMEM each core's vmem: operands address, when the cores address more than one (the
+    // analysis tells their VMEM accesses apart by it; absent: one VMEM, every core's).
+    std::set<std::string> vmems;
+    for (const auto& [core, v] : p.spaces().vmem_of_core)
+        if (!v.target.empty()) vmems.insert(v.target);
+    if (vmems.size() > 1)
+        for (const auto& [core, v] : p.spaces().vmem_of_core) kv["vmem_of_core." + std::to_string(core)] = v.target;
     return txlog::format_header(h);
 }
 
