@@ -239,6 +239,67 @@ TEST(OnnxFrontend, TensorParallelConvolutionsSplitByRowsOrBatch) {
     }
 }
 
+// Self-attention with 6 heads of 16 over hidden 96: x[1,16,96] -> Q, K, V projections ->
+// reshape to heads -> Q K^T -> Softmax -> P V -> back to 96 -> output projection.
+Graph attention6() {
+    Graph G;
+    G.input("x", {1, 16, 96}, "batch");
+    for (const char* w : {"wq", "wk", "wv", "wo"}) G.input(w, {96, 96});
+    auto* shape = G.g().add_initializer();
+    shape->set_name("heads_shape");
+    shape->set_data_type(onnx::TensorProto::INT64);
+    shape->add_dims(4);
+    for (std::int64_t d : {1, 16, 6, 16}) shape->add_int64_data(d);
+    auto* back = G.g().add_initializer();
+    back->set_name("hidden_shape");
+    back->set_data_type(onnx::TensorProto::INT64);
+    back->add_dims(3);
+    for (std::int64_t d : {1, 16, 96}) back->add_int64_data(d);
+    for (const char* t : {"q", "k", "v"}) {
+        const std::string w = std::string("w") + t;
+        G.node("MatMul", std::string("/") + t + "_proj", {"x", w}, {t});
+        G.node("Reshape", std::string("/") + t + "_heads", {t, "heads_shape"}, {std::string(t) + "h"});
+    }
+    Graph::ints(G.node("Transpose", "/q_t", {"qh"}, {"qt"}), "perm", {0, 2, 1, 3});
+    Graph::ints(G.node("Transpose", "/k_t", {"kh"}, {"kt"}), "perm", {0, 2, 3, 1});
+    Graph::ints(G.node("Transpose", "/v_t", {"vh"}, {"vt"}), "perm", {0, 2, 1, 3});
+    G.node("MatMul", "/scores", {"qt", "kt"}, {"s"});
+    G.node("Softmax", "/softmax", {"s"}, {"p"});
+    G.node("MatMul", "/context", {"p", "vt"}, {"c"});
+    Graph::ints(G.node("Transpose", "/c_t", {"c"}, {"ct"}), "perm", {0, 2, 1, 3});
+    G.node("Reshape", "/c_hidden", {"ct", "hidden_shape"}, {"ch"});
+    G.node("MatMul", "/out_proj", {"ch", "wo"}, {"y"});
+    G.output("y");
+    return G;
+}
+
+TEST(OnnxFrontend, TensorParallelAttentionSplitsHeadsOrRows) {
+    Graph G = attention6();
+    const std::string m = G.save("attn");
+    const std::uint64_t macs = 4 * 16 * 96 * 96 + 2 * 6 * 16 * 16 * 16;  // 4 projections, Q K^T and P V
+    for (unsigned tp : {2u, 3u, 4u}) {
+        SCOPED_TRACE("tp " + std::to_string(tp));
+        onnxfe::OnnxParams p;
+        p.tp = tp;
+        Lowered r = lower(m, p);
+        EXPECT_EQ(r.flops_in_trace, 2 * macs);
+        std::map<std::string, std::string> split;
+        for (const auto& n : r.sum.nodes) split[n.name] = n.split;
+        if (6 % tp == 0) {  // Megatron: heads over the chips, one all-reduce after the output projection
+            EXPECT_EQ(split["q_proj"], "column-parallel");
+            EXPECT_EQ(split["scores"], "split by batch (heads)");
+            EXPECT_EQ(split["out_proj"], "row-parallel (all-reduce)");
+            EXPECT_EQ(r.sum.all_reduces, 1u);
+            EXPECT_EQ(r.sum.all_gathers, 0u);
+        } else {  // 6 heads over 4 chips: sequence-parallel, K and V all-gathered for the scores
+            EXPECT_EQ(split["q_proj"], "rows split (weights whole)");
+            EXPECT_EQ(split["scores"], "split by rows");
+            EXPECT_EQ(r.sum.all_reduces, 0u);
+            EXPECT_EQ(r.sum.all_gathers, 2u);
+        }
+    }
+}
+
 TEST(OnnxFrontend, MatMulBatchedAndBroadcast) {
     Graph G;
     G.input("a", {2, 4, 64, 32}, "batch");

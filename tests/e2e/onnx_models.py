@@ -16,9 +16,8 @@ Then each model with --tp 2 and --tp 4 on the ring configs/xpu-ring4.yaml (2 chi
     computed twice, none is dropped);
   - the communication shows in the roll-ups: analysis.json by_op has the collectives' and halo
     exchanges' steps (model/NODE/all_reduce/..., /all_gather/..., /halo/...) with time;
-  - it is faster than --tp 1 on configs/xpu.yaml (the same chip), except ViT-S/16 at --tp 4: its
-    6 heads do not split over 4 chips, so the rule all-gathers around every attention (61 per
-    chip) and it is only required not to be slower than 1.02 x --tp 1.
+  - it is faster than --tp 1 on configs/xpu.yaml (the same chip): at least x1.2 (measured x1.27 to
+    x1.96; ViT-S/16 at --tp 4, whose 6 heads do not split over 4 chips, runs sequence-parallel).
 Usage: onnx_models.py BUILD_DIR SOURCE_DIR. Prints one line per model and tp (instructions, time,
 TFLOP/s, top stall causes, generation speed).
 """
@@ -249,10 +248,9 @@ with tempfile.TemporaryDirectory() as work:
             if not comm or not all(v > 0 for v in comm.values()):
                 fail("%s --tp %d: no communication with time in analysis.json by_op" % (name, tp))
             ns = stats["simulated_time_ns"]
-            limit = 1.02 if (name, tp) == ("vit_s16", 4) else 1.0
-            if not ns < limit * time_tp1[name]:
-                fail("%s --tp %d: %.1f us is not below %.2f x --tp 1's %.1f us" % (name, tp, ns / 1e3, limit,
-                                                                                time_tp1[name] / 1e3))
+            if not ns * 1.2 < time_tp1[name]:
+                fail("%s --tp %d: %.1f us is not x1.2 faster than --tp 1's %.1f us" % (name, tp, ns / 1e3,
+                                                                                    time_tp1[name] / 1e3))
             peak = stats["compute"]["peak_tflops"] * 1e12
             stalls = {}
             for chip in analysis.get("by_chip", []):

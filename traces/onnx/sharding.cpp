@@ -70,6 +70,9 @@ public:
     std::vector<Sharding> run() {
         std::vector<Sharding> out;
         const auto& g = *in_.graph;
+        for (int i = 0; i < g.node_size(); ++i)
+            for (const auto& x : g.node(i).input())
+                if (!x.empty()) consumers_[x].push_back(i);
         for (int i = 0; i < g.node_size(); ++i) {
             Sharding s;
             const auto& n = g.node(i);
@@ -91,6 +94,38 @@ public:
 private:
     const ShardingInputs& in_;
     std::map<std::string, int> cur_;  // runtime tensors: their split axis (-1 whole)
+    std::map<std::string, std::vector<int>> consumers_;  // tensor -> the nodes reading it
+
+    // Whether a split of tensor t along `a` reaches every reshape downstream in a form the rules
+    // keep (followed through elementwise ops, slices and splits): false when some reshape would
+    // have to all-gather it, e.g. a projection's columns reshaped into heads that tp does not
+    // divide. Used to choose a column-parallel split only where it holds up.
+    bool split_survives(const std::string& t, int a, int depth = 0) const {
+        if (depth > 16) return true;
+        auto it = consumers_.find(t);
+        if (it == consumers_.end()) return true;
+        const auto& g = *in_.graph;
+        for (int i : it->second) {
+            const auto& n = g.node(i);
+            const std::string& op = n.op_type();
+            if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") {
+                if (map_reshape(dims(t), dims(n.output(0)), a, tp()) < 0) return false;
+            } else if (op == "Split" || op == "Slice") {
+                const Dims& xd = dims(t);
+                for (const auto& o : n.output()) {
+                    const Dims& od = dims(o);
+                    if (od.size() != xd.size()) return false;
+                    const auto d = od[static_cast<std::size_t>(a)];
+                    if (d != xd[static_cast<std::size_t>(a)] && d % tp()) return false;
+                    if (!split_survives(o, a, depth + 1)) return false;
+                }
+            } else if (unary_keep().count(op) || elementwise_binary().count(op)) {
+                const int b = a + static_cast<int>(dims(n.output(0)).size()) - static_cast<int>(dims(t).size());
+                if (!split_survives(n.output(0), b, depth + 1)) return false;
+            }
+        }
+        return true;
+    }
     unsigned tp() const { return in_.tp; }
 
     bool ct(const std::string& t) const { return in_.compile_time(t); }
@@ -320,9 +355,21 @@ private:
             out_all(s, n, gemm ? 0 : a + R - ra);
             s.rule = "rows split (weights whole)";
         } else {
-            read(s, w, nb);
-            out_all(s, n, R - 1);
-            s.rule = "column-parallel";
+            // A row axis (M, or a batch axis folded into M) with at least tp entries.
+            int m = -1;
+            for (int k = 0; k < ra && m < 0; ++k)
+                if (k != ka && dims(x)[static_cast<std::size_t>(k)] >= static_cast<std::int64_t>(tp())) m = k;
+            if (split_survives(n.output(0), R - 1) || m < 0) {
+                read(s, w, nb);
+                out_all(s, n, R - 1);
+                s.rule = "column-parallel";
+            } else {
+                // Its columns would have to be all-gathered downstream (heads that tp does not
+                // divide): split by rows instead (sequence-parallel), weights whole on every chip.
+                read(s, x, m);
+                out_all(s, n, gemm ? 0 : m + R - ra);
+                s.rule = "rows split (weights whole)";
+            }
         }
     }
 
