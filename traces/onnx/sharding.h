@@ -6,6 +6,9 @@
 //     over the chips are the graph's 2 x MACs exactly:
 //       MatMul/Gemm with weights, input whole      -> column-parallel (weights split by output
 //                                                     column; the output split on its last axis)
+//                                                     unless that split would be all-gathered at
+//                                                     a reshape downstream (heads tp does not
+//                                                     divide): then by rows (sequence-parallel)
 //       MatMul/Gemm with weights, input split on K -> row-parallel (weights split by row; partial
 //                                                     sums, all-reduced right after the node)
 //         (so consecutive pairs are Megatron's column- then row-parallel, one all-reduce a pair)
