@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -70,6 +71,17 @@ bool parse_bytes(const std::string& s, std::uint64_t& out, std::string& why) {
     }
     out = static_cast<std::uint64_t>(b);
     return true;
+}
+
+// The shortest text that reads back as exactly v (0.8, not yaml-cpp's 0.80000000000000004): the
+// effective configuration must round-trip, and should read as it was written.
+static std::string shortest_number_text(double v) {
+    char buf[40];
+    for (int digits = 1; digits <= 17; ++digits) {
+        std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+        if (std::strtod(buf, nullptr) == v) break;
+    }
+    return buf;
 }
 
 std::string param_number_text(double v) {
@@ -164,7 +176,7 @@ void ParamReader::real(const char* key, double& v, double lo, double hi, const c
             fail(key, "expected a value in " + param_number_text(lo) + ".." + param_number_text(hi) + ", got " + n.Scalar());
         v = x;
     }
-    effective_[key] = v;
+    effective_[key] = shortest_number_text(v);
 }
 
 void ParamReader::ticks_ns(const char* key, Tick& v, double lo_ns, double hi_ns, const char* doc, Dump dump) {
