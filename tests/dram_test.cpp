@@ -365,6 +365,9 @@ struct PeerFigure {
     unsigned channels;
     double gbps, latency_ns;
 };
+void PrintTo(const PeerFigure& f, std::ostream* os) {
+    *os << f.pattern << " on " << f.channels << " channels: " << f.gbps << " GB/s, " << f.latency_ns << " ns";
+}
 const PeerFigure kRamulator[] = {
     {"seq32", 8, 205.289, 50.317},  // 400000 requests, 62351 cycles
     {"seq64", 8, 102.532, 50.400},  // 400000 requests, 124839 cycles
