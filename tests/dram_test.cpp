@@ -1,13 +1,14 @@
 // The DRAM protocol model (models/dram.h, HbmController model: dram): against closed forms of its
 // timing rules (each test says which rule and why the figure follows from it), against a rule
-// checker over every command it issues, and against Ramulator 2 run side by side on the same
-// request streams (the figures and their source in kRamulator below).
+// checker over every command it issues, and against Ramulator 2 and DRAMSys run side by side on
+// the same request streams (the figures and their source in kRamulator and kDramsys below).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
 #include <random>
 #include <set>
+#include <string>
 
 #include "models/dram.h"
 #include "models/sim_time.h"
@@ -417,6 +418,63 @@ INSTANTIATE_TEST_SUITE_P(Patterns, DramVsRamulator, ::testing::ValuesIn(kRamulat
                          [](const ::testing::TestParamInfo<PeerFigure>& i) {
                              return std::string(i.param.pattern) + "_" + std::to_string(i.param.channels) + "ch";
                          });
+
+// Side by side with DRAMSys (github.com/tukl-msd/DRAMSys commit 6b01467, 2025-03-18: the last
+// one buildable offline here, docs/validation.md; built outside this repository, with a counting
+// patch in its Simple arbiter): HBM2 with our HBM2 preset's timings, RoBaRaCoCh bits, open page,
+// no refresh, read and write buffers of 33 with the write-drain watermarks of the Ramulator run
+// (GrpFrFcfsWm, 25 / 6), one STL player per channel offering 8 requests per ns in all; the
+// streams of tests/bench/dram_patterns.h; bandwidth = requests x 32 B / time the last one was
+// queued (controller END_REQ), latency = controller END_REQ -> BEGIN_RESP of each read, as
+// scripts/dram_vs_dramsys.sh computes them. Only the rows where DRAMSys and our model agree
+// within the goal (5% / 10%) are here; docs/validation.md gives every row and why the others
+// differ (DRAMSys's HBM2 has separate row and column command buses, its arbiter forwards one
+// request per channel every 2 cycles when requests queue for it, and its trace players block
+// per channel, not the whole stream).
+namespace {
+const PeerFigure kDramsys[] = {
+    {"streams4", 8, 117.695, 79.799},  // 400000 requests, last queued at 108756 ns
+    {"lowrand", 8, 0.320, 22.922},     // 20000 requests, last queued at 1999901 ns
+    {"mix21", 16, 256.000, 20.698},    // 400000 requests, last queued at 50000 ns
+    {"lowrand", 16, 0.320, 22.840},    // 20000 requests, last queued at 1999901 ns
+};
+// The same DRAMSys with two diagnostic switches of the local patch (XPUSIM_HBM2_ONE_CMD_BUS=1:
+// HBM2 row and column commands share one command bus, each one cycle, as in Ramulator 2 and our
+// model; XPUSIM_ARBITER_NO_GAP=1: the arbiter forwards a queued request to its channel at once,
+// the controller still accepting one per cycle). With those two differences taken out, these
+// rows agree within the goal; the random-order patterns still do not (docs/validation.md).
+const PeerFigure kDramsysOneBus[] = {
+    {"seq32", 8, 210.450, 48.134},      // 400000 requests, last queued at 60822 ns
+    {"seq64", 8, 105.122, 48.178},      // 400000 requests, last queued at 121763 ns
+    {"mix21", 8, 190.374, 64.832},      // 400000 requests, last queued at 67236 ns
+    {"streams4", 8, 116.757, 80.375},   // 400000 requests, last queued at 109629 ns
+    {"lowrand", 8, 0.320, 22.922},      // 20000 requests, last queued at 1999901 ns
+    {"seq64", 16, 210.450, 48.134},     // 400000 requests, last queued at 60822 ns
+    {"mix21", 16, 256.000, 20.903},     // 400000 requests, last queued at 50000 ns
+    {"streams4", 16, 231.561, 80.918},  // 400000 requests, last queued at 55277 ns
+    {"lowrand", 16, 0.320, 22.840},     // 20000 requests, last queued at 1999901 ns
+};
+void expect_near_peer(const PeerFigure& f, const char* peer) {
+    DramModel m(dram_bench::ramulator_like(), f.channels, dram_bench::kRamulatorQueue);
+    const auto r = dram_bench::replay(m, dram_bench::pattern(f.pattern), 8, dram_bench::low_load(f.pattern) ? 100 : 0);
+    EXPECT_NEAR(r.gbps / f.gbps, 1.0, 0.05) << r.gbps << " GB/s against " << peer << "'s " << f.gbps;
+    EXPECT_NEAR(r.read_latency_ns / f.latency_ns, 1.0, 0.10)
+        << r.read_latency_ns << " ns against " << peer << "'s " << f.latency_ns;
+}
+std::string peer_case_name(const ::testing::TestParamInfo<PeerFigure>& i) {
+    return std::string(i.param.pattern) + "_" + std::to_string(i.param.channels) + "ch";
+}
+}  // namespace
+
+class DramVsDramsys : public ::testing::TestWithParam<PeerFigure> {};
+TEST_P(DramVsDramsys, BandwidthWithin5PercentLatencyWithin10) { expect_near_peer(GetParam(), "DRAMSys"); }
+INSTANTIATE_TEST_SUITE_P(Patterns, DramVsDramsys, ::testing::ValuesIn(kDramsys), peer_case_name);
+
+class DramVsDramsysOneBus : public ::testing::TestWithParam<PeerFigure> {};
+TEST_P(DramVsDramsysOneBus, BandwidthWithin5PercentLatencyWithin10) {
+    expect_near_peer(GetParam(), "DRAMSys (one command bus, no arbiter gap)");
+}
+INSTANTIATE_TEST_SUITE_P(Patterns, DramVsDramsysOneBus, ::testing::ValuesIn(kDramsysOneBus), peer_case_name);
 
 // Through the platform: HbmController model: dram (HBM2: 32 channels x 2 pseudo-channels x 32 B
 // per 2 ns = 1024 GB/s, below the DMA engine's 1200) on configs/xpu.yaml, a 4 MiB DMA HBM ->
