@@ -382,7 +382,7 @@ int sc_main(int argc, char* argv[]) {
             // The analysis reads only OUT/txlog.*: the log, and the program it ran.
             try {
                 std::filesystem::copy_file(trace_file, trace_copy, std::filesystem::copy_options::overwrite_existing);
-                txlog = std::make_unique<xpu::txlog::Writer>(txlog_path, xpu::txlog_meta(sim->platform(), trace_file, platform_file));
+                txlog = std::make_unique<xpu::txlog::Writer>(txlog_path, xpu::txlog_header(sim->platform(), trace_file, platform_file));
             } catch (const std::exception& e) {
                 return fail_run(kOutput, std::string(e.what()));
             }
