@@ -325,6 +325,50 @@ public:
     }
 
     bool ended() const { return ended_; }
+
+    // What decoding a block changes (lives are rewritten alike if it is decoded again): rewind()
+    // puts it back as mark() found it, so that the block can be decoded again, checked.
+    struct Mark {
+        std::size_t units, names, unit_ops, dmas, flags, mems, pieces;
+        std::uint64_t mems_not_kept, events, names_used;
+        std::vector<char> used;
+        std::vector<std::uint64_t> next_addr;
+        std::vector<txlog::StreamState> streams;
+        txlog::GlobalState g;
+        std::vector<txlog::ChunkSlot> slots;
+        std::vector<std::uint32_t> slot_stream;
+        std::vector<char> slot_open;
+        std::string bad_mem;
+    };
+    Mark mark() const {
+        return {run_.units.size(), unit_of_name_.size(), run_.unit_ops.size(), run_.dmas.size(), run_.flags.size(), run_.mems.size(),
+                run_.hbm_pieces.size(), run_.mems_not_kept, events_, names_used_, used_, next_addr_, stream_state_, g_, slots_,
+                slot_stream_, slot_open_, bad_mem_};
+    }
+    void rewind(const Mark& m) {
+        run_.units.resize(m.units);
+        unit_of_name_.resize(m.names);
+        layout_of_.resize(m.names);
+        keep_.clear();
+        run_.unit_ops.resize(m.unit_ops);
+        run_.dmas.resize(m.dmas);
+        run_.flags.resize(m.flags);
+        run_.mems.resize(m.mems);
+        run_.hbm_pieces.resize(m.pieces);
+        run_.mems_not_kept = m.mems_not_kept;
+        events_ = m.events;
+        names_used_ = m.names_used;
+        used_ = m.used;
+        next_addr_ = m.next_addr;
+        stream_state_ = m.streams;
+        g_ = m.g;
+        slots_ = m.slots;
+        slot_stream_ = m.slot_stream;
+        slot_open_ = m.slot_open;
+        bad_mem_ = m.bad_mem;
+        ended_ = false;
+    }
+
     // The events the log describes, counted as version 2 wrote them, one record each: an
     // instruction, unit operation, DMA, flag change, transaction, HBM piece, name used, the end.
     std::uint64_t events() const { return events_ + names_used_; }
@@ -397,7 +441,9 @@ private:
     // A time given as a Δ (either sign) from `base`.
     template <class C>
     static Tick from(C& c, Tick base) {
-        return base + static_cast<Tick>(c.zz());
+        const std::int64_t d = c.zz();
+        if (d < 0 && static_cast<std::uint64_t>(-(d + 1)) >= base) c.fail("a time before the run began (the record is corrupt)");
+        return base + static_cast<Tick>(d);
     }
 
     template <class C>
@@ -654,19 +700,19 @@ private:
 std::uint32_t decode_block(LogDecoder& dec, const std::vector<std::uint8_t>& buf, std::size_t n, const std::string& where) {
     FastCursor fast(buf.data(), n);
     std::uint32_t seen = 0;
-    std::size_t at = 0;  // where the current record began
+    const LogDecoder::Mark mark = dec.mark();
     try {
         while (!fast.done()) {
-            at = fast.offset();
             ++seen;
             dec.record(fast);
             if (fast.past_end()) throw Refused{};
         }
     } catch (const Refused&) {
-        // Decode the refused record again, checked: the error then names the place exactly.
+        // Decode the block again, checked, from the state it began with (records are deltas
+        // against what the records before them said): the error then names the place exactly.
+        dec.rewind(mark);
         Cursor c(buf.data(), n, where);
-        c.seek(at);
-        dec.record(c);
+        while (!c.done()) dec.record(c);
         c.fail("a record the fast decoder refused reads back without error (a bug of the reader)");
     }
     return seen;
