@@ -634,6 +634,7 @@ private:
         const bool timed = mode & 1;
         const std::uint64_t passes = mode >= 2 ? 2 : 1;
         if (m.addr < l.base || l.pieces(m.addr, m.bytes) > txlog::kMaxDerivedPieces) c.fail("HBM pieces derived for a transaction outside its controller");
+        const Tick granule_service = l.transfer_ps(l.interleave);
         l.for_each_piece(m.addr, m.bytes, [&](std::uint16_t channel, std::uint64_t bytes) {
             c.check();
             HbmPiece hp;
@@ -646,7 +647,7 @@ private:
                 if (before > m.done - m.arrival) c.fail("an HBM piece that ends before its transaction arrived");
                 hp.done = m.done - before;
             }
-            hp.start = l.start_of(m.arrival, hp.done, l.transfer_ps(bytes) * passes);
+            hp.start = l.start_of(m.arrival, hp.done, (bytes == l.interleave ? granule_service : l.transfer_ps(bytes)) * passes);
             append_large(run_.hbm_pieces, hp);
             ++events_;
         });

@@ -60,7 +60,13 @@ void Writer::end_record() {
     ++records_;
 }
 
-StreamState& Writer::stream(std::uint16_t chip, std::uint16_t core) { return streams_[std::uint32_t(chip) << 16 | core]; }
+StreamState& Writer::stream(std::uint16_t chip, std::uint16_t core) {
+    const std::uint32_t key = std::uint32_t(chip) << 16 | core;
+    if (last_stream_ && key == last_stream_key_) return *last_stream_;  // records come in runs of one stream
+    last_stream_key_ = key;
+    last_stream_ = &streams_[key];  // stable: an unordered_map's elements do not move
+    return *last_stream_;
+}
 
 void Writer::put_index(std::uint16_t chip, std::uint16_t core, std::uint64_t index, bool update) {
     StreamState& s = stream(chip, core);
@@ -72,8 +78,14 @@ void Writer::put_index(std::uint16_t chip, std::uint16_t core, std::uint64_t ind
 
 std::uint64_t Writer::name_id(const char* s) {
     if (!s || !*s) return 0;
+    // A few modules name most events: a small cache by pointer before the map.
+    NameCache& c = name_cache_[(reinterpret_cast<std::uintptr_t>(s) >> 4) % kNameCache];
+    if (c.ptr == s) return c.id;
     auto it = by_ptr_.find(s);
-    if (it != by_ptr_.end()) return it->second;
+    if (it != by_ptr_.end()) {
+        c = {s, it->second};
+        return it->second;
+    }
     std::string v(s);
     auto jt = by_value_.find(v);
     std::uint64_t id;
@@ -94,6 +106,7 @@ std::uint64_t Writer::name_id(const char* s) {
     // Module names are stable for the run (sc_object::name()); other strings are looked up
     // by value each time, since their pointer may be reused.
     by_ptr_.emplace(s, id);
+    c = {s, id};
     return id;
 }
 
@@ -222,11 +235,13 @@ Pieces Writer::derive(const HbmLayout& layout, std::uint64_t controller, const M
     unsigned passes = 0;
     bool timed = false, exact = true;
     std::size_t k = 0;
+    const Tick granule_service = layout.transfer_ps(layout.interleave);
     layout.for_each_piece(e.addr, e.bytes, [&](std::uint16_t channel, std::uint64_t bytes) {
         const HbmChannelEvent& p = pieces_[k++];
         if (passes == 0) passes = p.bytes == bytes ? 1 : p.bytes == 2 * bytes ? 2 : 3;
+        const Tick service = bytes == layout.interleave ? granule_service : layout.transfer_ps(bytes);
         exact = exact && p.channel == channel && p.bytes == bytes * passes && p.done <= e.done &&
-                p.start == layout.start_of(e.arrival, p.done, layout.transfer_ps(bytes) * passes);
+                p.start == layout.start_of(e.arrival, p.done, service * passes);
         timed = timed || p.done != e.done;
     });
     if (!exact || passes > 2) return Pieces::Explicit;
@@ -243,10 +258,18 @@ void Writer::on_mem(const MemEvent& e) {
 
     const SlotKey key{target, e.for_instr.known ? e.for_instr.index : 0,
                       e.for_instr.known ? (std::uint32_t(e.for_instr.chip) << 16 | e.for_instr.core) : 0u, e.for_instr.known};
-    auto it = slot_of_.find(key);
+    // The slot this target used last is most often the one (a DMA's chunks come one after
+    // another on each target): looked up in the map only otherwise.
+    if (target >= last_slot_.size()) last_slot_.resize(target + 1, kSlots);
     unsigned slot;
     bool next = false;
-    if (it != slot_of_.end()) {
+    auto it = slot_of_.end();
+    const unsigned cached = last_slot_[target];
+    if (cached < kSlots && slot_used_[cached] && slot_key_[cached] == key) {
+        slot = cached;
+        const ChunkSlot& s = slots_[slot];
+        next = s.initiator == initiator && s.write == e.write && s.addr + s.bytes == e.addr && s.bytes == e.bytes;
+    } else if ((it = slot_of_.find(key)) != slot_of_.end()) {
         slot = it->second;
         const ChunkSlot& s = slots_[slot];
         next = s.initiator == initiator && s.write == e.write && s.addr + s.bytes == e.addr && s.bytes == e.bytes;
@@ -258,6 +281,7 @@ void Writer::on_mem(const MemEvent& e) {
         slot_key_[slot] = key;
         slot_of_.emplace(key, slot);
     }
+    last_slot_[target] = slot;
     ChunkSlot& s = slots_[slot];
     const std::size_t extra = pieces_.size() * kMaxVarint;
     if (next) {

@@ -73,6 +73,12 @@ private:
     std::uint64_t records_ = 0, file_bytes_ = 0;
     bool failed_ = false;
     std::unordered_map<const char*, std::uint64_t> by_ptr_;
+    struct NameCache {
+        const char* ptr = nullptr;
+        std::uint64_t id = 0;
+    };
+    static constexpr std::size_t kNameCache = 16;
+    NameCache name_cache_[kNameCache];
     std::unordered_map<std::string, std::uint64_t> by_value_;
     std::uint64_t next_name_ = 1;
     std::vector<const HbmLayout*> layout_of_;  // by name id: its interleave rule, if the header gives one
@@ -80,6 +86,8 @@ private:
     std::vector<std::uint64_t> next_addr_;     // by name id: where the last transaction on it ended
 
     std::unordered_map<std::uint32_t, StreamState> streams_;  // chip << 16 | core
+    std::uint32_t last_stream_key_ = 0;
+    StreamState* last_stream_ = nullptr;
     GlobalState g_;
     struct SlotKey {
         std::uint64_t target, index;
@@ -97,6 +105,7 @@ private:
     std::vector<SlotKey> slot_key_ = std::vector<SlotKey>(kSlots);
     std::vector<char> slot_used_ = std::vector<char>(kSlots, 0);
     unsigned next_slot_ = 0;
+    std::vector<unsigned> last_slot_;  // by target name id: the slot it used last (kSlots: none)
 
     bool op_waiting_ = false;
     UnitOpEvent op_;

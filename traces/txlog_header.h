@@ -44,15 +44,20 @@ struct HbmLayout {
         return static_cast<double>(t) < ps ? t + 1 : t;
     }
     // Calls f(channel, bytes) for each piece of [addr, addr + len), in address order.
+    // (One division per request: each piece after the first starts a granule, on the next channel.)
     template <class F>
     void for_each_piece(std::uint64_t addr, std::uint64_t len, F&& f) const {
         std::uint64_t off = addr - base;
         const std::uint64_t end = off + len;
-        while (off < end) {
-            const std::uint64_t granule = off / interleave;
-            const std::uint64_t piece = std::min<std::uint64_t>(end, (granule + 1) * interleave) - off;
-            f(static_cast<std::uint16_t>(granule % channels), piece);
-            off += piece;
+        if (off >= end) return;
+        std::uint64_t granule = off / interleave, channel = granule % channels;
+        for (;;) {
+            const std::uint64_t next = (granule + 1) * interleave;
+            f(static_cast<std::uint16_t>(channel), std::min(end, next) - off);
+            if (next >= end) return;
+            off = next;
+            ++granule;
+            if (++channel == channels) channel = 0;
         }
     }
     // Pieces of [addr, addr + len) (addr - base and len as the controller sees them).
