@@ -13,7 +13,8 @@ namespace {
 
 constexpr std::uint64_t kPage = 4096;  // memory is tracked per 4 KiB page (a write covers its pages)
 
-// When the data of each page was last written, per (space, chip): the chain time of its writer.
+// When the data of each page was last written, per (space, chip, VMEM of the chip): the chain
+// time of its writer.
 class PageTimes {
 public:
     Tick ready(const Access& a) const {
@@ -32,12 +33,14 @@ public:
     }
 
 private:
-    static std::uint32_t key(const Access& a) { return (std::uint32_t(a.chip) << 8) | static_cast<std::uint32_t>(a.space); }
+    static std::uint64_t key(const Access& a) {
+        return (std::uint64_t(a.chip) << 24) | (std::uint64_t(a.vmem) << 8) | static_cast<std::uint64_t>(a.space);
+    }
     const std::unordered_map<std::uint64_t, Tick>* map_of(const Access& a) const {
         auto it = maps_.find(key(a));
         return it == maps_.end() ? nullptr : &it->second;
     }
-    std::unordered_map<std::uint32_t, std::unordered_map<std::uint64_t, Tick>> maps_;
+    std::unordered_map<std::uint64_t, std::unordered_map<std::uint64_t, Tick>> maps_;
 };
 
 }  // namespace
@@ -74,7 +77,7 @@ ChainBound data_chain_bound(const Context& cx) {
         if (in.has(kSrc1)) start = std::max(start, r[in.src[1]]);
         if (in.has(kSrc2)) start = std::max(start, r[in.src[2]]);
         Access acc[2];
-        const int na = accesses(in, st.chip, acc);
+        const int na = accesses(in, st, acc);
         for (int k = 0; k < na; ++k)
             if (!acc[k].write) start = std::max(start, pages.ready(acc[k]));
         Tick took = 0;

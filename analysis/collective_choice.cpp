@@ -53,6 +53,7 @@ Suggestion collective_algorithm(const RunData& run) {
     std::map<std::string, std::uint64_t> bytes_by_dir;  // every direction the platform has
     std::map<std::uint32_t, std::vector<Interval>> busy;
     std::map<std::string, std::uint64_t> bytes_by_op;
+    std::set<std::uint16_t> senders;  // the chips whose streams issued the inter-chip traffic
     Tick first = ~Tick(0), last = 0;
     for (const Unit& u : run.units)
         if (u.role == Role::Link) bytes_by_dir[direction_of(u.path)] += 0;
@@ -64,9 +65,15 @@ Suggestion collective_algorithm(const RunData& run) {
         busy[m.target].push_back({m.arrival, m.done});
         first = std::min(first, m.arrival);
         last = std::max(last, m.done);
-        if (m.stream != kNone) bytes_by_op[op_of(run.annotation(run.streams[m.stream].code[m.index]))] += m.bytes;
+        if (m.stream != kNone) {
+            bytes_by_op[op_of(run.annotation(run.streams[m.stream].code[m.index]))] += m.bytes;
+            senders.insert(run.streams[m.stream].chip);
+        }
     }
     if (busy.empty() || last <= first) return s;
+    // A collective has several chips sending (each its share, or forwarding along a ring); the
+    // traffic of one chip alone is point-to-point: no collective algorithm to pick.
+    if (senders.size() < 2) return s;
     Tick busiest = 0;
     std::string busiest_link;
     for (auto& [link, v] : busy) {

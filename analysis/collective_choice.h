@@ -5,7 +5,9 @@
 // every direction (a bidirectional ring; on a torus, rings along every dimension, both ways)
 // moves them, at best, in the busiest link's time scaled by (directions used / directions
 // there are): that is the estimate, taken only when the links set the pace (the busiest link
-// was busy for at least half of the span of the inter-chip traffic).
+// was busy for at least half of the span of the inter-chip traffic), and only when that traffic
+// is a collective's: sent by at least two chips (a chip's point-to-point sends alone, such as one
+// remote DMA, have no collective algorithm to change).
 //
 // This is advice, not a patch: the algorithm is the lowering's (the compiler's or the
 // collective library's) choice, so the proof is a run of the collective lowered the other way

@@ -4,22 +4,25 @@
 
 namespace xpu::analysis {
 
-int accesses(const Instruction& in, std::uint16_t chip, Access out[2]) {
-    auto at = [&](const MemRef& r) { return r.chip == kLocalChip ? chip : r.chip; };
+int accesses(const Instruction& in, const Stream& st, Access out[2]) {
+    auto of = [&](const MemRef& r, std::uint64_t len, bool write) {
+        return Access{r.space, r.chip == kLocalChip ? st.chip : r.chip, r.space == Space::Vmem ? st.vmem : std::uint16_t(0),
+                      r.addr, r.addr + len, write};
+    };
     const std::uint64_t n = in.has(kBytes) ? in.bytes : 0;
     switch (in.op) {
         case Opcode::VLoad:
             if (!in.has(kMemSrc)) return 0;
-            out[0] = {in.mem_src.space, at(in.mem_src), in.mem_src.addr, in.mem_src.addr + std::max<std::uint64_t>(n, 1), false};
+            out[0] = of(in.mem_src, std::max<std::uint64_t>(n, 1), false);
             return 1;
         case Opcode::VStore:
             if (!in.has(kMemDst)) return 0;
-            out[0] = {in.mem_dst.space, at(in.mem_dst), in.mem_dst.addr, in.mem_dst.addr + std::max<std::uint64_t>(n, 1), true};
+            out[0] = of(in.mem_dst, std::max<std::uint64_t>(n, 1), true);
             return 1;
         case Opcode::Dma:
             if (!in.has(kMemSrc) || !in.has(kMemDst)) return 0;
-            out[0] = {in.mem_src.space, at(in.mem_src), in.mem_src.addr, in.mem_src.addr + n, false};
-            out[1] = {in.mem_dst.space, at(in.mem_dst), in.mem_dst.addr, in.mem_dst.addr + n, true};
+            out[0] = of(in.mem_src, n, false);
+            out[1] = of(in.mem_dst, n, true);
             return 2;
         default: return 0;
     }
@@ -28,8 +31,8 @@ int accesses(const Instruction& in, std::uint16_t chip, Access out[2]) {
 bool conflict(const Access* a, int na, const Access* b, int nb) {
     for (int i = 0; i < na; ++i)
         for (int j = 0; j < nb; ++j)
-            if ((a[i].write || b[j].write) && a[i].space == b[j].space && a[i].chip == b[j].chip && a[i].lo < b[j].hi &&
-                b[j].lo < a[i].hi)
+            if ((a[i].write || b[j].write) && a[i].space == b[j].space && a[i].chip == b[j].chip &&
+                a[i].vmem == b[j].vmem && a[i].lo < b[j].hi && b[j].lo < a[i].hi)
                 return true;
     return false;
 }
@@ -82,7 +85,7 @@ bool Planner::raiser_accesses(const Raiser& r, Access out[2], int& n, const Edit
     }
     const Instruction& in = e ? *e : st.code[r.index];
     if (in.op != Opcode::Dma) return false;
-    n = accesses(in, st.chip, out);
+    n = accesses(in, st, out);
     return true;
 }
 
@@ -123,7 +126,7 @@ std::uint64_t Planner::scan_up(std::uint32_t s, std::uint64_t k, const Edited* e
     };
     const Instruction& d = code(k);
     Access acc[2];
-    const int na = accesses(d, st.chip, acc);
+    const int na = accesses(d, st, acc);
     const bool local_flag = d.has(kFlag) && (d.mem_dst.chip == kLocalChip || d.mem_dst.chip == st.chip);
     std::uint64_t p = k;
     const std::uint64_t limit = k > kScan ? k - kScan : 0;
@@ -135,7 +138,7 @@ std::uint64_t Planner::scan_up(std::uint32_t s, std::uint64_t k, const Edited* e
             if (wait_blocks(s, j, acc, na, edited)) break;
         } else {
             Access ya[2];
-            const int ny = accesses(y, st.chip, ya);
+            const int ny = accesses(y, st, ya);
             if (ny && conflict(ya, ny, acc, na)) break;
         }
         p = j;
@@ -167,7 +170,7 @@ std::pair<std::uint64_t, bool> Planner::sink_point(std::uint32_t s, std::uint64_
         if (is_barrier_like(y.op)) return {j, false};
         if (y.op == Opcode::Dma && y.has(kFlag) && y.flag == w.flag) return {j, false};
         Access ya[2];
-        const int ny = accesses(y, st.chip, ya);
+        const int ny = accesses(y, st, ya);
         if (ny && (opaque || conflict(racc.data(), static_cast<int>(racc.size()), ya, ny))) return {j, false};
     }
     return {limit, false};

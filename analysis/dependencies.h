@@ -31,12 +31,14 @@ inline constexpr std::uint64_t kScan = 50000;  // instructions looked at per mov
 struct Access {
     Space space = Space::Vmem;
     std::uint16_t chip = 0;
+    std::uint16_t vmem = 0;  // Space::Vmem: which VMEM of the chip (Stream::vmem of the issuer); else 0
     std::uint64_t lo = 0, hi = 0;
     bool write = false;
 };
 
-// The memory accesses of an instruction on `chip` (at most two: a DMA's source and destination).
-int accesses(const Instruction& in, std::uint16_t chip, Access out[2]);
+// The memory accesses of an instruction of stream `st` (at most two: a DMA's source and
+// destination). A vmem operand is in the issuing core's VMEM (vmem@C: that core's on chip C).
+int accesses(const Instruction& in, const Stream& st, Access out[2]);
 bool conflict(const Access* a, int na, const Access* b, int nb);
 // Instructions nothing may move across (sset, sadd, barrier, halt).
 bool is_barrier_like(Opcode op);

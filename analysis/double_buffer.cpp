@@ -55,8 +55,8 @@ bool BufferRenamer::blocked_by_buffer(std::uint32_t s, std::uint64_t k, std::uin
     const Instruction& y = st.code[p - 1];
     if (y.op == Opcode::SWait || is_barrier_like(y.op)) return false;
     Access d[2], a[2];
-    if (accesses(st.code[k], st.chip, d) != 2) return false;
-    const int n = accesses(y, st.chip, a);
+    if (accesses(st.code[k], st, d) != 2) return false;
+    const int n = accesses(y, st, a);
     return conflict(&d[1], 1, a, n) && !conflict(&d[0], 1, a, n);
 }
 
@@ -119,10 +119,14 @@ bool BufferRenamer::rename(std::uint32_t s, const std::vector<std::uint64_t>& dm
     for (const auto& buffer : buffers) {
         // Not a structured binding: C++17 does not let a lambda capture one (clang rejects it).
         const std::uint64_t lo = buffer.first, bytes = buffer.second;
-        const std::uint64_t hi = lo + bytes, shadow = next;
-        next = align_up(shadow + bytes);
+        const std::uint64_t hi = lo + bytes;
+        std::uint64_t shadow[kBufferCopies] = {lo};
+        for (unsigned c = 1; c < kBufferCopies; ++c) {
+            shadow[c] = next;
+            next = align_up(next + bytes);
+        }
         if (next > room.capacity) {
-            why = "no VMEM headroom for a second buffer";
+            why = "no VMEM headroom for more buffers";
             return false;
         }
         // Every other stream's DMAs into this chip must stay clear of the buffer.
@@ -138,9 +142,9 @@ bool BufferRenamer::rename(std::uint32_t s, const std::vector<std::uint64_t>& dm
             }
         }
         // The DMAs that write into the buffer, in program order, and which of them fill exactly
-        // it. Every other exact fill moves to the shadow with the accesses up to the next DMA
-        // into the buffer, provided that one overwrites all of it (else a later read of the
-        // rest would still want the shadow's bytes).
+        // it. Each exact fill moves to its step's copy with the accesses up to the next DMA into
+        // the buffer, provided that one overwrites all of it (else a later read of the rest
+        // would still want the copy's bytes).
         std::vector<std::uint64_t> over;
         std::vector<std::size_t> exact;  // positions in `over`
         for (std::uint64_t j : plan_.sync_and_dma(s)) {  // the DMAs are among these
@@ -151,8 +155,10 @@ bool BufferRenamer::rename(std::uint32_t s, const std::vector<std::uint64_t>& dm
             if (in.mem_dst.addr == lo && in.bytes == bytes) exact.push_back(over.size());
             over.push_back(j);
         }
-        for (std::size_t x = 1; x < exact.size(); x += 2) {
+        for (std::size_t x = 0; x < exact.size(); ++x) {
             const std::size_t at = exact[x];
+            const unsigned copy = static_cast<unsigned>(step_of(s, over[at]) % kBufferCopies);
+            if (copy == 0) continue;
             const std::uint64_t end = at + 1 < over.size() ? over[at + 1] : st.code.size();
             if (at + 1 < over.size()) {
                 const Instruction& next = st.code[end];
@@ -169,7 +175,7 @@ bool BufferRenamer::rename(std::uint32_t s, const std::vector<std::uint64_t>& dm
                         straddles = true;
                         return;
                     }
-                    r.addr = r.addr - lo + shadow;
+                    r.addr = r.addr - lo + shadow[copy];
                     changed = true;
                 });
                 if (straddles) {
@@ -210,52 +216,60 @@ std::size_t BufferRenamer::split_flags(std::uint32_t s, const std::vector<std::u
         const FlagCounting& counting = plan_.flag_counting(st.chip, f);
         if (!counting.monotone || !counting.one_stream || !counting.waits_for_all) continue;
         std::vector<std::uint64_t> uses;  // the DMAs and waits on the flag, program order
-        for (std::uint64_t j : plan_.sync_and_dma(s))
-            if (st.code[j].has(kFlag) && st.code[j].flag == f) uses.push_back(j);
-        std::uint16_t g = 0;
-        while (g < room.flags && named[g]) ++g;
-        if (g >= room.flags) return split;
-        named[g] = true;
-        // Which waits move: those whose DMAs since the previous wait include a renamed fill.
-        std::vector<std::uint64_t> segment;
-        std::vector<std::pair<std::vector<std::uint64_t>, std::uint64_t>> moving;  // (DMAs, wait)
-        bool has_renamed = false;
-        for (std::uint64_t j : uses) {
-            if (st.code[j].op == Opcode::Dma) {
-                segment.push_back(j);
-                has_renamed = has_renamed || std::find(renamed.begin(), renamed.end(), j) != renamed.end();
-                continue;
-            }
-            if (has_renamed) moving.push_back({segment, j});
-            segment.clear();
-            has_renamed = false;
+        bool plain = true;                // nothing else names it (a barrier, a remote raise)
+        for (std::uint64_t j : plan_.sync_and_dma(s)) {
+            const Instruction& in = st.code[j];
+            if (!in.has(kFlag) || in.flag != f) continue;
+            uses.push_back(j);
+            plain = plain && (in.op == Opcode::SWait || (in.op == Opcode::Dma && flag_chip(in, st.chip) == st.chip));
         }
-        if (moving.empty()) continue;
-        for (const auto& [dmas, wait] : moving) {
-            for (std::uint64_t j : dmas) {
-                Instruction in = current(j);
-                in.flag = g;
-                edited[j] = in;
-            }
-            Instruction w = current(wait);
-            w.flag = g;
-            edited[wait] = w;
+        if (!plain) continue;
+        // The flag of each copy's steps: f for copy 0, flags nothing on the chip names for the others.
+        std::uint16_t flag_of[kBufferCopies] = {f};
+        for (unsigned c = 1; c < kBufferCopies; ++c) {
+            std::uint16_t g = 0;
+            while (g < room.flags && named[g]) ++g;
+            if (g >= room.flags) return split;
+            named[g] = true;
+            flag_of[c] = g;
         }
-        // Each wait on f or g now waits for every DMA issued on its flag so far.
-        std::int64_t on_f = 0, on_g = 0;
+        // Step j (its DMAs, then its wait) raises and waits on its copy's flag; each wait waits
+        // for every DMA issued on that flag so far.
+        std::int64_t count[kBufferCopies] = {};
+        std::uint64_t step = 0;
         for (std::uint64_t j : uses) {
             Instruction in = current(j);
-            std::int64_t& count = in.flag == g ? on_g : on_f;
+            const unsigned c = static_cast<unsigned>(step % kBufferCopies);
+            in.flag = flag_of[c];
             if (in.op == Opcode::Dma) {
-                count += flag_increment(in);
+                count[c] += flag_increment(in);
             } else {
-                in.value = count;
-                edited[j] = in;
+                in.value = count[c];
+                ++step;
             }
+            edited[j] = in;
         }
         ++split;
     }
     return split;
+}
+
+std::uint64_t BufferRenamer::step_of(std::uint32_t s, std::uint64_t k) const {
+    auto it = steps_.find(s);
+    if (it == steps_.end()) {
+        const Stream& st = run_.streams[s];
+        std::map<std::uint64_t, std::uint64_t>& m = steps_[s];
+        std::map<std::uint16_t, std::uint64_t> waits;  // per flag of this chip: swaits so far
+        for (std::uint64_t j : plan_.sync_and_dma(s)) {
+            const Instruction& in = st.code[j];
+            if (!in.has(kFlag)) continue;
+            if (in.op == Opcode::SWait) ++waits[in.flag];
+            else if (in.op == Opcode::Dma && flag_chip(in, st.chip) == st.chip) m[j] = waits[in.flag];
+        }
+        it = steps_.find(s);
+    }
+    auto j = it->second.find(k);
+    return j == it->second.end() ? 0 : j->second;
 }
 
 }  // namespace xpu::analysis

@@ -1,10 +1,15 @@
-// Double buffering by renaming, for the `double_buffer` suggestion. A DMA whose prefetch is
+// Multiple buffering by renaming, for the `double_buffer` suggestion. A DMA whose prefetch is
 // blocked by its own destination buffer (the readers of the buffer's previous contents sit
-// between it and where it could otherwise go) gets a second buffer: every other DMA into that
-// buffer, and every access to the buffer until the next DMA into it, moves to a shadow buffer
-// in VMEM that nothing on the chip uses (above the highest address any instruction of the chip
-// touches, within the VMEM's capacity). Then the DMA may move above the previous contents'
-// readers, as a prefetch into the other buffer.
+// between it and where it could otherwise go) gets more buffers: the program's waits on the
+// DMA's flag cut it into segments (a wait and the DMAs issued on its flag since the previous
+// one: one pipeline step), and every fill of the buffer in segment j, with every access to the
+// buffer up to the next DMA into it, moves to copy j mod kBufferCopies of the buffer (copy 0 is
+// the buffer itself, the others shadows in VMEM that nothing on the chip uses: above the highest
+// address any instruction of the chip touches, within the VMEM's capacity). Then a DMA may move
+// above the readers of the previous kBufferCopies - 1 steps' contents, as a prefetch into a
+// free copy. Copies follow the step, not the buffer, so that buffers shared by several ops
+// (filled a different number of times) still give each step one copy index for all its fills,
+// which is what lets split_flags give each copy's steps a flag of their own.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +24,11 @@
 
 namespace xpu::analysis {
 
+// Buffers per renamed buffer: the buffer and two shadows, so that two steps' loads can be in
+// flight while a third step's data is read (what the generator's own prefetch does; two copies
+// leave the HBM idle for a DMA's latency every step).
+inline constexpr unsigned kBufferCopies = 3;
+
 class BufferRenamer {
 public:
     BufferRenamer(const RunData& run, const Planner& plan);
@@ -31,21 +41,26 @@ public:
     // Where DMA (s, k) could move up to if its destination were a buffer nothing else uses; k's
     // own point if the chip has no room for one.
     std::uint64_t renamed_point(std::uint32_t s, std::uint64_t k) const;
-    // Renames, in stream s, every other DMA into the destination buffer of each of `dmas` (and
-    // the accesses to that buffer up to the next DMA into it) into a shadow buffer. False, with
-    // the reason, when it cannot: no VMEM headroom, an access that straddles the buffer,
-    // another core or chip writing it. A fill is left in place when the next DMA into the
-    // buffer does not overwrite all of it.
+    // Renames, in stream s, each DMA into the destination buffer of each of `dmas` (and the
+    // accesses to that buffer up to the next DMA into it) into the copy of the buffer its step
+    // gives it (step_of). False, with the reason, when it cannot: no VMEM headroom, an access
+    // that straddles the buffer, another core or chip writing it. A fill is left in place when
+    // the next DMA into the buffer does not overwrite all of it.
     bool rename(std::uint32_t s, const std::vector<std::uint64_t>& dmas, Planner::Edited& edited, std::string& why) const;
 
-    // A second buffer alone still leaves each fill behind the previous fill's wait when both
-    // raise the same flag. Where a renamed fill's flag is counted the plain way (only this
-    // stream's DMAs raise it, each swait on it waits for every DMA issued on it so far, nothing
-    // sets or adds to it), the waits that cover renamed fills, with every DMA they cover, move
-    // to a flag of their own that the chip never uses, and every swait on either flag waits for
-    // the DMAs issued on its flag so far: the same completions, so the same data, guarded.
-    // Returns how many flags were split.
+    // More buffers alone still leave each fill behind the previous step's wait when both raise
+    // the same flag. Where a renamed fill's flag is counted the plain way (only this stream's
+    // DMAs raise it, each swait on it waits for every DMA issued on it so far, nothing sets or
+    // adds to it), the steps of copy c > 0 (their DMAs and their wait) move to a flag of their
+    // own that the chip never uses, and every swait on any of these flags waits for the DMAs
+    // issued on its flag so far. A wait then no longer waits for the other copies' steps, but
+    // each of those steps' own wait comes before it in program order: the same completions are
+    // waited for before the same instructions, so the same data is guarded. Returns how many
+    // flags were split.
     std::size_t split_flags(std::uint32_t s, const std::vector<std::uint64_t>& renamed, Planner::Edited& edited) const;
+
+    // The step of DMA (s, k) on its flag: how many swaits on that flag come before it.
+    std::uint64_t step_of(std::uint32_t s, std::uint64_t k) const;
 
 private:
     struct ChipRoom {
@@ -65,6 +80,7 @@ private:
         std::uint64_t addr, bytes;
     };
     mutable std::map<std::uint32_t, std::vector<Fill>> fills_;  // per stream: its DMAs into local VMEM
+    mutable std::map<std::uint32_t, std::map<std::uint64_t, std::uint64_t>> steps_;  // per stream: DMA -> step
 };
 
 }  // namespace xpu::analysis

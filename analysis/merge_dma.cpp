@@ -99,7 +99,7 @@ std::vector<MergeRun> merge_runs(const Context& cx, const Planner& plan) {
             }
             if (in.op != Opcode::Dma) continue;
             Access acc[2];
-            const int na = accesses(in, st.chip, acc);
+            const int na = accesses(in, st, acc);
             Open& o = open[in.unit];
             bool extend = !o.pieces.empty() && eligible(in) && same_kind(st.code[o.pieces[0]], in) &&
                           in.mem_src.addr == o.next_src && in.mem_dst.addr == o.next_dst;
@@ -112,7 +112,7 @@ std::vector<MergeRun> merge_runs(const Context& cx, const Planner& plan) {
                 const Instruction& y = st.code[j];
                 if (y.op == Opcode::Dma && y.unit == in.unit) continue;
                 Access ya[2];
-                const int ny = accesses(y, st.chip, ya);
+                const int ny = accesses(y, st, ya);
                 between += static_cast<std::size_t>(ny);
                 if (between > kMaxBetween || (ny && conflict(ya, ny, acc, na))) extend = false;
             }

@@ -32,6 +32,22 @@ struct Worker {
 
 std::string job_dir(const ReplayOptions& opt, std::size_t i) { return (fs::path(opt.work_dir) / ("replay" + std::to_string(i))).string(); }
 
+// Starts the program args[0] with args; its stdout and stderr go to `log`. -1 if it could not start.
+pid_t spawn(std::vector<std::string> args, const std::string& log) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, args[0].c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    return rc == 0 ? pid : -1;
+}
+
 // Starts sim_main for job i; its stdout and stderr go to JOB_DIR.log. -1 if it could not start.
 pid_t start(const ReplayJob& job, const ReplayOptions& opt, std::size_t i) {
     const std::string dir = job_dir(opt, i);
@@ -41,19 +57,7 @@ pid_t start(const ReplayJob& job, const ReplayOptions& opt, std::size_t i) {
         args.push_back("--set");
         args.push_back(s);
     }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    const std::string log = dir + ".log";
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    pid_t pid = -1;
-    const int rc = posix_spawn(&pid, opt.sim_main.c_str(), &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    return rc == 0 ? pid : -1;
+    return spawn(std::move(args), dir + ".log");
 }
 
 std::string last_line(const std::string& path) {
@@ -153,6 +157,21 @@ std::vector<ReplayResult> replay_all(const std::vector<ReplayJob>& jobs, const R
         if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     return out;
+}
+
+int run_program(const std::vector<std::string>& args, const std::string& log, const std::function<bool()>& stop_requested) {
+    const pid_t pid = spawn(args, log);
+    if (pid < 0) return kNotStarted;
+    for (;;) {
+        int status = 0;
+        if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (stop_requested && stop_requested()) {
+            kill(pid, SIGTERM);
+            waitpid(pid, &status, 0);
+            return kStopped;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
 }
 
 std::function<void(std::size_t, std::size_t)> progress_lines(std::ostream& os, std::string label) {

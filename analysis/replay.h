@@ -45,6 +45,12 @@ std::vector<ReplayResult> replay_all(const std::vector<ReplayJob>& jobs, const R
 // `os` (long work shows percent and ETA), timed from when it is made.
 std::function<void(std::size_t, std::size_t)> progress_lines(std::ostream& os, std::string label);
 
+// Runs the program args[0] with `args` to its end, its stdout and stderr into the file `log`,
+// checking `stop_requested` while it runs (true: SIGTERM it, wait, kStopped). Its exit status
+// (128 + N if signal N ended it), or kNotStarted.
+inline constexpr int kNotStarted = -1, kStopped = -2;
+int run_program(const std::vector<std::string>& args, const std::string& log, const std::function<bool()>& stop_requested);
+
 // The sim_main executable beside the running one: the same folder (an installed prefix's bin/),
 // or the build tree's platform/ next to analysis/. Empty if neither exists.
 std::string find_sim_main();

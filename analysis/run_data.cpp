@@ -174,6 +174,28 @@ struct FileCloser {
     }
 };
 
+// Stream::vmem from the header's "vmem_of_core.K PATH" lines: one number per distinct VMEM path
+// (which number is immaterial: only equality counts); a stream whose core has no line keeps 0.
+void assign_vmems(RunData& run) {
+    std::map<std::string, std::uint16_t> id_of;
+    std::map<std::uint16_t, std::uint16_t> of_core;
+    const std::string prefix = "vmem_of_core.";
+    for (const auto& [key, value] : run.meta) {
+        if (key.compare(0, prefix.size(), prefix) != 0) continue;
+        unsigned long core = 0;
+        try {
+            core = std::stoul(key.substr(prefix.size()));
+        } catch (...) {
+            continue;
+        }
+        of_core[static_cast<std::uint16_t>(core)] = id_of.emplace(value, static_cast<std::uint16_t>(id_of.size())).first->second;
+    }
+    for (Stream& st : run.streams) {
+        auto it = of_core.find(st.core);
+        if (it != of_core.end()) st.vmem = it->second;
+    }
+}
+
 // The header's meta and units into RunData; returns its HBM interleave rules (for the decoder).
 std::vector<txlog::HbmLayout> parse_meta(RunData& run, const std::string& text, const std::string& path) {
     txlog::Header h;
@@ -801,6 +823,7 @@ RunData load_run(const std::string& out_dir, const std::function<void(double)>& 
     trace.finish();  // a trace error first: the trace is the log's context (and was read first)
     if (log_error) std::rethrow_exception(log_error);
     check_indices(run, path, dec);
+    assign_vmems(run);
     return run;
 }
 

@@ -33,6 +33,10 @@ struct Life {
 
 struct Stream {
     std::uint16_t chip = 0, core = 0;
+    // Which VMEM of its chip its vmem: operands address (vmem@C: the same one on chip C): streams
+    // with the same value share one. From the log header's vmem_of_core.K lines (the builder's
+    // rule, platform/builder.h); 0 for every stream without them (one VMEM per chip: shared).
+    std::uint16_t vmem = 0;
     std::vector<Instruction> code;  // program order
     std::vector<Life> life;         // same indexing
     std::string label() const { return "chip" + std::to_string(chip) + ".core" + std::to_string(core); }

@@ -257,7 +257,7 @@ public:
             if (fence_ >= 0) edge(static_cast<std::size_t>(fence_), k);
             registers(k, in);
             Access acc[2];
-            const int na = accesses(in, st_.chip, acc);
+            const int na = accesses(in, st_, acc);
             memory(k, acc, na);
             if (in.op == Opcode::SWait) wait(k, in);
             else after_waits(k, in, acc, na);

@@ -3,6 +3,8 @@
 //                                            report.html, timeline.json}
 //   xpu_analyze OUT --apply N[,M...] -o patched.bin the trace with suggestion N (and M...) applied (re-simulate it
 //                                            to measure the gain against the estimate)
+//   xpu_analyze OUT --rounds K -o patched.bin apply the best verified suggestion(s), re-simulate, re-analyse
+//                                            and verify, K rounds at most (analysis/rounds.h)
 //   xpu_analyze --compare OUT_A OUT_B [-o DIR] two runs side by side: platform differences, time by
 //                                            cause, op and layer; DIR/compare.{txt,json,html}
 //                                            (default xpusim-compare)
@@ -28,13 +30,14 @@
 
 #include <boost/program_options.hpp>
 
+#include "analysis/apply.h"
 #include "analysis/compare.h"
-#include "analysis/compose.h"
 #include "analysis/outputs.h"
 #include "analysis/patch.h"
 #include "analysis/render_util.h"
 #include "analysis/replay.h"
 #include "analysis/report.h"
+#include "analysis/rounds.h"
 
 namespace po = boost::program_options;
 using namespace xpu::analysis;
@@ -155,38 +158,16 @@ int apply_suggestions(const std::string& dir, const std::string& list, const std
     } catch (const std::runtime_error& e) {
         return fail(kBadLog, e.what());
     }
-    const std::vector<std::uint32_t> ranks = parse_ranks(list);
-    if (ranks.empty()) return fail(kUsage, "--apply '" + list + "': expected a suggestion number, or several separated by commas (1,3)");
-    std::vector<const Suggestion*> parts;
-    for (std::uint32_t r : ranks) {
-        if (r < 1 || r > a.suggestions.size())
-            return fail(kUsage, "--apply " + list + ": this run has " + std::to_string(a.suggestions.size()) +
-                                    " suggestions (numbered from 1; see the report)");
-        const Suggestion& s = a.suggestions[r - 1];
-        if (s.moves.empty() && s.edits.empty())
-            return fail(kUsage, "--apply " + list + ": suggestion " + std::to_string(r) + " [" + s.kind +
-                                    "] changes how the program is lowered, which no patch of this trace expresses: " + s.action);
-        for (const Suggestion* p : parts)
-            if (!composable(*p, s))
-                return fail(kUsage, "--apply " + list + ": suggestion " + std::to_string(r) + " [" + s.kind + "] changes instructions among those of [" +
-                                        p->kind + "]: they cannot be applied together");
-        parts.push_back(&s);
-    }
-    const Suggestion s = parts.size() == 1 ? *parts[0] : compose(parts, a.bounds.headroom);
-    const bool together = parts.size() > 1;
-    // What was replayed for exactly this choice, if anything: a measured trace must come back identical.
-    const bool measured = together ? a.together.measured && a.together.ranks == ranks : s.measured;
-    const std::int64_t saving = together ? a.together.measured_saving : s.measured_saving;
-    const std::uint32_t crc = together ? a.together.patch_crc : s.patch_crc;
-    PatchCount n;
+    Applied ap;
     try {
-        n = write_patched_trace(run, s, out);
-    } catch (const std::runtime_error& e) {
-        return fail(kOutput, e.what());
+        ap = apply_ranks(run, a, parse_ranks(list), list, out);
+    } catch (const ApplyError& e) {
+        return fail(e.kind == ApplyError::Kind::Usage ? kUsage : e.kind == ApplyError::Kind::Output ? kOutput : kBadLog, e.what());
     }
-    if (measured && file_crc(out) != crc)
-        return fail(kBadLog, out + ": the patched trace differs from the one replayed for --apply " + list + " (CRC-32 " +
-                                 std::to_string(file_crc(out)) + ", replayed " + std::to_string(crc) + "): analyse the run again");
+    const Suggestion& s = ap.s;
+    const bool together = ap.together, measured = ap.measured;
+    const std::int64_t saving = ap.measured_saving;
+    const PatchCount& n = ap.changes;
     if (quiet) return kOk;
     std::cout << "applied suggestion" << (together ? "s " : " ") << list << " [" << s.kind << "] at " << s.where << ": " << changes_text(n)
               << "; ";
@@ -204,7 +185,7 @@ int main(int argc, char* argv[]) {
     po::options_description opts("xpu_analyze: where a run's time went, why, and what to change");
     std::vector<std::string> dirs;
     std::string out;
-    std::string apply;
+    std::string apply, rounds_text;
     std::size_t top = 10, verify_k = 5;
     std::string top_text, verify_text;
     double verify_budget = 300, factor = 2;
@@ -215,6 +196,9 @@ int main(int argc, char* argv[]) {
         ("compare", "compare two output folders: xpu_analyze --compare OUT_A OUT_B")
         ("top", po::value(&top_text), "rows per table in the terminal report (default 10)")
         ("per-layer", "time by op per layer (layer0/attn/qkv_proj, layer1/...) in report.txt and report.html, not added up over layers")
+        ("rounds", po::value(&rounds_text), "apply what the run's verification measured best, re-simulate the patched trace (a full "
+                                             "run: analysis, verification), and again, K rounds at most; needs -o (the last patched "
+                                             "trace); each round's run in PATCHED-rounds/ (docs/analysis.md)")
         ("verify", po::value(&verify_text), "replay the K best suggestions by estimate on the run's platform and rank by measured saving (default 5)")
         ("sensitivity", "also replay the trace with each major resource of its platform scaled (--factor), a table of measured speedups")
         ("factor", po::value(&factor), "how much more capable --sensitivity makes each resource (default 2)")
@@ -247,6 +231,9 @@ int main(int argc, char* argv[]) {
     }
     if (vm.count("top") && !parse_count(top_text, 1, 100000, top))
         return fail(kUsage, "--top '" + top_text + "': expected a number of rows, 1..100000");
+    std::size_t rounds = 0;
+    if (vm.count("rounds") && !parse_count(rounds_text, 1, 100, rounds))
+        return fail(kUsage, "--rounds '" + rounds_text + "': expected a number of rounds, 1..100");
     if (vm.count("verify") && !parse_count(verify_text, 0, 1000, verify_k))
         return fail(kUsage, "--verify '" + verify_text + "': expected a number of suggestions to replay, 0..1000");
     const bool quiet = vm.count("quiet") > 0;
@@ -285,6 +272,35 @@ int main(int argc, char* argv[]) {
             const int rc = apply_suggestions(dirs[0], apply, out, quiet);
             if (rc == kOk && !quiet && !stdout_ok()) return fail(kOutput, "cannot write to stdout");
             return rc;
+        }
+        if (rounds > 0) {
+            if (out.empty()) return fail(kUsage, "--rounds K needs -o PATCHED.bin (the last round's patched trace)");
+            if (vm.count("no-verify") || verify_k == 0) return fail(kUsage, "--rounds applies only verified suggestions: not with --no-verify or --verify 0");
+            RoundsOptions ro;
+            ro.rounds = static_cast<unsigned>(rounds);
+            ro.sim_args = {"--verify", std::to_string(verify_k), "--verify-budget", std::to_string(verify_budget)};
+            ro.stop_requested = [] { return g_signal != 0; };
+            if (!quiet) ro.progress = &std::cerr;
+            std::filesystem::path stem(out);
+            stem.replace_extension();
+            try {
+                const RoundsResult r = run_rounds(dirs[0], out, stem.string() + "-rounds", ro);
+                if (!quiet) {
+                    print_rounds(std::cout, r);
+                    if (!r.rounds.empty())
+                        std::cout << "patched trace " << out << " (all rounds applied); its run, reports and further suggestions: "
+                                  << r.rounds.back().dir << "\n";
+                }
+            } catch (const ApplyError& e) {
+                return fail(e.kind == ApplyError::Kind::Usage ? kUsage : e.kind == ApplyError::Kind::Output ? kOutput : kBadLog, e.what());
+            } catch (const LogError&) {
+                throw;
+            } catch (const std::runtime_error& e) {
+                if (g_signal) return fail(kSignalBase + g_signal, std::string(signal_text(g_signal)) + ": " + e.what());
+                return fail(kOutput, e.what());
+            }
+            if (!quiet && !stdout_ok()) return fail(kOutput, "cannot write to stdout");
+            return kOk;
         }
         OutputOptions o;
         o.print = !quiet;

@@ -83,6 +83,15 @@ void DmaEngine::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& dela
     gp.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 
+std::uint64_t DmaEngine::global_address(const MemRef& r, const Descriptor& d) {
+    if (r.space != Space::Vmem || cfg_.core_vmem_base.empty()) return cfg_.space_base[static_cast<unsigned>(r.space)] + r.addr;
+    if (d.core >= cfg_.core_vmem_base.size())
+        fail("core " + std::to_string(d.core) + " has no VMEM base (the engine knows cores 0.." +
+                 std::to_string(cfg_.core_vmem_base.size() - 1) + ")",
+             d);
+    return cfg_.core_vmem_base[d.core] + r.addr;
+}
+
 Tick DmaEngine::transfer(tlm::tlm_command command, std::uint64_t addr, std::uint64_t len, Tick at,
                          Tick* stall, const Descriptor& d) {
     mem_gp_.set_command(command);
@@ -153,8 +162,8 @@ void DmaEngine::engine() {
         d.start = t;
         started_[dequeued_++ % cfg_.queue_depth] = max_tick(d.accept, engine_free_);  // its slot frees
         Tick last = t, last_write = t;
-        std::uint64_t src = cfg_.space_base[static_cast<unsigned>(d.in.mem_src.space)] + d.in.mem_src.addr;
-        std::uint64_t dst = cfg_.space_base[static_cast<unsigned>(d.in.mem_dst.space)] + d.in.mem_dst.addr;
+        std::uint64_t src = global_address(d.in.mem_src, d);
+        std::uint64_t dst = global_address(d.in.mem_dst, d);
         const bool remote = d.in.mem_dst.chip != kLocalChip && d.in.mem_dst.chip != cfg_.chip;
         if (remote) dst = remote_address(d.in.mem_dst.chip, dst);
         // A local memory on either side: its timing called directly, chunk by chunk.

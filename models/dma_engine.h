@@ -18,6 +18,7 @@
 #include <array>
 #include <deque>
 #include <list>
+#include <vector>
 
 #include <tlm_utils/peq_with_get.h>
 #include <tlm_utils/simple_initiator_socket.h>
@@ -54,6 +55,10 @@ struct DmaEngineConfig : DmaEngineParams {
     std::uint16_t chip = 0;
     Tick cycle = 1000;
     std::array<std::uint64_t, 2> space_base{};  // global address of Space::Vmem, Space::Hbm
+    // Global address of each core's own VMEM, by core id: a DMA's vmem: operands are offsets into
+    // the VMEM of the core that issued it (vmem@C: into that core's VMEM on chip C: chips are
+    // identical). Empty: space_base[Vmem] for every core (one VMEM).
+    std::vector<std::uint64_t> core_vmem_base;
     std::uint64_t flags_base = 0;    // global address of the chips' SyncFlags (remote completion flags)
     bool flags_mapped = false;       // ... when the address map has one
     // Move chunks to memories that answer the timing probe by calling them directly (the same
@@ -92,6 +97,8 @@ private:
     void engine();
     void completer();
     void post_remote_flag(const Descriptor& d, Tick behind, Tick landed);
+    // The global address of a DMA operand: its space's base (the issuing core's VMEM) + offset.
+    std::uint64_t global_address(const MemRef& r, const Descriptor& d);
     Tick transfer(tlm::tlm_command cmd, std::uint64_t addr, std::uint64_t len, Tick at,
                   Tick* stall, const Descriptor& d);
     // The timing path to the memory serving [addr, addr + len), or null (then: transfer()).

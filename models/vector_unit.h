@@ -43,7 +43,7 @@ struct VectorUnitParams {
 // The parameters and what the builder derives.
 struct VectorUnitConfig : VectorUnitParams {
     Tick cycle = 1000;
-    std::uint64_t vmem_base = 0;  // global address of the local VMEM space
+    std::uint64_t vmem_base = 0;  // global address of byte 0 of the VMEM of the core it serves (vmem:0)
 };
 
 class VectorUnit : public XpuModule {

@@ -27,16 +27,89 @@ struct Tree {
 
 }  // namespace
 
+namespace {
+
+// The container of a module: its path up to the last dot ("core0" for core0.scalar, "" at the top).
+std::string container_of(const std::string& path) {
+    const auto dot = path.rfind('.');
+    return dot == std::string::npos ? std::string() : path.substr(0, dot);
+}
+
+// The VMEM of the core declared by `core` (space_bases' rule, builder.h), among the map's vmem
+// entries `vmems` (two or more); nullptr if neither the bindings nor the nesting decide.
+const AddressMapEntry* vmem_of(const PlatformConfig& cfg, const ModuleDecl& core, const std::vector<const AddressMapEntry*>& vmems) {
+    auto mapped = [&](const std::string& target) -> const AddressMapEntry* {
+        for (const auto* e : vmems)
+            if (e->target == target) return e;
+        return nullptr;
+    };
+    // The mapped VMEMs its vector units' mem sockets are bound to.
+    std::set<const AddressMapEntry*> bound;
+    for (const auto& b : cfg.bindings) {
+        if (b.from.module != core.path || b.from.socket != "vpu") continue;
+        for (const auto& m : cfg.bindings)
+            if (m.from.module == b.to.module && m.from.socket == "mem")
+                if (const auto* e = mapped(m.to.module)) bound.insert(e);
+    }
+    if (bound.size() == 1) return *bound.begin();
+    // The mapped VMEM in its container.
+    const AddressMapEntry* beside = nullptr;
+    for (const auto* e : vmems)
+        if (container_of(e->target) == container_of(core.path)) {
+            if (beside) return nullptr;
+            beside = e;
+        }
+    return beside;
+}
+
+}  // namespace
+
 SpaceBases space_bases(const PlatformConfig& cfg) {
     SpaceBases s;
+    std::vector<const AddressMapEntry*> vmems;
     for (const auto& e : cfg.address_map) {
         if (e.window == Window::Flags) s.flags = e.base;
+        if (e.window == Window::Vmem) vmems.push_back(&e);
         if (e.window != Window::Vmem && e.window != Window::Hbm) continue;
         auto k = static_cast<unsigned>(e.window == Window::Vmem ? Space::Vmem : Space::Hbm);
         if (!s.has[k] || e.base < s.base[k]) s.base[k] = e.base;
         s.has[k] = true;
     }
+    std::vector<const ModuleDecl*> cores;
+    for (const auto& m : cfg.modules)
+        if (m.spec->core_id()) cores.push_back(&m);
+    const std::uint64_t lowest = s.base[static_cast<unsigned>(Space::Vmem)];
+    for (const ModuleDecl* c : cores) {
+        CoreVmem v{lowest, vmems.size() == 1 ? vmems.front()->target : std::string()};
+        if (vmems.size() > 1) {
+            if (const AddressMapEntry* e = vmem_of(cfg, *c, vmems)) {
+                v = {e->base, e->target};
+            } else if (cores.size() > 1) {
+                std::string names;
+                for (const auto* e : vmems) names += (names.empty() ? "" : ", ") + e->target;
+                throw ConfigError(c->where + ": chip.modules." + c->path + " (core " + std::to_string(*c->spec->core_id()) +
+                                  "): cannot tell which VMEM its vmem: operands address: the address map has " +
+                                  std::to_string(vmems.size()) + " vmem entries (" + names +
+                                  ") and a chip with several cores needs one per core (expected exactly one of them "
+                                  "bound to the mem socket of the core's vector units, or exactly one in its container '" +
+                                  container_of(c->path) + "')");
+            }
+        }
+        s.vmem_of_core[*c->spec->core_id()] = v;
+    }
     return s;
+}
+
+std::uint64_t SpaceBases::vmem_base(std::uint16_t core) const {
+    auto it = vmem_of_core.find(core);
+    return it == vmem_of_core.end() ? base[static_cast<unsigned>(Space::Vmem)] : it->second.base;
+}
+
+std::vector<std::uint64_t> SpaceBases::vmem_bases() const {
+    std::vector<std::uint64_t> out;
+    if (vmem_of_core.empty()) return out;
+    for (unsigned k = 0; k <= vmem_of_core.rbegin()->first; ++k) out.push_back(vmem_base(static_cast<std::uint16_t>(k)));
+    return out;
 }
 
 BindingOrder binding_order(const PlatformConfig& cfg) {
@@ -75,6 +148,7 @@ struct Platform::Plan {
     BindingOrder order;                                            // initiator socket -> its bindings
     std::map<std::string, std::vector<AddressRange>> routes;       // router path -> ranges of its out[i]
     std::map<std::string, std::uint16_t> injector_core;            // injector path -> the core it feeds
+    std::map<std::string, std::uint16_t> unit_core;                // unit path -> the core whose vpu/mxu/dma socket binds it
     std::map<std::pair<unsigned, unsigned>, std::size_t> stream_of;  // (chip, core) -> trace stream
     Tree tree;                                                     // the description's nesting
 };
@@ -106,6 +180,18 @@ std::map<std::string, std::uint16_t> injector_cores(const PlatformConfig& cfg) {
         if (from->spec->core_id() && b.from.socket == "imem") injector_core[b.to.module] = *from->spec->core_id();
     }
     return injector_core;
+}
+
+// Which core commands each unit: the core whose vpu, mxu or dma socket is bound to it (a unit
+// bound to several cores: the first binding's).
+std::map<std::string, std::uint16_t> unit_cores(const PlatformConfig& cfg) {
+    std::map<std::string, std::uint16_t> unit_core;
+    for (const auto& b : cfg.bindings) {
+        const ModuleDecl* from = cfg.module(b.from.module);
+        if (from->spec->core_id() && (b.from.socket == "vpu" || b.from.socket == "mxu" || b.from.socket == "dma"))
+            unit_core.emplace(b.to.module, *from->spec->core_id());
+    }
+    return unit_core;
 }
 
 // The trace stream of each (chip, core); ConfigError if a stream has no core to run on.
@@ -174,11 +260,13 @@ Platform::Platform(const PlatformConfig& cfg, const trace::TraceFile* trace, con
     Plan plan;
     plan.trace = trace;
     plan.spaces = space_bases(cfg);
+    spaces_ = plan.spaces;
     for (const auto& m : cfg.modules)
         if (m.spec->core_id()) ++plan.cores_per_chip;
     plan.order = binding_order(cfg);
     plan.routes = routes_of(cfg, plan.order);
     plan.injector_core = injector_cores(cfg);
+    plan.unit_core = unit_cores(cfg);
     plan.stream_of = streams_of(cfg, trace);
     plan.tree = tree_of(cfg);
     chip_modules_.resize(cfg.chips);
@@ -215,6 +303,9 @@ void Platform::build_chip(const PlatformConfig& cfg, const Plan& plan, unsigned 
             ctx.chip = static_cast<std::uint16_t>(chip);
             ctx.cycle = cycle_ticks(cfg.clock_ghz);
             ctx.space_base = plan.spaces.base;
+            ctx.core_vmem_base = plan.spaces.vmem_bases();
+            ctx.vmem_base = ctx.space_base[static_cast<unsigned>(Space::Vmem)];
+            if (auto it = plan.unit_core.find(d.path); it != plan.unit_core.end()) ctx.vmem_base = plan.spaces.vmem_base(it->second);
             ctx.flags_base = plan.spaces.flags;
             ctx.dims = cfg.topology.dims;
             ctx.links_per_neighbour = cfg.topology.links_per_neighbour;

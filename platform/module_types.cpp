@@ -36,7 +36,7 @@ std::optional<std::uint16_t> core_of(const ScalarCoreConfig& k) { return k.core;
 
 void fill_vector_unit(VectorUnitConfig& k, const BuildContext& ctx) {
     k.cycle = ctx.cycle;
-    k.vmem_base = ctx.space_base[static_cast<unsigned>(Space::Vmem)];
+    k.vmem_base = ctx.vmem_base;
 }
 
 void fill_matrix_unit(MatrixUnitConfig& k, const BuildContext& ctx) { k.cycle = ctx.cycle; }
@@ -56,6 +56,7 @@ void fill_dma(DmaEngineConfig& k, const BuildContext& ctx) {
     k.chip = ctx.chip;
     k.cycle = ctx.cycle;
     k.space_base = ctx.space_base;
+    k.core_vmem_base = ctx.core_vmem_base;
     k.flags_mapped = ctx.flags_base.has_value();
     k.flags_base = ctx.flags_base.value_or(0);
 }

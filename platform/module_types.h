@@ -25,7 +25,9 @@ namespace xpu::platform {
 struct BuildContext {
     std::uint16_t chip = 0;
     Tick cycle = 1000;     // chip clock period, ps
-    std::array<std::uint64_t, 2> space_base{};  // Space::Vmem, Space::Hbm
+    std::array<std::uint64_t, 2> space_base{};  // Space::Vmem (the lowest vmem base), Space::Hbm
+    std::vector<std::uint64_t> core_vmem_base;   // DmaEngine: each core's VMEM base, by core id (builder.h)
+    std::uint64_t vmem_base = 0;                 // VectorUnit: the VMEM base of the core that commands it
     const trace::TraceFile* trace = nullptr;
     std::optional<std::size_t> stream;  // TraceInjector: which stream it plays
     std::vector<AddressRange> routes;   // Interconnect: its address map

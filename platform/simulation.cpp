@@ -142,18 +142,25 @@ CoreView view_of(const PlatformConfig& cfg, const BindingOrder& order, const Sca
         auto f = bound_targets(dma, "flags");
         v.dma_flags.push_back({!f.empty(), f.empty() ? 0 : sync_flag_count(cfg, f.front())});
     }
+    // A vector unit reaches the VMEM its mem socket is bound to; through an interconnect, any
+    // (then "": the check does not restrict the range to one VMEM).
+    auto mapped_vmem = [&](const std::string& target) {
+        for (const auto& e : cfg.address_map)
+            if (e.window == Window::Vmem && e.target == target) return true;
+        return false;
+    };
     for (const auto& vpu : bound_targets(v.path, "vpu")) {
         auto mem = bound_targets(vpu, "mem");
-        v.vpu_vmem.push_back(mem.empty() ? std::string() : mem.front());
+        v.vpu_vmem.push_back(mem.empty() || !mapped_vmem(mem.front()) ? std::string() : mem.front());
     }
     return v;
 }
 
-// The address map, as the models compute global addresses: space base + operand address.
+// The address map, as the models compute global addresses: space base + operand address, where
+// a vmem operand's base is the issuing core's VMEM (the builder's rule: platform/builder.h).
 struct AddressMap {
     std::vector<MapRange> ranges;
-    std::array<std::uint64_t, 2> space_base{};
-    std::array<bool, 2> has_space{};
+    SpaceBases spaces;
     std::uint64_t remote_flag_count = 0;  // flags of the SyncFlags in the flags window
 };
 
@@ -163,9 +170,7 @@ AddressMap address_map_of(const PlatformConfig& cfg) {
         const ModuleDecl* t = cfg.module(e.target);
         am.ranges.push_back({e.window, e.target, e.base, t && t->spec->capacity() ? *t->spec->capacity() : 0});
     }
-    const SpaceBases spaces = space_bases(cfg);  // the builder's rule (platform/builder.h)
-    am.space_base = spaces.base;
-    am.has_space = spaces.has;
+    am.spaces = space_bases(cfg);  // the builder's rule (platform/builder.h)
     for (const auto& m : am.ranges)
         if (m.window == Window::Flags) am.remote_flag_count = sync_flag_count(cfg, m.target);
     return am;
@@ -178,19 +183,24 @@ std::string mem_text(const MemRef& m) {
 }
 
 // Empty if [space base + addr, + bytes) lies inside one entry of the map (restricted to
-// `target` when given), else what is wrong.
-std::string range_problem(const PlatformConfig& cfg, const AddressMap& am, const char* key, const MemRef& m,
-                          std::uint64_t bytes, const std::string* target) {
+// `target` when given, else for vmem to the VMEM of `core`, the issuing core), else what is wrong.
+std::string range_problem(const PlatformConfig& cfg, const AddressMap& am, std::uint16_t core, const char* key,
+                          const MemRef& m, std::uint64_t bytes, const std::string* target) {
     const auto s = static_cast<unsigned>(m.space);
     const Window w = m.space == Space::Vmem ? Window::Vmem : Window::Hbm;
-    const bool overflow = m.addr > UINT64_MAX - am.space_base[s];
-    const std::uint64_t g = am.space_base[s] + m.addr;
-    if (am.has_space[s] && !overflow)
+    const std::uint64_t base = m.space == Space::Vmem ? am.spaces.vmem_base(core) : am.spaces.base[s];
+    if (!target && m.space == Space::Vmem) {
+        auto it = am.spaces.vmem_of_core.find(core);
+        if (it != am.spaces.vmem_of_core.end() && !it->second.target.empty()) target = &it->second.target;
+    }
+    const bool overflow = m.addr > UINT64_MAX - base;
+    const std::uint64_t g = base + m.addr;
+    if (am.spaces.has[s] && !overflow)
         for (const auto& r : am.ranges)
             if (r.window == w && (!target || r.target == *target) && r.contains(g, bytes)) return {};
     // Only now (an error) build the message.
     std::string where = std::string(key) + "=" + mem_text(m) + " bytes=" + std::to_string(bytes) + ": ";
-    if (!am.has_space[s])
+    if (!am.spaces.has[s])
         return where + "no memory serves " + std::string(space_name(m.space)) + " (the address map of " + cfg.file +
                " has no " + std::string(space_name(m.space)) + " entry)";
     std::string known;
@@ -207,7 +217,7 @@ class InstructionCheck {
 public:
     InstructionCheck(const PlatformConfig& cfg, const AddressMap& am, const trace::TraceFile& trace, std::size_t stream,
                      const CoreView& v, std::uint64_t index, const Instruction& in)
-        : cfg_(cfg), am_(am), trace_(trace), s_(stream), chip_(trace.streams()[stream].chip), v_(v), index_(index), in_(in) {}
+        : cfg_(cfg), am_(am), trace_(trace), s_(stream), chip_(trace.streams()[stream].chip), core_(trace.streams()[stream].core), v_(v), index_(index), in_(in) {}
 
     void run() const {
         registers();
@@ -240,6 +250,7 @@ private:
     const trace::TraceFile& trace_;
     std::size_t s_;
     std::uint16_t chip_;
+    std::uint16_t core_;  // the stream's core: whose VMEM its vmem: operands address
     const CoreView& v_;
     std::uint64_t index_;
     const Instruction& in_;
@@ -303,7 +314,7 @@ private:
         if (m.space != Space::Vmem || (m.chip != kLocalChip && m.chip != chip_))
             bad(std::string(key) + "=" + mem_text(m) + ": a vld/vst addresses its own chip's vmem");
         const std::string* vmem = in_.unit < v_.vpu_vmem.size() && !v_.vpu_vmem[in_.unit].empty() ? &v_.vpu_vmem[in_.unit] : nullptr;
-        auto p = range_problem(cfg_, am_, key, m, in_.bytes, vmem);
+        auto p = range_problem(cfg_, am_, core_, key, m, in_.bytes, vmem);
         if (!p.empty()) bad(p);
     }
 
@@ -319,8 +330,8 @@ private:
             bad("dst=" + mem_text(in_.mem_dst) + ": chip " + std::to_string(in_.mem_dst.chip) + " does not exist (" + cfg_.file +
                 " has " + std::to_string(cfg_.chips) + " chip" + (cfg_.chips == 1 ? "" : "s") + ", 0.." +
                 std::to_string(cfg_.chips - 1) + ")");
-        auto p = range_problem(cfg_, am_, "src", in_.mem_src, in_.bytes, nullptr);
-        if (p.empty()) p = range_problem(cfg_, am_, "dst", in_.mem_dst, in_.bytes, nullptr);
+        auto p = range_problem(cfg_, am_, core_, "src", in_.mem_src, in_.bytes, nullptr);
+        if (p.empty()) p = range_problem(cfg_, am_, core_, "dst", in_.mem_dst, in_.bytes, nullptr);
         if (!p.empty()) bad(p);
         if (!in_.has(kFlag)) return;
         std::uint64_t count = am_.remote_flag_count;

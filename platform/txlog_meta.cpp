@@ -1,5 +1,7 @@
 #include "platform/txlog_meta.h"
 
+#include <set>
+
 #include "models/hbm_controller.h"
 
 namespace xpu {
@@ -36,6 +38,13 @@ txlog::Header txlog_header(const platform::Platform& p, const std::string& trace
             h.hbm.push_back(l);
         }
     }
+    // Which VMEM each core's vmem: operands address, when the cores address more than one (the
+    // analysis tells their VMEM accesses apart by it; absent: one VMEM, every core's).
+    std::set<std::string> vmems;
+    for (const auto& [core, v] : p.spaces().vmem_of_core)
+        if (!v.target.empty()) vmems.insert(v.target);
+    if (vmems.size() > 1)
+        for (const auto& [core, v] : p.spaces().vmem_of_core) kv["vmem_of_core." + std::to_string(core)] = v.target;
     return h;
 }
 

@@ -18,24 +18,31 @@
 #   (a) clean traces: no suggestion with status `verified` measures slower (measured < 0);
 #   (b) planted cases: the top suggestion is verified and recovers >= 80% of the planted loss;
 #   (c) clean traces running more than 10% above their own lower bound: the verified suggestions
-#       applied together (analysis.json verified_together; the one verified suggestion alone when
-#       there is only one, 0 when there is none) recover at least half of that headroom.
+#       applied together recover at least half of that headroom. Two ways, the better counts:
+#       together in one run (analysis.json verified_together; the one verified suggestion alone
+#       when there is only one, 0 when there is none), and in rounds (`xpu_analyze OUT --rounds R`:
+#       apply the best verified, re-simulate, verify again; the saving is the first run's simulated
+#       time minus the last round's, every round a full run).
 #
-# usage: scripts/bench_suggestions.sh [--quick] [--out DIR] [BUILD_DIR]
+# usage: scripts/bench_suggestions.sh [--quick] [--rounds R] [--only REGEX] [--out DIR] [BUILD_DIR]
 #   --quick   a subset (one size per planted option, 1-2-layer decodes, 3 GEMMs, one TP decode,
 #             one collective): 11 s here; the full corpus (70 traces) 7.3 minutes on 2 cores
+#   --rounds  rounds of `xpu_analyze --rounds` on the clean traces of bar (c) (default 3; 0: none)
+#   --only    only the traces whose name matches REGEX (and the clean traces planted ones compare with)
 #   --out     results folder (default bench-results/suggestions[-quick]); the runs stay in DIR/runs
 #   BUILD_DIR default build/ (built beforehand: scripts/build.sh)
 # Progress (percent and ETA) goes to stderr; the tables and bars to stdout.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-mode=full out="" build=""
+mode=full out="" build="" rounds=3 only=""
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) mode=quick ;;
         --out) shift; out=${1:?--out needs a folder} ;;
         --out=*) out=${1#--out=} ;;
-        -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --rounds) shift; rounds=${1:?--rounds needs a number} ;;
+        --only) shift; only=${1:?--only needs a regular expression} ;;
+        -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "bench_suggestions: unknown option $1" >&2; exit 2 ;;
         *) build=$1 ;;
     esac
@@ -47,10 +54,11 @@ for b in traces/xpu_tracegen platform/sim_main analysis/xpu_analyze; do
     [ -x "$build/$b" ] || { echo "bench_suggestions: $build/$b is missing (build first: scripts/build.sh)" >&2; exit 2; }
 done
 mkdir -p "$out"
-exec /usr/bin/python3 - "$root" "$build" "$out" "$mode" <<'PYEOF'
-import csv, datetime, json, os, platform as pyplatform, shutil, subprocess, sys, time
+exec /usr/bin/python3 - "$root" "$build" "$out" "$mode" "$rounds" "$only" <<'PYEOF'
+import csv, datetime, json, os, platform as pyplatform, re, shutil, subprocess, sys, time
 
 root, build, out, mode = sys.argv[1:5]
+ROUNDS, ONLY = int(sys.argv[5]), sys.argv[6]
 out, build = os.path.abspath(out), os.path.abspath(build)
 GEN = os.path.join(build, "traces/xpu_tracegen")
 SIM = os.path.join(build, "platform/sim_main")
@@ -168,6 +176,11 @@ else:
         planted("all-reduce ring %d MiB x4 (ring 4)" % size, collective("ring", 4, size * MiB), ["--serial-collective"],
                 p, s, weight=4)
 
+if ONLY:  # the matching traces, and the clean ones the planted ones among them compare with
+    keep = {c["name"] for c in cases if re.search(ONLY, c["name"])}
+    keep |= {c["clean_ref"] for c in cases if c["name"] in keep and c["clean_ref"]}
+    cases = [c for c in cases if c["name"] in keep]
+
 # ---- running ---------------------------------------------------------------------------------
 runs = os.path.join(out, "runs")
 os.makedirs(runs, exist_ok=True)
@@ -209,6 +222,26 @@ for i, c in enumerate(cases):
         rc = run([SIM, "--platform", plat] + sets + ["--trace", trace, "--out", os.path.join(d, "out"), "-q"], logf)
         if rc != 0:
             c["error"] = "sim_main exit %d" % rc
+    if not c["error"] and c["clean"] and ROUNDS > 0:
+        # Bar (c)'s second way: rounds of verified suggestions, where the run is > 10% above its bound.
+        o = os.path.join(d, "out")
+        b = json.load(open(os.path.join(o, "analysis.json"))).get("bounds", {})
+        lb = b.get("lower_bound_ns") or 0.0
+        if lb > 0 and sim_time(o) > 1.1 * lb:
+            if run([ANA, o, "--rounds", str(ROUNDS), "-o", os.path.join(d, "optimized.bin")], logf) != 0:
+                c["rounds_error"] = "xpu_analyze --rounds failed"
+            else:
+                rd = os.path.join(d, "optimized-rounds")
+                c["rounds"] = json.load(open(os.path.join(rd, "rounds.json")))
+                for f in os.listdir(rd):  # the traces and the last run's log are the bulk; the reports stay
+                    if f.endswith(".bin"):
+                        os.remove(os.path.join(rd, f))
+                for x in c["rounds"]["rounds"][-1:]:
+                    for f in ("txlog.bin", "txlog.trace.bin", "timeline.json"):
+                        if os.path.exists(os.path.join(x["dir"], f)):
+                            os.remove(os.path.join(x["dir"], f))
+                if os.path.exists(os.path.join(d, "optimized.bin")):  # no round: nothing written
+                    os.remove(os.path.join(d, "optimized.bin"))
     if not c["error"] and not c["clean"]:
         # As tests/e2e/planted.sh: apply the top suggestion, re-simulate on the run's effective platform.
         o = os.path.join(d, "out")
@@ -287,12 +320,17 @@ for c in cases:
         # (c) half the headroom back where the run is > 10% above its bound
         if r["headroom_pct"] is not None and r["headroom_pct"] > 10:
             head = t - lb
-            ratio = (together or 0.0) / head if together is not None else None
-            ok = ratio is not None and ratio >= 0.5
+            rd = c.get("rounds")
+            r["rounds_ns"] = rd["saving_ns"] if rd else None
+            r["rounds_what"] = ("%d rounds: %s" % (len(rd["rounds"]), ", ".join(x["kind"] for x in rd["rounds"])) if rd
+                                else c.get("rounds_error", "not run"))
+            best = max(x for x in (together, r["rounds_ns"], 0.0) if x is not None)
+            ratio = best / head
+            ok = ratio >= 0.5
             r["c_ratio"] = ratio
             r["bar_c"] = "PASS" if ok else "FAIL"
-            bars["c"].append((c["name"], ok, "together %s us of %s us headroom: %s" % (
-                fmt_us(together), fmt_us(head), "?" if ratio is None else "%.1f%%" % (100 * ratio))))
+            bars["c"].append((c["name"], ok, "together %s us, rounds %s us, of %s us headroom: %.1f%%" % (
+                fmt_us(together), fmt_us(r["rounds_ns"]), fmt_us(head), 100 * ratio)))
         else:
             r["bar_c"] = "n/a"
     else:
@@ -323,7 +361,8 @@ def sugg_text(s, md):
 with open(os.path.join(out, "bench_suggestions.csv"), "w", newline="") as f:
     w = csv.writer(f)
     w.writerow(["trace", "kind", "platform", "simulated_us", "lower_bound_us", "bound_set_by", "headroom_pct",
-                "suggestions", "verified", "together_saving_us", "together_what", "planted_clean_us",
+                "suggestions", "verified", "together_saving_us", "together_what", "rounds_saving_us", "rounds_what",
+                "planted_clean_us",
                 "planted_patched_us", "planted_recovery_pct", "bar_a", "bar_b", "bar_c", "bar_c_ratio_pct",
                 "wall_s", "error"])
     for r in rows:
@@ -334,6 +373,7 @@ with open(os.path.join(out, "bench_suggestions.csv"), "w", newline="") as f:
                     g("bound_by", ""), "" if g("headroom_pct") is None else "%.1f" % r["headroom_pct"],
                     " | ".join(sugg_text(s, False) for s in g("suggestions", [])), g("verified", ""),
                     "" if g("together_ns") is None else "%.3f" % (r["together_ns"] / 1e3), g("together_what", ""),
+                    "" if g("rounds_ns") is None else "%.3f" % (r["rounds_ns"] / 1e3), g("rounds_what", ""),
                     "" if g("clean_ns") is None else "%.3f" % (r["clean_ns"] / 1e3),
                     "" if g("patched_ns") is None else "%.3f" % (r["patched_ns"] / 1e3),
                     "" if g("recovery") is None else "%.1f" % (100 * r["recovery"]),
@@ -364,29 +404,31 @@ L.append("Suggestions benchmark, %s mode, %s UTC, %s (%d cores), wall %.0f s (%.
 L.append("")
 L.append("Times in us. Suggestions: rank. `kind` where: estimated / measured saving, status. "
          "Headroom: the run over its own lower bound. Together: the verified suggestions that compose, replayed "
-         "together. Recovered: (planted - patched) / (planted - clean) with `--apply 1`.")
+         "together. Rounds: `xpu_analyze OUT --rounds %d` (bar (c) traces only), the first run's time minus the last "
+         "round's. Recovered: (planted - patched) / (planted - clean) with `--apply 1`." % ROUNDS)
 L.append("")
-L.append("| trace | platform | simulated | lower bound (set by) | headroom | suggestions | together | recovered | bars |")
-L.append("|---|---|---|---|---|---|---|---|---|")
+L.append("| trace | platform | simulated | lower bound (set by) | headroom | suggestions | together | rounds | recovered | bars |")
+L.append("|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     if r.get("error"):
-        L.append("| %s | %s | run failed: %s | | | | | | |" % (r["trace"], r["platform"], r["error"]))
+        L.append("| %s | %s | run failed: %s | | | | | | | |" % (r["trace"], r["platform"], r["error"]))
         continue
     barcell = " ".join("%s %s" % (k, r.get("bar_" + k)) for k in "abc" if r.get("bar_" + k) not in (None, "n/a"))
     if r.get("c_ratio") is not None:
         barcell += " (%.0f%%)" % (100 * r["c_ratio"])
-    L.append("| %s | %s | %s | %s (%s) | %s | %s | %s | %s | %s |" % (
+    L.append("| %s | %s | %s | %s (%s) | %s | %s | %s | %s | %s | %s |" % (
         r["trace"], r["platform"],
         fmt_us(r["sim_ns"]), fmt_us(r["lower_bound_ns"]), r["bound_by"],
         "-" if r["headroom_pct"] is None else "%.1f%%" % r["headroom_pct"], md_sugg(r),
         "%s (%s)" % (fmt_us(r["together_ns"]), r["together_what"]),
+        "-" if r.get("rounds_what") is None else "%s (%s)" % (fmt_us(r.get("rounds_ns")), r["rounds_what"]),
         "-" if r["kind"] == "clean" else ("?" if r.get("recovery") is None else "%.1f%%" % (100 * r["recovery"])),
         barcell or "-"))
 L.append("")
 summary = []
 names = {"a": "(a) clean: no verified suggestion measures slower",
          "b": "(b) planted: top verified suggestion recovers >= 80%",
-         "c": "(c) clean > 10% over bound: verified-together recovers >= 50% of the headroom"}
+         "c": "(c) clean > 10% over bound: verified, together or in rounds, recovers >= 50% of the headroom"}
 for k in "abc":
     n_pass = sum(1 for _, ok, _ in bars[k] if ok)
     summary.append("%s: %d/%d PASS" % (names[k], n_pass, len(bars[k])))

@@ -135,11 +135,21 @@ TEST(CheckTrace, VectorLoadsAndStoresStayInTheirVmem) {
     EXPECT_TRUE(contains(check_error(core0("vend", "vst s0=v1 dst=vmem:0x2000000 bytes=64\n")),
                          "dst=vmem:0x2000000 bytes=64: global range [0x100002000000, +64) is outside the memory map"));
     EXPECT_TRUE(contains(check_error(core0("vnob", "vld d=v1 src=vmem:0x0\n")), "a vld/vst needs bytes="));
-    // On the two-core platform core 1's vector unit reaches core1.vmem only, not core0.vmem.
-    std::string t = trace_of("vother", ".stream chip=0 core=1\nvld d=v1 src=vmem:0x0 bytes=64\nhalt\n");
-    EXPECT_TRUE(contains(check_error(t, kTwoCore), "stream 0 (chip 0, core 1), instruction 0 (vld d=v1 src=vmem:0x0 "
-                                                   "bytes=64): src=vmem:0x0 bytes=64: global range [0x100000000, +64) "
-                                                   "is outside the memory map (expected inside core1.vmem"));
+    // On the two-core platform vmem: is an offset into the issuing core's own VMEM: core 1's
+    // vmem:0x0 is byte 0 of core1.vmem (valid), and the end of its 1 MiB is the limit.
+    PlatformConfig two = load_platform(source_path(kTwoCore));
+    Simulation ok(two, trace_of("vown", ".stream chip=0 core=1\nvld d=v1 src=vmem:0x0 bytes=64\n"
+                                        "vst s0=v1 dst=vmem:0xfffc0 bytes=64\nhalt\n"));
+    EXPECT_TRUE(ok.check_trace());
+    std::string t = trace_of("vpast", ".stream chip=0 core=1\nvld d=v1 src=vmem:0xfffc0 bytes=128\nhalt\n");
+    EXPECT_TRUE(contains(check_error(t, kTwoCore), "stream 0 (chip 0, core 1), instruction 0 (vld d=v1 src=vmem:0xfffc0 "
+                                                   "bytes=128): src=vmem:0xfffc0 bytes=128: global range [0x2000fffc0, "
+                                                   "+128) is outside the memory map (expected inside core1.vmem "
+                                                   "[0x200000000, +1MiB))"));
+    // A DMA's vmem: operand too: core 1's range is checked against core1.vmem, not core0.vmem.
+    std::string d = trace_of("dpast", ".stream chip=0 core=1\ndma src=hbm:0x0 dst=vmem:0xff000 bytes=8192\nhalt\n");
+    EXPECT_TRUE(contains(check_error(d, kTwoCore), "dst=vmem:0xff000 bytes=8192: global range [0x2000ff000, +8192) is "
+                                                   "outside the memory map (expected inside core1.vmem [0x200000000, +1MiB))"));
 }
 
 TEST(CheckTrace, SyncFlagOutOfRange) {

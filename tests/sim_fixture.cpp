@@ -17,10 +17,23 @@ std::string file_bytes(const std::string& path) {
     return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
+namespace {
+// The test process's own temp folder, removed when the process exits (each test runs in its own
+// process, so nothing outlives the test that wrote it; without this, every test left a folder).
+struct ProcessTempDir {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("xpusim-test-" + std::to_string(::getpid()));
+    ~ProcessTempDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+};
+}  // namespace
+
 std::string temp_path(const std::string& name) {
-    auto dir = std::filesystem::temp_directory_path() / ("xpusim-test-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    return (dir / name).string();
+    static ProcessTempDir dir;
+    std::filesystem::create_directories(dir.path);
+    return (dir.path / name).string();
 }
 
 std::string write_trace(const std::string& name, const std::function<void(gen::Emitter&)>& body) {

@@ -1,8 +1,8 @@
 // double_buffer: waits on DMAs that cannot be prefetched because their destination buffer is
-// still being read. Rename every other fill of the buffer, and every access to it up to the
-// next fill, into a second buffer in free VMEM (analysis/double_buffer.h: BufferRenamer), give
-// the waits on renamed fills a flag of their own where the flag is counted the plain way, then
-// hoist the DMAs as far as the renamed program allows. Chosen for a wait only when it beats the
+// still being read. Rename each step's fill of the buffer, and every access to it up to the
+// next fill, into the step's copy of the buffer (kBufferCopies in all, the others in free VMEM;
+// analysis/double_buffer.h: BufferRenamer), give each copy's steps a flag of their own where
+// the flag is counted the plain way, then hoist the DMAs as far as the renamed program allows. Chosen for a wait only when it beats the
 // plain hoist (wait_remedy.cpp).
 #include <algorithm>
 #include <sstream>
@@ -56,8 +56,9 @@ public:
             std::ostringstream cause, action;
             cause << g.waits << " sync-flag waits at " << at << " on DMAs that cannot be prefetched: their buffer is still being read ("
                   << dma_list(g) << ")";
-            action << "double-buffer: put every other fill of each buffer in a second buffer in free VMEM (" << g.s.edits.size()
-                   << " instructions renamed), then prefetch " << g.dmas << " DMAs into the free buffer, " << g.passed
+            action << "multi-buffer: give each buffer " << kBufferCopies - 1 << " more copies in free VMEM and put each step's fill in the "
+                   << "next copy (" << g.s.edits.size() << " instructions renamed), then prefetch " << g.dmas
+                   << " DMAs into the free copies, " << g.passed
                    << " instruction slots earlier in all";
             g.s.cause = cause.str();
             g.s.action = action.str();

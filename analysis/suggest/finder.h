@@ -36,7 +36,7 @@ struct SuggestContext {
     const LinkLoad links;
     const EngineQueue engine_queue;  // per engine, the DMAs a core waited for, in issue order
     const UnitIdle unit_idle;
-    const BufferRenamer renamer;     // double_buffer's second buffers
+    const BufferRenamer renamer;     // double_buffer's buffer copies
     const DmaTiming dma_timing;
     std::vector<WaitRemedy> remedies;  // per stalled wait with a remedy, the one chosen (program order per stream)
 };

@@ -123,7 +123,7 @@ struct HoistOption {
 };
 
 // Where DMA raiser r can move up to: its hoist point; with `rename`, where its hoist stops at
-// its own buffer's previous readers short of its lead-time deficit, as far as a second buffer
+// its own buffer's previous readers short of its lead-time deficit, as far as a free copy of its buffer
 // would let it (double_buffer.h; `renamed` then says so).
 std::uint64_t hoist_target(const SuggestContext& sc, const Raiser& r, Tick deficit, bool rename, bool& renamed) {
     const Stream& rs = sc.run.streams[r.stream];
@@ -177,7 +177,7 @@ Tick overtaking_cost(const SuggestContext& sc, const Raiser& r, std::uint64_t p,
 }
 
 // Hoist the DMAs wait w waits for. With `rename` (double_buffer): the same where a DMA's hoist
-// stops at its own buffer's previous readers, with the DMA moved as far as a second buffer
+// stops at its own buffer's previous readers, with the DMA moved as far as a free copy of its buffer
 // would let it.
 HoistOption hoist_option(const SuggestContext& sc, const WaitStall& w, const ChipQueue* others, bool rename) {
     HoistOption o;
@@ -243,7 +243,7 @@ WaitRemedy remedy_of(const SuggestContext& sc, const WaitStall& w, const ChipQue
     r.ann = sc.run.annotation(st.code[w.index]);
     HoistOption h = hoist_option(sc, w, &others, false);
     {
-        // A second buffer only when it gains more than the plain prefetch does.
+        // Buffer copies only when it gains more than the plain prefetch does.
         HoistOption db = hoist_option(sc, w, &others, true);
         if (db.renamed && db.saving > h.saving) h = std::move(db);
     }

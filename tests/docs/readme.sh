@@ -4,7 +4,7 @@
 # shipped samples. A command that fails fails the test, naming its block and line. The stand-ins
 # README.md documents: the scripts use the existing build (XPU_SKIP_BUILD=1), scripts/test.sh
 # runs one test (it runs inside the suite: the whole suite would run this test again), gtkwave
-# loads the files headless and exits, out/ exists before --vcd writes into it.
+# loads the files headless and exits. out/ is not made here: --vcd creates its folder.
 # usage: bash readme.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 BUILD=$(cd "$1" && pwd) SRC=$(cd "$2" && pwd)
@@ -16,7 +16,6 @@ ln -s "$SRC/traces" traces
 ln -s "$SRC/scripts" scripts
 mkdir tests && ln -s "$SRC/tests/data" tests/data  # the shape-only ONNX models
 ln -s "$BUILD" build
-mkdir out
 /usr/bin/python3 - "$SRC/README.md" > commands.txt <<'PYEOF'
 import re, sys
 text = open(sys.argv[1]).read()

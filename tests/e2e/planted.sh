@@ -6,7 +6,7 @@
 #   recovery = (planted - patched) / (planted - clean).
 # usage: bash planted.sh BUILD_DIR SOURCE_DIR CASE MIN_RECOVERY_PERCENT
 # CASE: gemm-late-dma gemm-no-double-buffer gemm-false-dep gemm-bad-order decode-late-dma
-#       decode-false-dep decode-bad-order collective-serial
+#       decode-false-dep decode-no-double-buffer decode-bad-order collective-serial
 #       gemm-split-dma (each tile load as 64 DMAs of 4 KiB)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
