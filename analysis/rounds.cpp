@@ -29,7 +29,9 @@ RankedRun ranked_run(const std::string& dir) {
     RankedRun r{load_run(dir), {}};
     r.a = analyze(r.run);
     const std::string v = (fs::path(dir) / "verification.txt").string();
-    if (!read_verification(v, r.a))
+    // No verification file: no suggestion to verify (then the rounds stop there), or a run that
+    // was not verified (an error: rounds apply only what a replay measured).
+    if (!read_verification(v, r.a) && !r.a.suggestions.empty())
         throw std::runtime_error(dir + ": the run's suggestions were not verified (no verification.txt): rounds apply only what a "
                                        "replay measured; analyse it with verification (xpu_analyze " + dir + ")");
     return r;
@@ -72,12 +74,11 @@ RoundsResult run_rounds(const std::string& out_dir, const std::string& patched, 
     if (fs::exists(rounds_dir, ec) && !fs::is_empty(rounds_dir, ec))
         throw std::runtime_error(rounds_dir + ": already exists and is not empty (the rounds' runs go there: remove it or choose "
                                               "another -o)");
-    fs::create_directories(rounds_dir, ec);
-    if (ec) throw std::runtime_error(rounds_dir + ": cannot create the folder: " + ec.message());
-
     RoundsResult res;
     std::string dir = out_dir, last_trace;
-    RankedRun cur = ranked_run(dir);
+    RankedRun cur = ranked_run(dir);  // before anything is written: a run it cannot start from leaves no folder
+    fs::create_directories(rounds_dir, ec);
+    if (ec) throw std::runtime_error(rounds_dir + ": cannot create the folder: " + ec.message());
     res.start = res.end = cur.run.end;
     res.lower_bound = cur.a.bounds.lower;
     if (!cur.a.bounds.bounds.empty()) res.bound_name = cur.a.bounds.bounds[cur.a.bounds.limiting].name;

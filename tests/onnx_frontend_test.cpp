@@ -11,6 +11,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "tests/onnx_graph.h"
 #include "traces/gen/emit.h"
 #include "traces/gen/scalesim.h"
 #include "traces/onnx/onnx_frontend.h"
@@ -19,6 +20,7 @@
 #include "traces/trace_writer.h"
 
 using namespace xpu;
+using xpu::test::Graph;
 
 namespace {
 
@@ -27,60 +29,13 @@ std::string tmp(const std::string& name) {
     return ::testing::TempDir() + "onnxfe_" + ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name;
 }
 
-struct Graph {
-    onnx::ModelProto m;
-    Graph() {
-        m.set_ir_version(8);
-        auto* o = m.add_opset_import();
-        o->set_domain("");
-        o->set_version(17);
-    }
-    onnx::GraphProto& g() { return *m.mutable_graph(); }
-    void input(const std::string& name, std::vector<std::int64_t> dims, const std::string& sym0 = "") {
-        auto* vi = g().add_input();
-        vi->set_name(name);
-        auto* t = vi->mutable_type()->mutable_tensor_type();
-        t->set_elem_type(onnx::TensorProto::FLOAT);
-        for (std::size_t i = 0; i < dims.size(); ++i) {
-            auto* d = t->mutable_shape()->add_dim();
-            if (i == 0 && !sym0.empty()) d->set_dim_param(sym0);
-            else d->set_dim_value(dims[i]);
-        }
-    }
-    onnx::NodeProto& node(const std::string& op, const std::string& name, std::vector<std::string> in, std::vector<std::string> out) {
-        auto* n = g().add_node();
-        n->set_op_type(op);
-        n->set_name(name);
-        for (auto& x : in) n->add_input(x);
-        for (auto& x : out) n->add_output(x);
-        return *n;
-    }
-    static void ints(onnx::NodeProto& n, const std::string& name, std::vector<std::int64_t> v) {
-        auto* a = n.add_attribute();
-        a->set_name(name);
-        a->set_type(onnx::AttributeProto::INTS);
-        for (auto x : v) a->add_ints(x);
-    }
-    static void integer(onnx::NodeProto& n, const std::string& name, std::int64_t v) {
-        auto* a = n.add_attribute();
-        a->set_name(name);
-        a->set_type(onnx::AttributeProto::INT);
-        a->set_i(v);
-    }
-    void output(const std::string& name) { g().add_output()->set_name(name); }
-    std::string save(const std::string& name) {
-        const std::string p = tmp(name + ".onnx");
-        std::ofstream f(p, std::ios::binary);
-        m.SerializeToOstream(&f);
-        return p;
-    }
-};
-
 struct Lowered {
     onnxfe::OnnxSummary sum;
     std::uint64_t flops_in_trace = 0;
     std::map<std::string, unsigned> ann;  // annotation -> instructions
     unsigned max_k = 0, max_n = 0;
+    std::vector<std::uint64_t> chip_flops;  // per stream (chip)
+    unsigned remote_dmas = 0;
 };
 
 Lowered lower(const std::string& model, onnxfe::OnnxParams p = {}) {
@@ -94,15 +49,21 @@ Lowered lower(const std::string& model, onnxfe::OnnxParams p = {}) {
     }
     EXPECT_TRUE(trace::validate(out).empty());
     const auto tf = trace::TraceFile::open(out);
-    trace::StreamReader s(tf, 0);
-    Instruction in;
-    while (s.read(&in, 1)) {
-        if (in.op == Opcode::MatMul) {
-            r.flops_in_trace += 2ull * in.m * in.n * in.k;
-            r.max_k = std::max(r.max_k, in.k);
-            r.max_n = std::max(r.max_n, in.n);
+    for (std::size_t stream = 0; stream < tf.streams().size(); ++stream) {
+        trace::StreamReader s(tf, stream);
+        Instruction in;
+        std::uint64_t flops = 0;
+        while (s.read(&in, 1)) {
+            if (in.op == Opcode::MatMul) {
+                flops += 2ull * in.m * in.n * in.k;
+                r.max_k = std::max(r.max_k, in.k);
+                r.max_n = std::max(r.max_n, in.n);
+            }
+            if (in.op == Opcode::Dma && in.mem_dst.chip != kLocalChip) ++r.remote_dmas;
+            if (in.has(kAnn)) ++r.ann[tf.strings().at(in.ann)];
         }
-        if (in.has(kAnn)) ++r.ann[tf.strings().at(in.ann)];
+        r.flops_in_trace += flops;
+        r.chip_flops.push_back(flops);
     }
     return r;
 }
@@ -199,6 +160,144 @@ TEST(OnnxFrontend, DepthwisePacksGroupsIntoOneTile) {
             EXPECT_TRUE(in.n == 14u || in.n == 2u) << in.n;
         }
     EXPECT_EQ(dw_matmuls, 2u * (16 * 16 / 8));  // 2 packed problems x 256 output rows / 8 rows a matmul
+}
+
+// x[2,16,64] -> LayerNormalization -> MatMul (64 -> 256) -> Relu -> MatMul (256 -> 64) -> Add x:
+// a transformer's MLP.
+Graph mlp() {
+    Graph G;
+    G.input("x", {2, 16, 64}, "batch");  // symbolic: the other inputs are weights (--batch 2 below)
+    G.input("ln_s", {64});
+    G.input("w1", {64, 256});
+    G.input("w2", {256, 64});
+    G.node("LayerNormalization", "/ln", {"x", "ln_s"}, {"n"});
+    G.node("MatMul", "/fc1", {"n", "w1"}, {"h"});
+    G.node("Relu", "/act", {"h"}, {"a"});
+    G.node("MatMul", "/fc2", {"a", "w2"}, {"o"});
+    G.node("Add", "/residual", {"x", "o"}, {"y"});
+    G.output("y");
+    return G;
+}
+
+TEST(OnnxFrontend, TensorParallelMlpIsAMegatronPair) {
+    Graph G = mlp();
+    const std::string m = G.save("mlp");
+    const std::uint64_t macs = 2 * 16 * 64 * 256 * 2;  // rows x 64 x 256, twice
+    for (unsigned tp : {1u, 2u, 4u, 3u}) {
+        SCOPED_TRACE("tp " + std::to_string(tp));
+        onnxfe::OnnxParams p;
+        p.batch = 2;
+        p.tp = tp;
+        Lowered r = lower(m, p);
+        EXPECT_EQ(r.sum.flops, 2 * macs);
+        EXPECT_EQ(r.flops_in_trace, 2 * macs);
+        ASSERT_EQ(r.chip_flops.size(), tp);
+        for (unsigned c = 0; c < tp; ++c) {  // 256 columns / tp each (85 or 86 of them at tp 3)
+            const std::uint64_t cols = 256 * (c + 1) / tp - 256 * c / tp;
+            EXPECT_EQ(r.chip_flops[c], 2ull * 2 * 2 * 16 * 64 * cols) << "chip " << c;
+        }
+        if (tp == 1) {
+            EXPECT_EQ(r.remote_dmas, 0u);
+            continue;
+        }
+        std::map<std::string, std::string> split;
+        for (const auto& n : r.sum.nodes) split[n.name] = n.split;
+        EXPECT_EQ(split["fc1"], "column-parallel");
+        EXPECT_EQ(split["fc2"], "row-parallel (all-reduce)");
+        EXPECT_EQ(r.sum.all_reduces, 1u) << "one all-reduce for the pair";
+        EXPECT_EQ(r.sum.all_gathers, 0u);
+        EXPECT_GT(r.remote_dmas, 0u);
+        EXPECT_TRUE(has_prefix(r.ann, "model/fc2/all_reduce/"));
+        EXPECT_EQ(r.sum.uneven.empty(), 256 % tp == 0) << "tp 3 splits the 256 columns unevenly, with a warning";
+    }
+}
+
+TEST(OnnxFrontend, TensorParallelConvolutionsSplitByRowsOrBatch) {
+    Graph G = small_cnn();
+    const std::string m = G.save("cnn_tp");
+    for (std::uint64_t batch : {1u, 2u}) {
+        for (unsigned tp : {2u, 4u, 16u}) {
+            SCOPED_TRACE("batch " + std::to_string(batch) + " tp " + std::to_string(tp));
+            onnxfe::OnnxParams p;
+            p.batch = batch;
+            p.tp = tp;
+            Lowered r = lower(m, p);
+            EXPECT_EQ(r.sum.flops, small_cnn_flops(batch));
+            EXPECT_EQ(r.flops_in_trace, small_cnn_flops(batch)) << "no node computed twice or dropped";
+            std::map<std::string, std::string> split;
+            for (const auto& n : r.sum.nodes) split[n.name] = n.split;
+            if (batch % tp == 0) {
+                EXPECT_EQ(split["stem/conv"], "by batch");
+                EXPECT_EQ(r.remote_dmas, 0u) << "split by batch: no communication";
+            } else {
+                // 32 output rows of the stem: by rows, its 3x3 halo from the neighbours.
+                EXPECT_EQ(split["stem/conv"], "by output rows (halo exchange)");
+                EXPECT_GT(r.sum.halo_exchanges, 0u);
+                EXPECT_TRUE(has_prefix(r.ann, "model/stem/conv/halo/send"));
+            }
+        }
+    }
+}
+
+// Self-attention with 6 heads of 16 over hidden 96: x[1,16,96] -> Q, K, V projections ->
+// reshape to heads -> Q K^T -> Softmax -> P V -> back to 96 -> output projection.
+Graph attention6() {
+    Graph G;
+    G.input("x", {1, 16, 96}, "batch");
+    for (const char* w : {"wq", "wk", "wv", "wo"}) G.input(w, {96, 96});
+    auto* shape = G.g().add_initializer();
+    shape->set_name("heads_shape");
+    shape->set_data_type(onnx::TensorProto::INT64);
+    shape->add_dims(4);
+    for (std::int64_t d : {1, 16, 6, 16}) shape->add_int64_data(d);
+    auto* back = G.g().add_initializer();
+    back->set_name("hidden_shape");
+    back->set_data_type(onnx::TensorProto::INT64);
+    back->add_dims(3);
+    for (std::int64_t d : {1, 16, 96}) back->add_int64_data(d);
+    for (const char* t : {"q", "k", "v"}) {
+        const std::string w = std::string("w") + t;
+        G.node("MatMul", std::string("/") + t + "_proj", {"x", w}, {t});
+        G.node("Reshape", std::string("/") + t + "_heads", {t, "heads_shape"}, {std::string(t) + "h"});
+    }
+    Graph::ints(G.node("Transpose", "/q_t", {"qh"}, {"qt"}), "perm", {0, 2, 1, 3});
+    Graph::ints(G.node("Transpose", "/k_t", {"kh"}, {"kt"}), "perm", {0, 2, 3, 1});
+    Graph::ints(G.node("Transpose", "/v_t", {"vh"}, {"vt"}), "perm", {0, 2, 1, 3});
+    G.node("MatMul", "/scores", {"qt", "kt"}, {"s"});
+    G.node("Softmax", "/softmax", {"s"}, {"p"});
+    G.node("MatMul", "/context", {"p", "vt"}, {"c"});
+    Graph::ints(G.node("Transpose", "/c_t", {"c"}, {"ct"}), "perm", {0, 2, 1, 3});
+    G.node("Reshape", "/c_hidden", {"ct", "hidden_shape"}, {"ch"});
+    G.node("MatMul", "/out_proj", {"ch", "wo"}, {"y"});
+    G.output("y");
+    return G;
+}
+
+TEST(OnnxFrontend, TensorParallelAttentionSplitsHeadsOrRows) {
+    Graph G = attention6();
+    const std::string m = G.save("attn");
+    const std::uint64_t macs = 4 * 16 * 96 * 96 + 2 * 6 * 16 * 16 * 16;  // 4 projections, Q K^T and P V
+    for (unsigned tp : {2u, 3u, 4u}) {
+        SCOPED_TRACE("tp " + std::to_string(tp));
+        onnxfe::OnnxParams p;
+        p.tp = tp;
+        Lowered r = lower(m, p);
+        EXPECT_EQ(r.flops_in_trace, 2 * macs);
+        std::map<std::string, std::string> split;
+        for (const auto& n : r.sum.nodes) split[n.name] = n.split;
+        if (6 % tp == 0) {  // Megatron: heads over the chips, one all-reduce after the output projection
+            EXPECT_EQ(split["q_proj"], "column-parallel");
+            EXPECT_EQ(split["scores"], "split by batch (heads)");
+            EXPECT_EQ(split["out_proj"], "row-parallel (all-reduce)");
+            EXPECT_EQ(r.sum.all_reduces, 1u);
+            EXPECT_EQ(r.sum.all_gathers, 0u);
+        } else {  // 6 heads over 4 chips: sequence-parallel, K and V all-gathered for the scores
+            EXPECT_EQ(split["q_proj"], "rows split (weights whole)");
+            EXPECT_EQ(split["scores"], "split by rows");
+            EXPECT_EQ(r.sum.all_reduces, 0u);
+            EXPECT_EQ(r.sum.all_gathers, 2u);
+        }
+    }
 }
 
 TEST(OnnxFrontend, MatMulBatchedAndBroadcast) {

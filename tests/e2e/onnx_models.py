@@ -10,7 +10,15 @@ through `xpu_tracegen onnx` and sim_main on configs/xpu.yaml. For each model it 
   - the utilisation is plausible for the layer shapes: above 1% and below 90% of peak, and the
     depthwise-heavy MobileNetV2 well below ResNet-50 (its depthwise convolutions use 9 of the
     array's 128 rows).
-Usage: onnx_models.py BUILD_DIR SOURCE_DIR. Prints one line per model (instructions, time,
+Then each model with --tp 2 and --tp 4 on the ring configs/xpu-ring4.yaml (2 chips: --set chips=2
+--set 'topology.dims=[2]'):
+  - stats.json compute.flops, summed over the chips, equals the same closed form (no node is
+    computed twice, none is dropped);
+  - the communication shows in the roll-ups: analysis.json by_op has the collectives' and halo
+    exchanges' steps (model/NODE/all_reduce/..., /all_gather/..., /halo/...) with time;
+  - it is faster than --tp 1 on configs/xpu.yaml (the same chip): at least x1.2 (measured x1.27 to
+    x1.96; ViT-S/16 at --tp 4, whose 6 heads do not split over 4 chips, runs sequence-parallel).
+Usage: onnx_models.py BUILD_DIR SOURCE_DIR. Prints one line per model and tp (instructions, time,
 TFLOP/s, top stall causes, generation speed).
 """
 import json
@@ -25,6 +33,7 @@ GEN = os.path.join(BUILD, "traces", "xpu_tracegen")
 SIM = os.path.join(BUILD, "platform", "sim_main")
 MODELS = os.path.join(SOURCE, "tests", "data", "models")
 CONFIG = os.path.join(SOURCE, "configs", "xpu.yaml")
+RING = os.path.join(SOURCE, "configs", "xpu-ring4.yaml")
 
 
 def fail(msg):
@@ -145,7 +154,16 @@ for name, published, macs in [("resnet50", 4.09e9, resnet50_macs()), ("mobilenet
     if abs(macs / published - 1) > 0.02:
         fail("%s: closed form %d MACs is not the published %.3g" % (name, macs, published))
 
+def ring_args(tp):
+    if tp == 1:
+        return ["--platform", CONFIG]
+    if tp == 4:
+        return ["--platform", RING]
+    return ["--platform", RING, "--set", "chips=%d" % tp, "--set", "topology.dims=[%d]" % tp]
+
+
 util = {}
+time_tp1 = {}
 with tempfile.TemporaryDirectory() as work:
     for name, opts, macs in CASES:
         model = os.path.join(MODELS, name + ".onnx")
@@ -194,6 +212,7 @@ with tempfile.TemporaryDirectory() as work:
         stalls = analysis["by_chip"][0]["ns"] if analysis.get("by_chip") else {}
         top = sorted(((v, k) for k, v in stalls.items() if k != "busy" and v > 0), reverse=True)[:2]
         total = sum(stalls.values()) or 1
+        time_tp1[name] = ns
         print("ok: %-12s %8d instructions, %9.1f us simulated, %6.2f TFLOP/s of %.0f (%.1f%%), roofline %.1f us; "
               "top stalls: %s; generated in %.2f s (%.1f M instructions/s)" % (
                   name, stats["instructions_retired"], ns / 1e3, flops / (ns * 1e-9) / 1e12, peak / 1e12, 100 * u,
@@ -201,8 +220,54 @@ with tempfile.TemporaryDirectory() as work:
                   ", ".join("%s %.0f%%" % (k, 100 * v / total) for v, k in top), gen_s,
                   stats["instructions_retired"] / gen_s / 1e6))
 
+    for name, opts, macs in CASES:
+        model = os.path.join(MODELS, name + ".onnx")
+        for tp in (2, 4):
+            trace = os.path.join(work, "%s-tp%d.bin" % (name, tp))
+            t0 = time.monotonic()
+            g = subprocess.run([GEN, "onnx", model] + opts + ["--tp", str(tp), "-o", trace], capture_output=True, text=True)
+            gen_s = time.monotonic() - t0
+            if g.returncode != 0:
+                fail("xpu_tracegen onnx %s --tp %d: exit %d: %s" % (name, tp, g.returncode, g.stderr))
+            out = os.path.join(work, "%s-tp%d-out" % (name, tp))
+            r = subprocess.run([SIM] + ring_args(tp) + ["--trace", trace, "--out", out, "--no-verify", "-q"],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                fail("sim_main on %s --tp %d: exit %d: %s" % (name, tp, r.returncode, r.stderr))
+            stats = json.load(open(os.path.join(out, "stats.json")))
+            analysis = json.load(open(os.path.join(out, "analysis.json")))
+            flops = stats["compute"]["flops"]
+            if flops != 2 * macs:
+                fail("%s --tp %d: compute.flops %d over the chips, the architecture's 2 x MACs is %d (off by %+d)" % (
+                    name, tp, flops, 2 * macs, flops - 2 * macs))
+            comm = {}  # per kind, summed over the chips (an all-reduce's own all-gather phase counts as all-reduce)
+            for e in analysis["by_op"]:
+                kind = next((k for k in ("all_reduce", "all_gather", "halo") if "/%s/" % k in e["key"]), None)
+                if kind:
+                    comm[kind] = comm.get(kind, 0) + e["total_ns"]
+            if not comm or not all(v > 0 for v in comm.values()):
+                fail("%s --tp %d: no communication with time in analysis.json by_op" % (name, tp))
+            ns = stats["simulated_time_ns"]
+            if not ns * 1.2 < time_tp1[name]:
+                fail("%s --tp %d: %.1f us is not x1.2 faster than --tp 1's %.1f us" % (name, tp, ns / 1e3,
+                                                                                    time_tp1[name] / 1e3))
+            peak = stats["compute"]["peak_tflops"] * 1e12
+            stalls = {}
+            for chip in analysis.get("by_chip", []):
+                for k, v in chip["ns"].items():
+                    stalls[k] = stalls.get(k, 0) + v
+            top = sorted(((v, k) for k, v in stalls.items() if k != "busy" and v > 0), reverse=True)[:2]
+            total = sum(stalls.values()) or 1
+            print("ok: %-12s tp %d: %8d instructions, %9.1f us simulated (x%.2f of tp 1), %6.2f TFLOP/s of %.0f (%.1f%%); "
+                  "communication (chips' time) %s; top stalls: %s; generated in %.2f s" % (
+                      name, tp, stats["instructions_retired"], ns / 1e3, time_tp1[name] / ns, flops / (ns * 1e-9) / 1e12,
+                      peak / 1e12, 100 * flops / (ns * 1e-9) / peak,
+                      ", ".join("%s %.1f us" % (k, v / 1e3) for k, v in sorted(comm.items())),
+                      ", ".join("%s %.0f%%" % (k, 100 * v / total) for v, k in top), gen_s))
+
 if not util["mobilenetv2"] < util["resnet50"]:
     fail("MobileNetV2 (depthwise: 9 of 128 array rows) at %.2f%% is not below ResNet-50 at %.2f%%" % (
         100 * util["mobilenetv2"], 100 * util["resnet50"]))
 print("ok: every model: FLOPs = 2 x MACs of the architecture, every Conv/Gemm/MatMul node rolled up, "
-      "time above the roofline, plausible utilisation")
+      "time above the roofline, plausible utilisation; with --tp 2 and 4 the same FLOPs over the chips, "
+      "the communication in the roll-ups, faster than one chip")

@@ -42,5 +42,14 @@ set +e; "$GEN" onnx "$SOURCE_DIR/README.md" -o "$WORK/x.bin" 2>"$WORK/err"; rc=$
 [[ $rc -eq 2 ]] && grep -q "README.md: not an ONNX model" "$WORK/err" || fail "not a model: exit $rc: $(cat "$WORK/err")"
 set +e; "$GEN" onnx "$SOURCE_DIR/tests/data/models/gpt2_block.onnx" -o "$WORK/x.bin" 2>"$WORK/err"; rc=$?; set -e
 [[ $rc -eq 2 ]] && grep -q -- "--seq" "$WORK/err" || fail "missing --seq: exit $rc: $(cat "$WORK/err")"
+set +e; "$GEN" onnx "$SOURCE_DIR/tests/data/models/resnet50.onnx" --tp 0 -o "$WORK/x.bin" 2>"$WORK/err"; rc=$?; set -e
+[[ $rc -eq 2 ]] && grep -q -- "--tp: expected 1..1024 chips, got 0" "$WORK/err" || fail "--tp 0: exit $rc: $(cat "$WORK/err")"
 [[ ! -e "$WORK/x.bin" ]] || fail "a failed generation left output"
 echo "ok: bad inputs -> exit 2 with the file and what was expected"
+
+# --tp that does not divide a split dim: uneven shards and a warning naming the count, not an error.
+"$GEN" onnx "$SOURCE_DIR/tests/data/models/gpt2_block.onnx" --seq 16 --tp 5 -o "$WORK/tp5.bin" >"$WORK/out" 2>"$WORK/err" \
+    || fail "--tp 5 failed: $(cat "$WORK/err")"
+grep -q "warning: --tp 5 does not divide a split dim of [0-9]* node(s)" "$WORK/err" || { cat "$WORK/err"; fail "--tp 5: no warning"; }
+grep -q "5 streams" "$WORK/out" || fail "--tp 5: not 5 streams: $(cat "$WORK/out")"
+echo "ok: --tp 5: $(cat "$WORK/err" | cut -c1-120)..."

@@ -61,7 +61,7 @@ set +e
 "$ANA" run --rounds 2 > /dev/null 2>err2; rc2=$?
 "$ANA" run --rounds 2 --no-verify -o x.bin >/dev/null 2>err3; rc3=$?
 "$ANA" run --rounds 0 -o y.bin >/dev/null 2>err4; rc4=$?
-"$SIM" --platform "$PLATFORM" --trace "$SOURCE_DIR/traces/samples/gemm-1k.bin" --out nover -q --no-verify
+"$SIM" --platform "$PLATFORM" --trace b8.bin --out nover -q --no-verify
 "$ANA" nover --rounds 2 -o z.bin >/dev/null 2>err5; rc5=$?
 set -e
 [[ $rc1 -eq 6 ]] && grep -q "opt-rounds: already exists and is not empty" err1 || fail "a second --rounds on the same -o: exit $rc1, $(cat err1)"
@@ -69,6 +69,14 @@ set -e
 [[ $rc3 -eq 2 ]] && grep -q "only verified suggestions" err3 || fail "--rounds --no-verify: exit $rc3, $(cat err3)"
 [[ $rc4 -eq 2 ]] && grep -q "expected a number of rounds" err4 || fail "--rounds 0: exit $rc4, $(cat err4)"
 [[ $rc5 -ne 0 ]] && grep -q "were not verified" err5 || fail "a run without verification: exit $rc5, $(cat err5)"
-[[ ! -e x.bin && ! -e y.bin && ! -e z.bin && ! -e x-rounds ]] || fail "a refused --rounds wrote something"
+[[ ! -e x.bin && ! -e y.bin && ! -e z.bin && ! -e x-rounds && ! -e z-rounds ]] || fail "a refused --rounds wrote something"
 pass "bad uses: clear messages, non-zero exits, nothing written"
+
+# A round whose run has nothing left to suggest (the planted late DMAs of the quickstart sample,
+# all hoisted by round 1): the rounds stop there, exit 0.
+"$SIM" --platform "$PLATFORM" --trace "$SOURCE_DIR/traces/samples/gemm-1k-late-dma.bin" --out late -q --deterministic
+"$ANA" late --rounds 3 -o late-opt.bin > late.txt 2> late.err || fail "--rounds on the late-DMA sample: $(cat late.err)"
+grep -q "stopped: no verified suggestion in late-opt-rounds/round-" late.txt && [[ -s late-opt.bin ]] ||
+    fail "the rounds do not stop where nothing is left: $(cat late.txt)"
+pass "rounds stop at a run with nothing verified left: $(grep '^rounds: ' late.txt)"
 echo "$checks passed, 0 failed"

@@ -88,6 +88,16 @@ void emit_all_reduce(Lowering& lo, const RingInfo& ring, unsigned chip, std::uin
     ring_pass(lo, {r}, 1, false, false, op + "/all_gather");
 }
 
+void emit_all_gather(Lowering& lo, const RingInfo& ring, unsigned chip, std::uint64_t buf, std::uint64_t bytes,
+                     const std::string& op) {
+    RingPlan r;
+    r.members = iota_ring(ring.chips);
+    r.pos = chip;
+    r.base = buf;
+    r.bytes = bytes - bytes % (ring.chips * dtype_bytes(lo.config().dtype));  // whole elements per shard
+    ring_pass(lo, {r}, 1, false, false, op);
+}
+
 namespace {
 
 bool is_torus(const std::string& algo) {

@@ -30,6 +30,11 @@ struct RingInfo {
 void emit_all_reduce(Lowering& lo, const RingInfo& ring, unsigned chip, std::uint64_t buf, std::uint64_t bytes,
                      const std::string& op);
 
+// All-gather of `bytes` at `buf` (HBM, same address on every chip) over a ring of every chip,
+// each chip holding one shard of bytes / chips (a multiple of chips x element size is used).
+void emit_all_gather(Lowering& lo, const RingInfo& ring, unsigned chip, std::uint64_t buf, std::uint64_t bytes,
+                     const std::string& op);
+
 struct CollectiveParams {
     std::string op = "all-gather";  // all-gather | reduce-scatter | all-reduce
     std::string algo = "ring";      // ring | bidir-ring | torus2d | torus3d | bidir-torus2d | bidir-torus3d

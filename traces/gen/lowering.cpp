@@ -8,13 +8,45 @@ namespace xpu::gen {
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
+bool conv_windows_disjoint(const ConvInput& x) {
+    return (x.kh - 1) * x.dh + 1 <= x.sh && (x.kw - 1) * x.dw + 1 <= x.sw && x.ph == 0 && x.pw == 0;
+}
+
+std::vector<BandSegment> conv_band(const ConvInput& x, std::uint64_t r0, std::uint64_t r1) {
+    std::vector<BandSegment> out;
+    const std::uint64_t per_img = x.ho * x.wo;
+    const std::int64_t H = std::int64_t(x.h), W = std::int64_t(x.w);
+    for (std::uint64_t img = r0 / per_img; r0 < r1 && img <= (r1 - 1) / per_img; ++img) {
+        const std::uint64_t a = std::max(r0, img * per_img) - img * per_img, b = std::min(r1, (img + 1) * per_img) - img * per_img;
+        if (conv_windows_disjoint(x)) {  // exactly the block's taps, by a strided DMA
+            const std::uint64_t oh = a / x.wo, ow = a % x.wo;
+            out.push_back({img, oh * x.sh * x.w + ow * x.sw, (b - a) * x.kh * x.kw});
+            continue;
+        }
+        const std::int64_t oh0 = std::int64_t(a / x.wo), ow0 = std::int64_t(a % x.wo);
+        const std::int64_t oh1 = std::int64_t((b - 1) / x.wo), ow1 = std::int64_t((b - 1) % x.wo);
+        // First position: the first output pixel's top-left tap (its row is read by no other
+        // output row of the block), or the image's start when that is in the padding.
+        const std::int64_t top = oh0 * std::int64_t(x.sh) - std::int64_t(x.ph);
+        const std::int64_t first = top >= 0 ? top * W + std::clamp<std::int64_t>(ow0 * std::int64_t(x.sw) - std::int64_t(x.pw), 0, W - 1) : 0;
+        // Last position: the last output pixel's bottom-right tap, or the image's end.
+        const std::int64_t bottom = oh1 * std::int64_t(x.sh) - std::int64_t(x.ph) + std::int64_t((x.kh - 1) * x.dh);
+        const std::int64_t right = ow1 * std::int64_t(x.sw) - std::int64_t(x.pw) + std::int64_t((x.kw - 1) * x.dw);
+        const std::int64_t last = bottom <= H - 1 ? bottom * W + std::clamp<std::int64_t>(right, 0, W - 1) : H * W - 1;
+        if (last >= first && first < H * W) out.push_back({img, std::uint64_t(first), std::uint64_t(last - first + 1)});
+    }
+    return out;
+}
+
 namespace {
 constexpr unsigned kBuffers = 3;          // matmul tile buffers: prefetch two steps ahead
+constexpr unsigned kBandBuffers = 4;      // convolution bands: the next one loads while this one is read
 constexpr std::uint16_t kFlagBuf0 = 1;    // flags 1..3: matmul tile buffers
 constexpr std::uint16_t kFlagC = 4;       // matmul write-back
 constexpr std::uint16_t kFlagVecIn0 = 5;  // flags 5, 6: vector pass input buffers
 constexpr std::uint16_t kFlagVecOut0 = 7; // flags 7, 8: vector pass output buffers
 constexpr std::uint16_t kFlagCopy = 9;
+constexpr std::uint16_t kFlagBand = 16;    // convolution input bands (flags 10..15: collectives)
 constexpr unsigned kDmaSpread = 2;                 // engines a large transfer is spread over
 constexpr std::uint64_t kMinDmaPiece = 128 << 10;  // transfers below twice this stay one DMA
 constexpr std::uint64_t kDmaAlign = 4096;         // pieces start on a DMA chunk boundary
@@ -152,6 +184,9 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
         if (!m.m || !m.n || !m.k) throw std::invalid_argument(op + ": matmul with a zero dimension");
         if (m.packed > 1 && (m.packed * m.k > cfg_.dim || m.n > cfg_.dim))
             throw std::invalid_argument(op + ": packed groups wider than the systolic array");
+        if (m.conv && (m.m != m.conv->n * m.conv->ho * m.conv->wo || m.packed * m.k != m.conv->kh * m.conv->kw * m.conv->c ||
+                       !m.conv->sh || !m.conv->sw || !m.conv->dh || !m.conv->dw))
+            throw std::invalid_argument(op + ": convolution input inconsistent with its matmul (m = n ho wo, packed k = kh kw c)");
     }
     Emitter& e = e_;
     const TileConfig& p = cfg_;
@@ -169,19 +204,45 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
     };
     struct Block {
         std::vector<Lane> lanes;
-        std::uint64_t mb = 0, rows = 0, k = 0, ksteps = 0;
+        std::uint64_t mb = 0, row0 = 0, rows = 0, k = 0, ksteps = 0;
         bool shared_a = true;
     };
     std::vector<Block> blocks;
+    const bool any_conv = std::any_of(batch.begin(), batch.end(), [](const Matmul& m) { return m.conv.has_value(); });
     const bool grouped = batch.size() > 1 && std::all_of(batch.begin(), batch.end(), [&](const Matmul& m) { return m.n <= p.dim; });
+    // Rows per block: tile_m, or fewer when a convolution's bands (four buffers of one band per
+    // lane, above the C block) would not fit below the vector passes' buffers.
+    const std::uint64_t band_lanes = grouped ? p.mxus : 1;
+    const std::uint64_t vm_band0 = kBuffers * (std::uint64_t(p.tile_m) * p.dim * eb * (grouped ? p.mxus : 1) + std::uint64_t(p.dim) * p.dim * eb * p.mxus) +
+                                   std::uint64_t(p.tile_m) * block_cols * eb;
+    auto band_bytes = [&](const ConvInput& x, std::uint64_t r0, std::uint64_t r1) {
+        std::uint64_t b = 0;
+        for (const auto& s : conv_band(x, r0, r1)) b += s.pixels * x.c * eb;
+        return b;
+    };
+    auto max_band = [&](std::uint64_t tm) {
+        std::uint64_t most = 0;
+        for (const auto& m : batch)
+            if (m.conv)
+                for (std::uint64_t r0 = 0; r0 < m.m; r0 += tm) most = std::max(most, band_bytes(*m.conv, r0, std::min(m.m, r0 + tm)));
+        return most;
+    };
+    std::uint64_t tm = p.tile_m, band_max = 0;
+    if (any_conv) {
+        while ((band_max = max_band(tm)), tm > 8 && vm_band0 + kBandBuffers * band_lanes * band_max > p.vec_base) tm -= 8;
+        if (vm_band0 + kBandBuffers * band_lanes * band_max > p.vec_base)
+            throw std::invalid_argument(op + ": the input of 8 output pixels (" + std::to_string(band_max) +
+                                        " bytes) does not fit in VMEM four times over");
+    }
     if (!grouped) {
         for (std::size_t i = 0; i < batch.size(); ++i) {
             const Matmul& m = batch[i];
-            for (std::uint64_t mb = 0; mb * p.tile_m < m.m; ++mb)
+            for (std::uint64_t mb = 0; mb * tm < m.m; ++mb)
                 for (std::uint64_t nb = 0; nb * block_cols < m.n; ++nb) {
                     Block b;
                     b.mb = mb;
-                    b.rows = std::min<std::uint64_t>(p.tile_m, m.m - mb * p.tile_m);
+                    b.row0 = mb * tm;
+                    b.rows = std::min<std::uint64_t>(tm, m.m - mb * tm);
                     b.k = m.k;
                     b.ksteps = ceil_div(m.k, p.dim);
                     for (unsigned j = 0; j < p.mxus; ++j) {
@@ -195,10 +256,11 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
         for (std::size_t g = 0; g < batch.size();) {
             std::size_t end = g + 1;  // problems of one shape share a block
             while (end < batch.size() && end - g < p.mxus && batch[end].m == batch[g].m && batch[end].k == batch[g].k) ++end;
-            for (std::uint64_t mb = 0; mb * p.tile_m < batch[g].m; ++mb) {
+            for (std::uint64_t mb = 0; mb * tm < batch[g].m; ++mb) {
                 Block b;
                 b.mb = mb;
-                b.rows = std::min<std::uint64_t>(p.tile_m, batch[g].m - mb * p.tile_m);
+                b.row0 = mb * tm;
+                b.rows = std::min<std::uint64_t>(tm, batch[g].m - mb * tm);
                 b.k = batch[g].k;
                 b.ksteps = ceil_div(b.k, p.dim);
                 b.shared_a = false;
@@ -244,6 +306,48 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
     auto lane_a = [&](std::uint64_t g, unsigned j) { return vm_a[g % nbuf] + (grouped ? j * a_tile : 0); };
     auto lane_b = [&](std::uint64_t g, unsigned j, std::uint64_t depth) { return vm_b[g % nbuf] + j * p.dim * depth * eb; };
     auto weight_reg = [](std::uint64_t g, unsigned j) { return kWeightReg + static_cast<unsigned>(g % 2) * 8 + j; };
+    // Convolution bands: a block needs a new band set unless it is the next N block of the row
+    // block before it (same problem, same rows); sets rotate over four buffers, one band per lane.
+    // With prefetch, a set's band is requested when the set before it starts (two steps ahead of
+    // that), so it has the whole previous set's time to arrive; its buffer's last reader, three
+    // sets back, has issued all its loads by then. Without prefetch: at its own first step.
+    std::vector<std::uint64_t> band_set(blocks.size(), 0);
+    std::vector<bool> new_band(blocks.size(), false);
+    for (std::size_t bi = 0, set = 0; bi < blocks.size(); ++bi) {
+        const bool same = bi > 0 && blocks[bi].shared_a && blocks[bi - 1].shared_a && blocks[bi].lanes[0].i == blocks[bi - 1].lanes[0].i &&
+                          blocks[bi].mb == blocks[bi - 1].mb;
+        if (bi > 0 && !same) ++set;
+        band_set[bi] = set;
+        new_band[bi] = !same;
+    }
+    auto band_at = [&](std::size_t bi, unsigned j) {
+        return vm_band0 + ((p.prefetch ? band_set[bi] % kBandBuffers : 0) * band_lanes + j) * band_max;
+    };
+    std::vector<std::size_t> set_block;  // the first block of each band set
+    for (std::size_t bi = 0; bi < blocks.size(); ++bi)
+        if (new_band[bi]) set_block.push_back(bi);
+    // kFlagBand counts once each set's channel slabs are in (see load_bands).
+    std::vector<std::vector<std::int64_t>> band_landed(blocks.empty() ? 0 : band_set.back() + 1);
+    // A step of a convolution reads its A chunks straight from the band (one shifted or strided
+    // load per chunk) when every chunk's rows are one contiguous piece of it: the step's K range
+    // within one kernel row's run of kw x c elements (one tap's c when dilated), and no chunk
+    // spanning two output rows (W a multiple of 8, or each output row a whole input row).
+    // Otherwise the DMA engines gather the step's A tile from the band into an A buffer (a
+    // strided VMEM -> VMEM transfer; the vector unit's loads then read it as a plain tile).
+    auto step_reads_band = [&](const Step& s) {
+        const Block& bl = blocks[s.block];
+        for (const auto& l : bl.lanes) {
+            const Matmul& m = batch[l.i];
+            if (!m.conv) return false;
+            const ConvInput& x = *m.conv;
+            const std::uint64_t run = x.dw == 1 ? x.kw * x.c : x.c;
+            const std::uint64_t e0 = s.ks * p.dim * m.packed, e1 = e0 + std::min<std::uint64_t>(p.dim, bl.k - s.ks * p.dim) * m.packed;
+            const bool rows_contiguous = x.kw == 1 && x.sw == 1 && x.sh == 1 && x.pw == 0 && x.w == x.wo;
+            if (conv_windows_disjoint(x)) continue;  // the band is the A tile itself, row by row
+            if (e0 / run != (e1 - 1) / run || (!rows_contiguous && x.wo % 8 != 0)) return false;
+        }
+        return true;
+    };
 
     // Accumulators: the 64 m registers split evenly over the MXUs, two sets per MXU (a block
     // drains one while the next fills the other); result chunks share a register modulo the set.
@@ -257,6 +361,34 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
                         ann_push = e.string_id(pre + "push_weights"), ann_matmul = e.string_id(pre + "matmul"),
                         ann_epi = e.string_id(pre + "epilogue"), ann_store = e.string_id(pre + "store_c"),
                         ann_wait_c = e.string_id(pre + "wait_c");
+    // A convolution band set's DMAs (one band per lane), raising kFlagBand, in slabs of dim
+    // channels (the band is channel-blocked in VMEM, as the (8, 128) tiling lays it out), so
+    // that a K step waits only for the slabs it reads: the first step of a wide 1x1
+    // convolution needs 128 channels, not all of them. band_landed[set][k]: the flag's count
+    // once slabs 0..k of the set are in.
+    auto slabs_of = [&](const ConvInput& x) { return ceil_div(x.c, p.dim); };
+    auto load_bands = [&](std::size_t set) {
+        if (set >= set_block.size()) return;
+        const Block& bl = blocks[set_block[set]];
+        const unsigned lanes = bl.shared_a ? 1u : static_cast<unsigned>(bl.lanes.size());
+        std::uint64_t slabs = 0;
+        for (unsigned j = 0; j < lanes; ++j) slabs = std::max(slabs, slabs_of(*batch[bl.lanes[j].i].conv));
+        std::vector<std::uint64_t> off(lanes, 0);
+        for (std::uint64_t k = 0; k < slabs; ++k) {
+            for (unsigned j = 0; j < lanes; ++j) {
+                const ConvInput& x = *batch[bl.lanes[j].i].conv;
+                if (k >= slabs_of(x)) continue;
+                const std::uint64_t ch = std::min<std::uint64_t>(p.dim, x.c - k * p.dim);
+                for (const auto& seg : conv_band(x, bl.row0, bl.row0 + bl.rows)) {
+                    const std::uint64_t bytes = seg.pixels * ch * eb;
+                    dma_in(x.hbm_x + ((seg.img * x.h * x.w + seg.first) * x.c + k * p.dim) * eb, band_at(set_block[set], j) + off[j],
+                           bytes, kFlagBand);
+                    off[j] += bytes;
+                }
+            }
+            band_landed[set].push_back(flag_count_[kFlagBand]);
+        }
+    };
     // A: tile-major in HBM, the (row block, K step) tile at rows x depth. B: the (K step,
     // columns) tile at depth x cols. C: the block's rows x cols per lane (or per block).
     auto load_a = [&](std::uint64_t g) {
@@ -266,7 +398,17 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
         e.annotate(ann_load_a);
         for (unsigned j = 0; j < (bl.shared_a ? 1u : bl.lanes.size()); ++j) {
             const Matmul& m = batch[bl.lanes[j].i];
-            dma_in(m.hbm_a + (bl.mb * p.tile_m * m.k + s.ks * p.dim * bl.rows) * m.packed * eb, lane_a(g, j),
+            if (m.conv) {  // bands are loaded by set (load_bands), not per step
+                if (j == 0 && new_band[s.block] && !s.ks) {
+                    if (!p.prefetch) load_bands(band_set[s.block]);
+                    else {
+                        if (s.block == 0) load_bands(0);
+                        load_bands(band_set[s.block] + 1);
+                    }
+                }
+                continue;
+            }
+            dma_in(m.hbm_a + (bl.row0 * m.k + s.ks * p.dim * bl.rows) * m.packed * eb, lane_a(g, j),
                    bl.rows * depth * m.packed * eb, kFlagBuf0 + g % nbuf);
         }
     };
@@ -291,6 +433,32 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
     auto load_step = [&](std::uint64_t g) {
         load_a(g);
         if (!p.late_dma) load_b(g);
+    };
+    // The A tile of a convolution step that does not read the band directly, gathered from the
+    // band once it has landed; issued a step ahead (after the band, before the step's wait).
+    auto wait_band = [&](const Step& s) {
+        const Block& bl = blocks[s.block];
+        std::uint64_t need = 0;  // the last slab the step reads
+        for (const auto& l : bl.lanes) {
+            const Matmul& m = batch[l.i];
+            const ConvInput& x = *m.conv;
+            const std::uint64_t e0 = s.ks * p.dim * m.packed, e1 = e0 + depth_of(s) * m.packed;
+            need = std::max(need, e1 - e0 >= x.c || e0 / x.c != (e1 - 1) / x.c ? slabs_of(x) - 1 : ((e1 - 1) % x.c) / p.dim);
+        }
+        const auto& landed = band_landed[band_set[s.block]];
+        if (!landed.empty()) e.swait(kFlagBand, Cond::Ge, landed[std::min<std::size_t>(need, landed.size() - 1)]);
+    };
+    auto gather = [&](std::uint64_t g) {
+        const Step s = step_at(g);
+        const Block& bl = blocks[s.block];
+        if (!batch[bl.lanes[0].i].conv || step_reads_band(s)) return;
+        e.annotate(ann_wait);
+        wait_band(s);
+        e.annotate(ann_load_a);
+        const std::uint64_t depth = depth_of(s);
+        for (unsigned j = 0; j < (bl.shared_a ? 1u : bl.lanes.size()); ++j)
+            spread_dma(Space::Vmem, band_at(s.block, j), Space::Vmem, lane_a(g, j),
+                       bl.rows * depth * batch[bl.lanes[j].i].packed * eb, kFlagBuf0 + g % nbuf);
     };
 
     // Pops, epilogue and write-back of a finished block, in groups of 8 result vregs,
@@ -366,12 +534,12 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
         e.annotate(ann_store);
         if (bl.shared_a) {
             const Matmul& m = batch[bl.lanes[0].i];
-            dma_out(vm_c, m.hbm_c + (bl.mb * p.tile_m * m.n + bl.lanes[0].col0 * bl.rows) * eb, x.out_bytes, kFlagC);
+            dma_out(vm_c, m.hbm_c + (bl.row0 * m.n + bl.lanes[0].col0 * bl.rows) * eb, x.out_bytes, kFlagC);
         } else {
             for (std::size_t j = 0; j < bl.lanes.size(); ++j) {
                 const Matmul& m = batch[bl.lanes[j].i];
                 const std::uint64_t end = j + 1 < x.lane_start.size() ? x.lane_start[j + 1] : x.out_bytes;
-                dma_out(vm_c + x.lane_start[j], m.hbm_c + bl.mb * p.tile_m * m.n * eb, end - x.lane_start[j], kFlagC);
+                dma_out(vm_c + x.lane_start[j], m.hbm_c + bl.row0 * m.n * eb, end - x.lane_start[j], kFlagC);
             }
         }
         if (p.false_dep) {  // planted: nothing below reads C, yet the core waits for it
@@ -390,26 +558,33 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
         if (p.late_dma) load_b(g);  // planted: the weight tile is fetched only now
         e.annotate(ann_wait);
         wait_all(kFlagBuf0 + g % nbuf);
+        if (step_reads_band(s)) wait_band(s);
         e.annotate(ann_weights);
         for (unsigned j = 0; j < bl.lanes.size(); ++j)
             e.vld(0, vreg(weight_reg(g, j)), lane_b(g, j, depth), depth * bl.lanes[j].cols * eb);
     };
 
-    std::optional<std::size_t> finished;  // a block whose epilogue is due
+    // A block whose epilogue is due (a sentinel, not std::optional: GCC 12 warns about the optional
+    // as maybe uninitialised once this function inlines more).
+    constexpr std::size_t kNoBlock = ~std::size_t(0);
+    std::size_t finished = kNoBlock;  // a block whose epilogue is due
     const std::uint64_t ahead = p.prefetch ? kBuffers - 1 : 0;
     for (std::uint64_t g = 0; g < ahead && g < total_steps; ++g) load_step(g);
+    if (p.prefetch && total_steps) gather(0);
     for (std::uint64_t g = 0; g < total_steps; ++g) {
         const Step s = step_at(g);
         const Block& bl = blocks[s.block];
+        if (p.prefetch && g + 1 < total_steps) gather(g + 1);  // its band was requested a step ago
         if (g + ahead < total_steps) load_step(g + ahead);
-        if (finished && p.bad_order) {
+        if (!p.prefetch) gather(g);
+        if (finished != kNoBlock && p.bad_order) {
             // Planted: the finished block's whole epilogue is emitted here, behind a wait for
             // the data just requested, although it needs none of it.
             e.annotate(ann_wait);
             wait_all(kFlagBuf0 + (g + ahead) % nbuf);
-            start_epilogue(*finished);
+            start_epilogue(finished);
             finish_epilogue();
-            finished.reset();
+            finished = kNoBlock;
         }
         const std::uint64_t rows = bl.rows, depth = depth_of(s);
         if (!weights_loaded) load_weights(g);  // not hoisted into the previous step
@@ -418,9 +593,9 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
         for (unsigned j = 0; j < bl.lanes.size(); ++j)
             e.mpush(j, vreg(weight_reg(g, j)), static_cast<std::uint32_t>(depth), static_cast<std::uint32_t>(bl.lanes[j].cols),
                     p.dtype);
-        if (finished) {
-            start_epilogue(*finished);
-            finished.reset();
+        if (finished != kNoBlock) {
+            start_epilogue(finished);
+            finished = kNoBlock;
         }
         // Shared A: one load feeds every MXU; own A: a load per lane (registers rotate). The
         // loads run `lead` chunks ahead of their matmuls, as a compiler software-pipelines them
@@ -434,11 +609,22 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
         auto lhs_reg = [&](std::uint64_t r, unsigned j) {
             return static_cast<unsigned>((r * loads_per_chunk + (bl.shared_a ? 0 : j)) % kLhsRegs);
         };
+        const bool from_band = step_reads_band(s);
         auto load_lhs = [&](std::uint64_t r) {
             const std::uint64_t rr = std::min<std::uint64_t>(8, rows - r * 8);
             for (unsigned j = 0; j < loads_per_chunk; ++j) {
-                const std::uint64_t a_row = depth * batch[bl.lanes[j].i].packed * eb;  // bytes of one A row
-                e.vld(0, vreg(lhs_reg(r, j)), lane_a(g, j) + r * 8 * a_row, rr * a_row);
+                const Matmul& m = batch[bl.lanes[j].i];
+                const std::uint64_t a_row = depth * m.packed * eb;  // bytes of one A row
+                if (from_band) {
+                    // A shifted (and, with a stride, strided) load of the chunk's rows from the
+                    // band: where the chunk's first pixel's window starts, kept inside the buffer.
+                    const ConvInput& x = *m.conv;
+                    const std::uint64_t at = (r * 8 * x.sw * x.c + (s.ks * p.dim * m.packed) % (x.kw * x.c)) * eb;
+                    e.vld(0, vreg(lhs_reg(r, j)), band_at(s.block, j) + std::min(at, band_max - std::min(band_max, rr * a_row)),
+                          rr * a_row);
+                } else {
+                    e.vld(0, vreg(lhs_reg(r, j)), lane_a(g, j) + r * 8 * a_row, rr * a_row);
+                }
             }
         };
         e.annotate(ann_matmul);
@@ -469,8 +655,8 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
             finished = s.block;
         }
     }
-    if (finished) {
-        start_epilogue(*finished);
+    if (finished != kNoBlock) {
+        start_epilogue(finished);
         finish_epilogue();
     }
     e.annotate(ann_wait_c);

@@ -11,10 +11,12 @@
 // Matmul tiling: N in blocks of mxus x dim columns (one dim-wide weight tile per MXU), M in
 // blocks of tile_m rows, K in steps of dim. Per step the A tile (rows x depth) and the B tile
 // (depth x block columns) come from HBM; A is therefore read once per N block and B once per
-// M block: HBM bytes = A x n_blocks + B x m_blocks + C, which is what the tests check.
+// M block: HBM bytes = A x n_blocks + B x m_blocks + C, which is what the tests check. A
+// convolution (Matmul::conv) reads its input bands instead of A (ConvInput).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,43 @@ struct TileConfig {
     unsigned split_dma = 1;   // > 1: every HBM -> VMEM tile load is N contiguous DMAs on one engine (same flag)
 };
 
+// A convolution whose A operand (the im2col matrix) is formed in VMEM from its input instead of
+// being gathered from HBM, as a TPU compiler lowers a convolution: per row block of output
+// pixels, the input those pixels read (the band: conv_band below, with the kernel's halo;
+// padding is never fetched, it is zeros made in VMEM) is DMA'd from HBM once, into one of three
+// band buffers, and stays there for every N block and K step of that row block. Per K step the
+// A chunks come from the band: when every 8-row chunk is one contiguous piece of it (the step's
+// K range inside one kernel row's kw x c elements, and no chunk spanning two output rows), the
+// vector unit loads them straight from the band (a shifted load, strided with a stride);
+// otherwise the DMA engines gather the step's A tile from the band into an A buffer (a strided
+// VMEM -> VMEM transfer; merging pieces in vector registers instead costs the one vector unit
+// more than the MXUs' time on small-channel convolutions: measured 2.4x on MobileNetV2).
+// HBM bytes of the problem: its bands, + B once per row block, + C once.
+// The K order of an A row is (kernel row, kernel column, channel); the weight tile is laid out
+// to match at compile time.
+struct ConvInput {
+    std::uint64_t hbm_x = 0;                  // the input this problem reads, laid out [n][h][w][c]
+    std::uint64_t n = 1, h = 1, w = 1, c = 1;  // c: the channels one tap contributes to an A row
+    std::uint64_t ho = 1, wo = 1;             // output size: the problem's m = n ho wo
+    std::uint64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;  // ph, pw: padding before
+};
+
+// Input pixels [first, first + pixels) of image `img` (row-major: h x w + column): one
+// contiguous piece of a band, all c channels of each.
+struct BandSegment {
+    std::uint64_t img = 0, first = 0, pixels = 0;
+};
+// Windows that do not overlap (kernel extent <= stride in both dims, no padding: a 1x1 stride-2
+// projection, ViT's 16x16 patches): no input is shared, so a band is exactly the block's taps,
+// fetched by a strided DMA ((r1 - r0) kh kw positions, as im2col), and is the A tile itself.
+bool conv_windows_disjoint(const ConvInput& x);
+// The band of output pixels [r0, r1) (pixels in (image, row, column) order): per image, the
+// contiguous range of input pixels from the first one the block reads (the first output
+// pixel's top-left tap) to the last (the last output pixel's bottom-right tap), clamped to the
+// image; padding is not read. A block that starts or ends mid-row reads its partial rows' taps
+// only from there on; rows between taps of a vertical stride or dilation come along.
+std::vector<BandSegment> conv_band(const ConvInput& x, std::uint64_t r0, std::uint64_t r1);
+
 struct Matmul {
     std::uint64_t m = 0, n = 0, k = 0;
     std::uint64_t hbm_a = 0, hbm_b = 0, hbm_c = 0;
@@ -48,6 +87,9 @@ struct Matmul {
     // matmul instructions record the useful shape m x n x k: 2 m n k FLOPs, the graph's MACs,
     // and the idle part of the array shows as lower utilisation. Needs packed x k <= dim.
     std::uint64_t packed = 1;
+    // Set: A is formed in VMEM from this convolution's input (hbm_a unused); needs
+    // m = n ho wo and packed x k = kh kw c.
+    std::optional<ConvInput> conv = std::nullopt;
 };
 
 class Lowering {
@@ -74,8 +116,8 @@ public:
 private:
     Emitter& e_;
     TileConfig cfg_;
-    std::int64_t flag_count_[16] = {};  // DMAs issued that raise each flag, over the whole trace
-    std::int64_t arrivals_[16] = {};    // remote DMAs expected to have raised each flag
+    std::int64_t flag_count_[32] = {};  // DMAs issued that raise each flag, over the whole trace
+    std::int64_t arrivals_[32] = {};    // remote DMAs expected to have raised each flag
     unsigned engine_ = 0;
     unsigned next_engine() { return engine_++ % cfg_.dma_engines; }
     void dma_in(std::uint64_t hbm, std::uint64_t vmem, std::uint64_t bytes, std::uint16_t flag);

@@ -311,7 +311,9 @@ int onnx_cmd(const std::vector<std::string>& args) {
         ("model", po::value(&p.path)->required(), "the ONNX model (weights may be absent or external)")
         ("batch", po::value(&p.batch), "size of the symbolic batch dim (default 1)")
         ("seq", po::value(&p.seq), "size of a symbolic sequence dim")
-        ("tp", po::value(&tp), "tensor-parallel chips (only 1 is supported by this front end)")
+        ("tp", po::value(&tp),
+         "tensor-parallel chips (default 1): one stream per chip, nodes split by the rule of docs/tracegen.md, "
+         "collectives over a ring of the chips")
         ("unsupported", po::value(&unsupported),
          "error (default): an op it cannot lower stops it; skip: such nodes are left out, with a warning counting them");
     c.add(o, false);
@@ -322,7 +324,8 @@ int onnx_cmd(const std::vector<std::string>& args) {
     if (std::string err = c.finish(vm); !err.empty()) return usage(err);
     if (unsupported != "error" && unsupported != "skip")
         return usage("--unsupported: expected error or skip, got '" + unsupported + "'");
-    if (tp != 1) return usage("--tp: the onnx front end lowers onto one chip only (got " + std::to_string(tp) + ")");
+    if (tp < 1 || tp > 1024) return usage("--tp: expected 1..1024 chips, got " + std::to_string(tp));
+    p.tp = tp;
     p.skip_unsupported = unsupported == "skip";
     p.tiles = c.tiles;
     try {
@@ -339,10 +342,34 @@ int onnx_cmd(const std::vector<std::string>& args) {
             std::cout << (first ? "" : ", ") << v << " " << k;
             first = false;
         }
-        std::cout << ")\n"
-                  << "  stream chip 0 core 0: " << s.instructions << " instructions\n"
-                  << "  FLOPs " << s.flops << "\n"
+        std::cout << ")";
+        if (tp > 1) std::cout << ", tp " << tp;
+        std::cout << "\n";
+        if (tp == 1) {
+            std::cout << "  stream chip 0 core 0: " << s.instructions << " instructions\n";
+        } else {
+            std::cout << "  " << tp << " streams (chip 0.." << tp - 1 << ", core 0): " << s.instructions << " instructions (";
+            for (unsigned c = 0; c < tp; ++c) std::cout << (c ? ", " : "") << s.chip_instructions[c];
+            std::cout << ")\n";
+            std::map<std::string, unsigned> rules;
+            for (const auto& n : s.nodes)
+                if (n.how == "mxu") ++rules[n.split];
+            std::cout << "  matrix-unit nodes split:";
+            bool first = true;
+            for (const auto& [rule, k] : rules) {
+                std::cout << (first ? " " : ", ") << k << " " << rule;
+                first = false;
+            }
+            std::cout << "\n  communication per chip: " << s.all_reduces << " all-reduce(s), " << s.all_gathers
+                      << " all-gather(s), " << s.halo_exchanges << " halo exchange(s); bytes sent between chips (all chips) "
+                      << s.remote_bytes << "\n";
+        }
+        std::cout << "  FLOPs " << s.flops << (tp > 1 ? " (all chips)" : "") << "\n"
                   << "  HBM bytes read " << s.hbm_bytes_read << ", written " << s.hbm_bytes_written << "\n";
+        if (!s.uneven.empty())
+            std::cerr << "xpu_tracegen: warning: --tp " << tp << " does not divide a split dim of " << s.uneven.size()
+                      << " node(s) (e.g. '" << s.uneven.front() << "'): their shards differ in size by one along it, and "
+                      << "collectives move the padded size\n";
         if (!s.skipped.empty()) {
             unsigned total = 0;
             std::string list;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -13,6 +14,9 @@
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
+
+#include "traces/gen/collective.h"
+#include "traces/onnx/sharding.h"
 
 namespace xpu::onnxfe {
 
@@ -496,21 +500,53 @@ public:
 
     OnnxSummary emit(trace::TraceWriter& w) {
         plan();
-        gen::Emitter e(w, w.add_stream(0, 0));
-        gen::Lowering lo(e, p_.tiles);
         eb_ = dtype_bytes(p_.tiles.dtype);
-        OnnxSummary sum;
         const auto& g = model_.graph();
-        for (int i = 0; i < g.node_size(); ++i) {
-            NodeReport r = lower(lo, g.node(i), i);
-            if (r.how == "skipped") ++sum.skipped[r.op];
-            sum.nodes.push_back(r);
+        if (p_.tp > 1) plan_tp();
+        OnnxSummary sum;
+        gen::RingInfo ring;
+        ring.chips = p_.tp;
+        for (unsigned chip = 0; chip < p_.tp; ++chip) {
+            chip_ = chip;
+            gen::Emitter e(w, w.add_stream(static_cast<std::uint16_t>(chip), 0));
+            gen::Lowering lo(e, p_.tiles);
+            for (int i = 0; i < g.node_size(); ++i) {
+                const auto& n = g.node(i);
+                const Sharding* sh = shard_.empty() ? nullptr : &shard_[static_cast<std::size_t>(i)];
+                const std::string ann = p_.prefix + "/" + node_name(n, i);
+                if (sh)
+                    for (const auto& [t, a] : sh->gather) gen::emit_all_gather(lo, ring, chip, addr(t), padded_bytes(t, a), ann + "/all_gather");
+                set_view(n, sh);
+                if (sh && sh->halo) exchange_halo(lo, n, ann);
+                NodeReport r = lower(lo, n, i);
+                view_.clear();
+                pad_top_.reset();
+                if (sh && sh->all_reduce)
+                    for (const auto& y : n.output()) gen::emit_all_reduce(lo, ring, chip, addr(y), padded_bytes(y, -1), ann + "/all_reduce");
+                if (chip == 0) {
+                    if (r.how == "skipped") ++sum.skipped[r.op];
+                    if (sh) {
+                        r.split = sh->rule;
+                        r.all_gathers = static_cast<unsigned>(sh->gather.size());
+                        r.all_reduce = sh->all_reduce;
+                        sum.all_gathers += r.all_gathers;
+                        sum.all_reduces += sh->all_reduce ? static_cast<unsigned>(n.output_size()) : 0;
+                        sum.halo_exchanges += sh->halo ? 1 : 0;
+                        if (sh->uneven) sum.uneven.push_back(r.name);
+                    }
+                    sum.nodes.push_back(r);
+                } else {
+                    sum.nodes[static_cast<std::size_t>(i)].flops += r.flops;
+                }
+            }
+            e.halt();
+            sum.chip_instructions.push_back(e.instructions());
+            sum.instructions += e.instructions();
+            sum.flops += e.flops();
+            sum.hbm_bytes_read += e.dma_bytes_from_hbm();
+            sum.hbm_bytes_written += e.dma_bytes_to_hbm();
+            sum.remote_bytes += e.dma_bytes_remote();
         }
-        e.halt();
-        sum.instructions = e.instructions();
-        sum.flops = e.flops();
-        sum.hbm_bytes_read = e.dma_bytes_from_hbm();
-        sum.hbm_bytes_written = e.dma_bytes_to_hbm();
         return sum;
     }
 
@@ -525,6 +561,141 @@ private:
     std::unordered_map<std::string, int> consumers_;
     std::vector<How> plan_;
     std::uint64_t next_addr_ = 0, eb_ = 2;
+    // --tp: each node's sharding, the chip being emitted, and the shapes of the node's tensors
+    // on that chip (set around lower(); dims() reads them first).
+    std::vector<Sharding> shard_;
+    unsigned chip_ = 0;
+    std::unordered_map<std::string, Dims> view_;
+
+    void plan_tp() {
+        ShardingInputs in;
+        in.graph = &model_.graph();
+        in.tp = p_.tp;
+        for (std::size_t i = 0; i < plan_.size(); ++i)
+            in.kinds.push_back(plan_[i] == How::CompileTime ? NodeKind::CompileTime
+                               : plan_[i] == How::Skipped  ? NodeKind::Skipped
+                                                           : NodeKind::Runtime);
+        in.dims = [this](const std::string& t) -> const Dims* {
+            auto it = t_.find(t);
+            return it == t_.end() || !it->second.known ? nullptr : &it->second.dims;
+        };
+        in.compile_time = [this](const std::string& t) {
+            auto it = t_.find(t);
+            return it != t_.end() && it->second.compile_time;
+        };
+        in.const_ints = [this](const std::string& t, Dims& out) {
+            for (const auto& init : model_.graph().initializer())
+                if (init.name() == t) {
+                    Const c;
+                    if (!read_tensor(init, c)) return false;
+                    out.assign(c.v.begin(), c.v.end());
+                    return true;
+                }
+            return false;
+        };
+        shard_ = plan_sharding(in);
+    }
+    // The part of `name` this chip holds when split along `axis` (-1: whole).
+    Dims local(const std::string& name, int axis) const {
+        auto it = t_.find(name);
+        Dims d = it == t_.end() ? Dims{} : it->second.dims;
+        if (axis >= 0 && static_cast<std::size_t>(axis) < d.size()) {
+            const auto r = shard_range(d[static_cast<std::size_t>(axis)], chip_, p_.tp);
+            d[static_cast<std::size_t>(axis)] = r.second - r.first;
+        }
+        return d;
+    }
+    void set_view(const onnx::NodeProto& n, const Sharding* sh) {
+        view_.clear();
+        if (!sh) return;
+        for (const auto& x : n.input()) {
+            if (x.empty()) continue;
+            auto it = sh->in_axis.find(x);
+            view_[x] = local(x, it == sh->in_axis.end() ? -1 : it->second);
+        }
+        for (int o = 0; o < n.output_size(); ++o) view_[n.output(o)] = local(n.output(o), sh->out_axis[static_cast<std::size_t>(o)]);
+        if (sh->halo) {  // input 0: the rows this chip's output rows read, its halo included
+            const auto need = halo_rows(n, chip_);
+            view_[n.input(0)][2] = need.second - need.first;
+            const RowGeometry g = row_geometry(n);
+            pad_top_ = std::max<std::int64_t>(0, g.pad - shard_range(t_[n.output(0)].dims[2], chip_, p_.tp).first * g.stride);
+        }
+    }
+
+    // Split by output rows (Sharding::halo): the kernel's extent along H.
+    struct RowGeometry {
+        std::int64_t kernel = 1, stride = 1, pad = 0, dilation = 1;
+    };
+    RowGeometry row_geometry(const onnx::NodeProto& n) {
+        RowGeometry g;
+        const Dims k = attr_ints(n, "kernel_shape"), st = attr_ints(n, "strides"), dl = attr_ints(n, "dilations"),
+                   pads = attr_ints(n, "pads");
+        g.kernel = !k.empty() ? k[0] : n.op_type() == "Conv" ? t_[n.input(1)].dims.at(2) : 1;
+        g.stride = st.empty() ? 1 : st[0];
+        g.dilation = dl.empty() ? 1 : dl[0];
+        const auto* ap = attr(n, "auto_pad");
+        const std::string autopad = ap ? ap->s() : "NOTSET";
+        const std::int64_t H = t_[n.input(0)].dims.at(2), Ho = t_[n.output(0)].dims.at(2);
+        if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
+            const std::int64_t total = std::max<std::int64_t>(0, (Ho - 1) * g.stride + (g.kernel - 1) * g.dilation + 1 - H);
+            g.pad = autopad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        } else if (pads.size() >= 2) {
+            g.pad = pads[0];
+        }
+        return g;
+    }
+    // The input rows [first, end) that chip c's output rows read.
+    std::pair<std::int64_t, std::int64_t> halo_rows(const onnx::NodeProto& n, unsigned c) {
+        const RowGeometry g = row_geometry(n);
+        const std::int64_t H = t_[n.input(0)].dims.at(2);
+        const auto o = shard_range(t_[n.output(0)].dims.at(2), c, p_.tp);
+        if (o.first >= o.second) return {0, 0};
+        const std::int64_t lo = std::max<std::int64_t>(0, o.first * g.stride - g.pad);
+        const std::int64_t hi = std::min<std::int64_t>(H, (o.second - 1) * g.stride - g.pad + (g.kernel - 1) * g.dilation + 1);
+        return {lo, std::max(lo, hi)};
+    }
+    // Before a node split by output rows: this chip sends the rows of its part of the input that
+    // other chips' output rows read (remote DMAs into the same place of their copy, raising
+    // kFlagHalo there), then waits for the rows it reads from theirs. Rows of an image are
+    // contiguous (channels innermost, as the convolution lowering lays tensors out).
+    static constexpr std::uint16_t kFlagHalo = 17;
+    void exchange_halo(gen::Lowering& lo, const onnx::NodeProto& n, const std::string& ann) {
+        const Dims& xd = t_[n.input(0)].dims;
+        const std::uint64_t N = static_cast<std::uint64_t>(xd[0]), H = static_cast<std::uint64_t>(xd[2]);
+        const std::uint64_t row = static_cast<std::uint64_t>(xd[1] * xd[3]) * eb_, base = addr(n.input(0));
+        auto overlap = [&](unsigned reader, unsigned holder) {
+            const auto need = halo_rows(n, reader);
+            const auto has = shard_range(static_cast<std::int64_t>(H), holder, p_.tp);
+            return std::make_pair(std::max(need.first, has.first), std::min(need.second, has.second));
+        };
+        lo.emitter().annotate(ann + "/halo/send");
+        for (unsigned c = 0; c < p_.tp; ++c) {
+            if (c == chip_) continue;
+            const auto r = overlap(c, chip_);
+            if (r.first >= r.second) continue;
+            for (std::uint64_t img = 0; img < N; ++img) {
+                const std::uint64_t at = base + (img * H + static_cast<std::uint64_t>(r.first)) * row;
+                lo.send(at, static_cast<std::uint16_t>(c), at, static_cast<std::uint64_t>(r.second - r.first) * row, kFlagHalo);
+            }
+        }
+        lo.emitter().annotate(ann + "/halo/wait");
+        for (unsigned c = 0; c < p_.tp; ++c) {
+            if (c == chip_) continue;
+            const auto r = overlap(chip_, c);
+            if (r.first >= r.second) continue;
+            for (std::uint64_t img = 0; img < N; ++img) lo.wait_flag(kFlagHalo, lo.expect_arrival(kFlagHalo));
+        }
+    }
+    std::optional<std::int64_t> pad_top_;  // a node split by output rows: the padding above this chip's rows
+    // Bytes a collective moves for a tensor split along `axis` (-1: whole, e.g. partial sums):
+    // the padded size, each chip's shard as large as the largest (as GSPMD pads).
+    std::uint64_t padded_bytes(const std::string& name, int axis) const {
+        const Dims& d = t_.at(name).dims;
+        const std::uint64_t n = product(d);
+        if (axis < 0 || static_cast<std::size_t>(axis) >= d.size()) return gen::ceil_div(n, p_.tp) * p_.tp * eb_;
+        const std::uint64_t len = static_cast<std::uint64_t>(d[static_cast<std::size_t>(axis)]);
+        return gen::ceil_div(len, p_.tp) * p_.tp * (len ? n / len : 0) * eb_;
+    }
 
     void run_inference() {
         onnx::ShapeInferenceOptions opt;
@@ -707,14 +878,27 @@ private:
         }
     }
 
-    std::uint64_t bytes_of(const std::string& name) { return product(t_[name].dims) * eb_; }
+    // A tensor's shape as the node being lowered reads it: this chip's part under --tp.
+    const Dims& shape(const std::string& name) {
+        auto v = view_.find(name);
+        return v != view_.end() ? v->second : t_[name].dims;
+    }
+    std::uint64_t bytes_of(const std::string& name) { return product(shape(name)) * eb_; }
+    // HBM reserved for a tensor: its bytes, or under --tp the largest padded size a collective
+    // may move for it.
+    std::uint64_t reserve_bytes(const std::string& name) {
+        std::uint64_t b = product(t_[name].dims) * eb_;
+        if (p_.tp > 1)
+            for (int a = -1; a < static_cast<int>(t_[name].dims.size()); ++a) b = std::max(b, padded_bytes(name, a));
+        return b;
+    }
     // HBM address of a tensor: placed when first needed, 4 KiB aligned, one after the other.
     std::uint64_t addr(const std::string& name) {
         Tensor& t = t_[name];
         if (!t.placed) {
             t.addr = next_addr_;
             t.placed = true;
-            next_addr_ += (std::max<std::uint64_t>(bytes_of(name), 1) + 4095) / 4096 * 4096;
+            next_addr_ += (std::max<std::uint64_t>(reserve_bytes(name), 1) + 4095) / 4096 * 4096;
         }
         return t.addr;
     }
@@ -726,10 +910,51 @@ private:
     const Dims& dims(const onnx::NodeProto& n, const std::string& name) {
         const Tensor& t = t_[name];
         if (!t.known) throw OnnxError(p_.path + ": node '" + n.name() + "' (" + n.op_type() + "): the shape of '" + name + "' is unknown");
-        return t.dims;
+        return shape(name);
     }
 
     static std::string y_of(const onnx::NodeProto& n) { return n.output_size() ? n.output(0) : ""; }
+
+    // A 1-D or 2-D Conv's geometry for gen::ConvInput (c is set per matmul); none for 3-D.
+    // Padding before each spatial dim: `pads`, or what auto_pad SAME_* implies.
+    std::optional<gen::ConvInput> conv_input(const onnx::NodeProto& n, const Dims& xd, const Dims& wd, const Dims& yd,
+                                             std::uint64_t a) {
+        const std::size_t sp = xd.size() - 2;
+        if (sp < 1 || sp > 2) return std::nullopt;
+        Dims st = attr_ints(n, "strides"), dl = attr_ints(n, "dilations"), pads = attr_ints(n, "pads");
+        st.resize(sp, 1);
+        dl.resize(sp, 1);
+        Dims before(sp, 0);
+        const auto* ap = attr(n, "auto_pad");
+        const std::string autopad = ap ? ap->s() : "NOTSET";
+        for (std::size_t i = 0; i < sp; ++i) {
+            if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
+                const std::int64_t total =
+                    std::max<std::int64_t>(0, (yd[2 + i] - 1) * st[i] + (wd[2 + i] - 1) * dl[i] + 1 - xd[2 + i]);
+                before[i] = autopad == "SAME_UPPER" ? total / 2 : total - total / 2;
+            } else if (pads.size() == 2 * sp) {
+                before[i] = pads[i];
+            }
+        }
+        if (sp == 2 && pad_top_) before[0] = *pad_top_;  // --tp, split by output rows
+        auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+        gen::ConvInput c;
+        c.hbm_x = a;
+        c.n = u(xd[0]);
+        c.h = sp == 2 ? u(xd[2]) : 1;
+        c.w = u(xd.back());
+        c.ho = sp == 2 ? u(yd[2]) : 1;
+        c.wo = u(yd.back());
+        c.kh = sp == 2 ? u(wd[2]) : 1;
+        c.kw = u(wd.back());
+        c.sh = sp == 2 ? u(st[0]) : 1;
+        c.sw = u(st.back());
+        c.dh = sp == 2 ? u(dl[0]) : 1;
+        c.dw = u(dl.back());
+        c.ph = sp == 2 ? u(before[0]) : 0;
+        c.pw = u(before.back());
+        return c;
+    }
 
     NodeReport lower(gen::Lowering& lo, const onnx::NodeProto& n, int i) {
         NodeReport r;
@@ -756,7 +981,7 @@ private:
             alias(y, x);
             return done(How::Free);
         }
-        const std::uint64_t out_e = product(t_[y].dims);
+        const std::uint64_t out_e = product(shape(y));
         if (op == "Conv") {
             const Dims& xd = dims(n, x);
             const Dims& wd = dims(n, n.input(1));
@@ -764,17 +989,36 @@ private:
             if (xd.size() < 3 || wd.size() != xd.size())
                 throw OnnxError(p_.path + ": node '" + r.name + "' (Conv): expected input [N,C,spatial...] and weights [O,C/G,kernel...], got " +
                                 dims_text(xd) + " and " + dims_text(wd));
-            const std::uint64_t G = static_cast<std::uint64_t>(attr_int(n, "group", 1));
+            // Groups on this chip (all of them without --tp): its input channels / channels per group.
+            if (wd[1] <= 0 || xd[1] % wd[1])
+                throw OnnxError(p_.path + ": node '" + r.name + "' (Conv): input channels " + std::to_string(xd[1]) +
+                                " are not a multiple of the weights' channels per group " + std::to_string(wd[1]));
+            const std::uint64_t G = static_cast<std::uint64_t>(xd[1] / wd[1]);
             std::uint64_t M = static_cast<std::uint64_t>(yd[0]), K = static_cast<std::uint64_t>(wd[1]);
             for (std::size_t s = 2; s < yd.size(); ++s) M *= static_cast<std::uint64_t>(yd[s]);
             for (std::size_t s = 2; s < wd.size(); ++s) K *= static_cast<std::uint64_t>(wd[s]);
-            const std::uint64_t O = static_cast<std::uint64_t>(wd[0]), og = O / G;
+            const std::uint64_t O = static_cast<std::uint64_t>(wd[0]), og = G ? O / G : 0;
             r.flops = 2 * M * O * K;
+            if (!M || !O || !K || !G) return done(How::Mxu);  // --tp: nothing of this node on this chip
             const std::uint64_t a = addr(x), b = addr(n.input(1)), c = addr(y);
             const unsigned dim = p_.tiles.dim;
+            // 1-D and 2-D convolutions form their A rows in VMEM from the input (gen::ConvInput:
+            // HBM reads the input once per row block, with its halo); 3-D ones gather im2col
+            // tiles from HBM.
+            const std::optional<gen::ConvInput> in = conv_input(n, xd, wd, yd, a);
+            const std::uint64_t cg = static_cast<std::uint64_t>(wd[1]);  // input channels per group
+            auto with_input = [&](gen::Matmul m, std::uint64_t g0, std::uint64_t groups) {
+                if (in) {
+                    m.conv = *in;
+                    m.conv->c = groups * cg;
+                    // Channel-blocked layout: a group block's channels are contiguous.
+                    m.conv->hbm_x = a + g0 * cg * in->n * in->h * in->w * eb_;
+                }
+                return m;
+            };
             std::vector<gen::Matmul> mm;
             if (G == 1) {
-                mm.push_back({M, O, K, a, b, c});
+                mm.push_back(with_input({M, O, K, a, b, c}, 0, 1));
             } else if (K <= dim && og <= dim) {
                 // Groups packed block-diagonally: as many per weight tile as its rows and
                 // columns hold.
@@ -783,11 +1027,11 @@ private:
                     const std::uint64_t pg = std::min(per, G - g0);
                     gen::Matmul m{M, pg * og, K, a + g0 * M * K * eb_, b + g0 * og * K * eb_, c + g0 * M * og * eb_};
                     m.packed = pg;
-                    mm.push_back(m);
+                    mm.push_back(with_input(m, g0, pg));
                 }
             } else {
                 for (std::uint64_t g0 = 0; g0 < G; ++g0)
-                    mm.push_back({M, og, K, a + g0 * M * K * eb_, b + g0 * og * K * eb_, c + g0 * M * og * eb_});
+                    mm.push_back(with_input({M, og, K, a + g0 * M * K * eb_, b + g0 * og * K * eb_, c + g0 * M * og * eb_}, g0, 1));
             }
             lo.matmuls(mm, ann);
             return done(How::Mxu);
@@ -822,6 +1066,7 @@ private:
                     mm.push_back({M, N, K, a + bcast_index(abatch, ob, k) * M * K * eb_, b + bcast_index(bbatch, ob, k) * K * N * eb_,
                                   c + k * M * N * eb_});
             }
+            mm.erase(std::remove_if(mm.begin(), mm.end(), [](const gen::Matmul& m) { return !m.m || !m.n || !m.k; }), mm.end());
             for (const auto& m : mm) r.flops += 2 * m.m * m.n * m.k;
             lo.matmuls(mm, ann);
             return done(How::Mxu);
@@ -844,7 +1089,7 @@ private:
             // constant operand (a bias, a scale, a scalar) stays in registers.
             std::vector<std::string> full;
             for (const auto& in : n.input())
-                if (!in.empty() && !t_[in].compile_time && product(t_[in].dims) == out_e) full.push_back(in);
+                if (!in.empty() && !t_[in].compile_time && product(shape(in)) == out_e) full.push_back(in);
             if (full.empty())  // e.g. a runtime row vector broadcast over a constant: stream the output
                 lo.vector_pass(addr(y), 0, addr(y), out_e, binary_ops().at(op), vec);
             else

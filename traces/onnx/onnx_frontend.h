@@ -40,18 +40,27 @@ struct OnnxParams {
     std::uint64_t batch = 1;  // symbolic dims named like "batch" / "N"
     std::uint64_t seq = 0;    // symbolic dims named like "seq" / "sequence" (0: not given)
     bool skip_unsupported = false;  // --unsupported=skip
+    unsigned tp = 1;                // tensor-parallel chips (traces/onnx/sharding.h: the rule)
     std::string prefix = "model";
     gen::TileConfig tiles;
 };
 
 struct NodeReport {
     std::string name, op;
-    std::uint64_t flops = 0;      // 2 x MACs of the node (Conv, Gemm, MatMul)
+    std::uint64_t flops = 0;      // 2 x MACs of the node (Conv, Gemm, MatMul), summed over the chips
     std::string how;              // "mxu", "vector", "dma", "free", "folded", "compile-time", "skipped"
+    std::string split;            // --tp > 1: the sharding rule that applied (sharding.h)
+    unsigned all_gathers = 0;     // --tp > 1: inputs all-gathered before the node
+    bool all_reduce = false;      // --tp > 1: outputs all-reduced after it
 };
 
 struct OnnxSummary {
-    std::uint64_t instructions = 0, flops = 0, hbm_bytes_read = 0, hbm_bytes_written = 0;
+    std::uint64_t instructions = 0, flops = 0, hbm_bytes_read = 0, hbm_bytes_written = 0;  // over every chip
+    std::uint64_t remote_bytes = 0;                 // sent between chips by the collectives
+    std::vector<std::uint64_t> chip_instructions;   // per stream (chip c, core 0)
+    unsigned all_gathers = 0, all_reduces = 0;      // collectives per chip
+    unsigned halo_exchanges = 0;                    // nodes split by output rows (neighbours' rows sent first)
+    std::vector<std::string> uneven;                // nodes with a dim --tp does not divide
     std::vector<NodeReport> nodes;
     std::map<std::string, unsigned> skipped;  // op type -> nodes skipped (--unsupported=skip)
 };
@@ -59,7 +68,8 @@ struct OnnxSummary {
 // The op types the front end lowers, sorted.
 std::vector<std::string> supported_ops();
 
-// Reads, infers and lowers the model into one stream (chip 0, core 0) of `w`. Throws OnnxError
+// Reads, infers and lowers the model into one stream per chip (chip c, core 0; tp chips) of `w`,
+// with the collectives of the sharding between the nodes. Throws OnnxError
 // (nothing is added to `w` before the whole graph has been checked, so the caller can discard
 // the output).
 OnnxSummary emit_onnx(trace::TraceWriter& w, const OnnxParams& p);
