@@ -11,6 +11,7 @@
 
 
 #include "analysis/large_array.h"
+#include "traces/txlog_codec.h"
 #include "traces/txlog_format.h"
 #include "traces/crc32.h"
 #include "traces/trace_format.h"
@@ -108,6 +109,7 @@ public:
         p_ += n;
         return s;
     }
+    void check() const {}  // every read is checked
     [[noreturn]] void fail(const std::string& what) const {
         std::ostringstream os;
         os << where_ << ", byte " << (p_ - begin_) << " of the block: " << what;
@@ -153,6 +155,11 @@ public:
         p_ += n;
         return s;
     }
+    // Before each piece of a variable-length record: still inside the payload (so that the next
+    // few fields are inside the padding).
+    XPU_HOT void check() const {
+        if (p_ > end_) throw Refused{};
+    }
     [[noreturn]] void fail(const std::string&) const { throw Refused{}; }
 
 private:
@@ -189,12 +196,14 @@ void assign_vmems(RunData& run) {
     }
 }
 
-void parse_meta(RunData& run, const std::string& text, const std::string& path) {
+// The header's meta and units into RunData; returns its HBM interleave rules (for the decoder).
+std::vector<txlog::HbmLayout> parse_meta(RunData& run, const std::string& text, const std::string& path) {
     txlog::Header h;
     std::string error;
     if (!txlog::parse_header(text, h, error)) throw LogError(path + ": " + error);
     run.meta = std::move(h.meta);
     run.units = std::move(h.units);
+    return std::move(h.hbm);
 }
 
 // The program of the run (OUT/txlog.trace.bin): its tables are read at once (the streams the
@@ -310,18 +319,81 @@ private:
 bool keeps_transactions(const Unit& u) { return u.role == Role::Hbm || u.role == Role::Link; }
 
 // Turns records into RunData. One decoder for both cursors: FastCursor on the normal path,
-// Cursor to name the error in a record FastCursor refused.
+// Cursor to name the error in a record FastCursor refused. Version 3's deltas are taken against
+// what the writer remembered (traces/txlog_codec.h), which the decoder remembers the same way.
 class LogDecoder {
 public:
-    explicit LogDecoder(RunData& run) : run_(run), streams_(run) {
+    LogDecoder(RunData& run, const std::vector<txlog::HbmLayout>& hbm) : run_(run), streams_(run) {
         // Records per instruction are at most one unit op: reserving spares the copies of
         // growing the largest array. (Lives, not code: the code is being read meanwhile.)
         std::size_t instructions = 0;
         for (const Stream& st : run.streams) instructions += st.life.size();
         reserve_large(run.unit_ops, instructions);
+        // The header's units are the names 1, 2, 3...
+        for (std::size_t u = 0; u < run.units.size(); ++u) unit_of_name_.push_back(static_cast<std::uint32_t>(u));
+        used_.assign(unit_of_name_.size(), 0);
+        layouts_ = hbm;
+        layout_of_.assign(unit_of_name_.size(), nullptr);
+        for (const txlog::HbmLayout& l : layouts_)
+            for (std::size_t u = 0; u < run.units.size(); ++u)
+                if (run.units[u].path == l.path) {
+                    if (!layout_of_[u + 1]) layout_of_[u + 1] = &l;
+                    break;
+                }
+        next_addr_.assign(unit_of_name_.size(), 0);
+        stream_state_.resize(run.streams.size());
+        slot_stream_.assign(txlog::kSlots, kNone);
+        slot_open_.assign(txlog::kSlots, 0);
     }
 
     bool ended() const { return ended_; }
+
+    // What decoding a block changes (lives are rewritten alike if it is decoded again): rewind()
+    // puts it back as mark() found it, so that the block can be decoded again, checked.
+    struct Mark {
+        std::size_t units, names, unit_ops, dmas, flags, mems, pieces;
+        std::uint64_t mems_not_kept, events, names_used;
+        std::vector<char> used;
+        std::vector<std::uint64_t> next_addr;
+        std::vector<txlog::StreamState> streams;
+        txlog::GlobalState g;
+        std::vector<txlog::ChunkSlot> slots;
+        std::vector<std::uint32_t> slot_stream;
+        std::vector<char> slot_open;
+        std::string bad_mem;
+    };
+    Mark mark() const {
+        return {run_.units.size(), unit_of_name_.size(), run_.unit_ops.size(), run_.dmas.size(), run_.flags.size(), run_.mems.size(),
+                run_.hbm_pieces.size(), run_.mems_not_kept, events_, names_used_, used_, next_addr_, stream_state_, g_, slots_,
+                slot_stream_, slot_open_, bad_mem_};
+    }
+    void rewind(const Mark& m) {
+        run_.units.resize(m.units);
+        unit_of_name_.resize(m.names);
+        layout_of_.resize(m.names);
+        keep_.clear();
+        run_.unit_ops.resize(m.unit_ops);
+        run_.dmas.resize(m.dmas);
+        run_.flags.resize(m.flags);
+        run_.mems.resize(m.mems);
+        run_.hbm_pieces.resize(m.pieces);
+        run_.mems_not_kept = m.mems_not_kept;
+        events_ = m.events;
+        names_used_ = m.names_used;
+        used_ = m.used;
+        next_addr_ = m.next_addr;
+        stream_state_ = m.streams;
+        g_ = m.g;
+        slots_ = m.slots;
+        slot_stream_ = m.slot_stream;
+        slot_open_ = m.slot_open;
+        bad_mem_ = m.bad_mem;
+        ended_ = false;
+    }
+
+    // The events the log describes, counted as version 2 wrote them, one record each: an
+    // instruction, unit operation, DMA, flag change, transaction, HBM piece, name used, the end.
+    std::uint64_t events() const { return events_ + names_used_; }
     // Reserves the arrays whose length the log does not tell (HBM pieces, transactions kept)
     // for the whole log, extrapolated from what the share of it decoded so far held, so that
     // they are not copied as they grow. A guess: if it falls short, they grow as vectors do.
@@ -338,9 +410,11 @@ public:
     template <class C>
     void record(C& c) {
         const std::uint8_t type = c.byte();
+        if (type & static_cast<std::uint8_t>(txlog::Rec::MemNext)) return mem_next(c, type & 0x7F);
         switch (static_cast<txlog::Rec>(type)) {
             case txlog::Rec::Name: name(c); break;
             case txlog::Rec::Instr: instr(c); break;
+            case txlog::Rec::InstrOp: instr_op(c); break;
             case txlog::Rec::UnitOp: unit_op(c); break;
             case txlog::Rec::Dma: dma(c); break;
             case txlog::Rec::Flag: flag(c); break;
@@ -350,6 +424,7 @@ public:
                 run_.end = c.var();
                 run_.status = static_cast<unsigned>(c.var());
                 ended_ = true;
+                ++events_;
                 if (!c.done()) c.fail("records after the End record");
                 break;
             default:
@@ -360,9 +435,13 @@ public:
 private:
     // Log names -> unit indices (names of units not in the header are added as kind "?").
     template <class C>
-    std::uint32_t unit_id(std::uint64_t name, C& c) const {
+    std::uint32_t unit_id(std::uint64_t name, C& c) {
         if (name == 0) return kNone;
         if (name >= unit_of_name_.size()) c.fail("a name id used before its Name record");
+        if (!used_[name]) {
+            used_[name] = 1;
+            ++names_used_;
+        }
         return unit_of_name_[name];
     }
     template <class C>
@@ -371,11 +450,28 @@ private:
         if (s == kNone) c.fail("a record for chip " + std::to_string(chip) + " core " + std::to_string(core) + ", which the trace has no stream for");
         return s;
     }
+    // chip, core, index-Δ: the stream and the index; `update`: the stream's last index is now it.
+    template <class C>
+    std::uint32_t stream_index(C& c, std::uint64_t& index, bool update) {
+        const std::uint64_t chip = c.var(), core = c.var();
+        const std::uint32_t s = stream_id(chip, core, c);
+        txlog::StreamState& st = stream_state_[s];
+        index = st.index + static_cast<std::uint64_t>(c.zz());
+        if (update) st.index = index;
+        return s;
+    }
+    // A time given as a Δ (either sign) from `base`.
+    template <class C>
+    static Tick from(C& c, Tick base) {
+        const std::int64_t d = c.zz();
+        if (d < 0 && static_cast<std::uint64_t>(-(d + 1)) >= base) c.fail("a time before the run began (the record is corrupt)");
+        return base + static_cast<Tick>(d);
+    }
 
     template <class C>
     void name(C& c) {
         const std::uint64_t id = c.var(), len = c.var();
-        if (id != unit_of_name_.size()) c.fail("Name records must number their ids 1, 2, 3...");
+        if (id != unit_of_name_.size()) c.fail("Name records must number their ids after the header's units: " + std::to_string(unit_of_name_.size()) + " next");
         if (len > 4096) c.fail("a name longer than 4096 bytes");
         const std::string name = c.bytes(static_cast<std::size_t>(len));
         std::uint32_t u = run_.unit_named(name);
@@ -384,52 +480,88 @@ private:
             u = static_cast<std::uint32_t>(run_.units.size() - 1);
         }
         unit_of_name_.push_back(u);
+        used_.push_back(1);  // written where it is first used
+        ++names_used_;
+        layout_of_.push_back(nullptr);
+        next_addr_.push_back(0);
     }
 
     template <class C>
-    void instr(C& c) {
-        const std::uint64_t chip = c.var(), core = c.var();
-        const std::uint32_t s = stream_id(chip, core, c);
-        const std::uint64_t index = c.var();
+    Life& life(C& c, std::uint32_t& s, std::uint64_t& index) {
+        s = stream_index(c, index, true);
         Stream& st = run_.streams[s];
         if (index >= st.life.size()) c.fail("instruction " + std::to_string(index) + " of " + st.label() + ", which has " + std::to_string(st.life.size()));
         Life& l = st.life[index];
-        l.arrival = c.var();
+        txlog::StreamState& ss = stream_state_[s];
+        l.arrival = from(c, ss.time);
+        ss.time = l.arrival;
         l.ready = c.after(l.arrival);
         l.issue = c.after(l.ready);
         l.complete = c.after(l.issue);
         l.seen = true;
+        ++events_;
+        return l;
+    }
+
+    template <class C>
+    void instr(C& c) {
+        std::uint32_t s;
+        std::uint64_t index;
+        life(c, s, index);
+    }
+
+    template <class C>
+    void instr_op(C& c) {
+        UnitOp o;
+        const Life& l = life(c, o.stream, o.index);
+        o.unit = unit_id(c.var(), c);
+        o.op = opcode(c);
+        o.accept = l.issue;
+        o.start = c.after(o.accept);
+        o.end = c.after(o.start);
+        const Tick complete = c.after(o.end);
+        if (complete != l.complete) c.fail("an instruction's unit operation completes apart from it");
+        o.complete = complete;
+        append_large(run_.unit_ops, o);
+        ++events_;
+    }
+
+    template <class C>
+    Opcode opcode(C& c) {
+        const std::uint64_t op = c.var();
+        if (op > 0xFF || !trace::codec::is_known_opcode(static_cast<std::uint8_t>(op))) c.fail("unknown opcode " + std::to_string(op));
+        return static_cast<Opcode>(op);
     }
 
     template <class C>
     void unit_op(C& c) {
         UnitOp o;
         o.unit = unit_id(c.var(), c);
-        const std::uint64_t chip = c.var(), core = c.var();
-        o.stream = stream_id(chip, core, c);
-        o.index = c.var();
-        const std::uint64_t op = c.var();
-        if (op > 0xFF || !trace::codec::is_known_opcode(static_cast<std::uint8_t>(op))) c.fail("unknown opcode " + std::to_string(op));
-        o.op = static_cast<Opcode>(op);
-        o.accept = c.var();
+        o.stream = stream_index(c, o.index, true);
+        o.op = opcode(c);
+        txlog::StreamState& ss = stream_state_[o.stream];
+        o.accept = from(c, ss.time);
+        ss.time = o.accept;
         o.start = c.after(o.accept);
         o.end = c.after(o.start);
         o.complete = c.after(o.end);
         append_large(run_.unit_ops, o);
+        ++events_;
     }
 
     template <class C>
     void dma(C& c) {
         Dma d;
         d.engine = unit_id(c.var(), c);
-        const std::uint64_t chip = c.var(), core = c.var();
-        d.stream = stream_id(chip, core, c);
-        d.index = c.var();
-        d.issue = c.var();
+        d.stream = stream_index(c, d.index, true);
+        txlog::StreamState& ss = stream_state_[d.stream];
+        d.issue = from(c, ss.time);
+        ss.time = d.issue;
         d.start = c.after(d.issue);
         d.complete = c.after(d.start);
         d.bytes = c.var();
         append_large(run_.dmas, d);
+        ++events_;
     }
 
     template <class C>
@@ -440,36 +572,109 @@ private:
         if (flag > 0xFFFF) c.fail("flag id " + std::to_string(flag) + " out of range");
         fc.flag = static_cast<std::uint16_t>(flag);
         fc.old_value = c.zz();
-        fc.new_value = c.zz();
-        fc.time = c.var();
-        if (c.var()) {
-            const std::uint64_t chip = c.var(), core = c.var();
-            fc.by_stream = stream_id(chip, core, c);
-            fc.by_index = c.var();
-        }
+        fc.new_value = static_cast<std::int64_t>(static_cast<std::uint64_t>(fc.old_value) + static_cast<std::uint64_t>(c.zz()));
+        fc.time = from(c, g_.flag_time);
+        g_.flag_time = fc.time;
+        if (c.var()) fc.by_stream = stream_index(c, fc.by_index, false);
         append_large(run_.flags, fc);
+        ++events_;
     }
 
     template <class C>
     void mem(C& c) {
-        MemTxn m;
-        m.target = unit_id(c.var(), c);
-        m.initiator = unit_id(c.var(), c);
-        m.write = c.var() != 0;
-        m.addr = c.var();
-        m.bytes = c.var();
-        m.arrival = c.var();
-        m.done = c.after(m.arrival);
-        if (c.var()) {
-            const std::uint64_t chip = c.var(), core = c.var();
-            m.stream = stream_id(chip, core, c);
-            m.index = c.var();
+        const std::uint64_t slot = c.var();
+        if (slot >= txlog::kSlots) c.fail("chunk slot " + std::to_string(slot) + " out of range");
+        txlog::ChunkSlot& s = slots_[slot];
+        s.target = c.var();
+        const std::uint32_t target = unit_id(s.target, c);
+        if (target == kNone) c.fail("a transaction without its target");
+        s.initiator = c.var();
+        unit_id(s.initiator, c);
+        const std::uint64_t bits = c.var();
+        if (bits > 3) c.fail("transaction flags " + std::to_string(bits) + " out of range");
+        s.write = bits & 1;
+        s.known = bits & 2;
+        s.addr = next_addr_[s.target] + static_cast<std::uint64_t>(c.zz());
+        s.bytes = c.var();
+        const Tick arrival = from(c, g_.mem_arrival), done = c.after(arrival);
+        slot_stream_[slot] = kNone;
+        s.index = 0;
+        if (s.known) {
+            slot_stream_[slot] = stream_index(c, s.index, false);
+            s.chip = run_.streams[slot_stream_[slot]].chip;
+            s.core = run_.streams[slot_stream_[slot]].core;
         }
+        s.open(arrival, done, g_.mem_done);
+        slot_open_[slot] = 1;
+        transaction(c, s, slot_stream_[slot], arrival, done);
+    }
+
+    template <class C>
+    void mem_next(C& c, unsigned slot) {
+        if (!slot_open_[slot]) c.fail("chunk slot " + std::to_string(slot) + " used before a transaction opened it");
+        txlog::ChunkSlot& s = slots_[slot];
+        const Tick arrival = from(c, s.predict(g_.mem_done));
+        const Tick latency = s.latency + static_cast<Tick>(c.zz());
+        if (static_cast<std::int64_t>(latency) < 0) c.fail("a time earlier than the one it follows (the record is corrupt)");
+        const Tick done = arrival + latency;
+        s.next(arrival, done, g_.mem_done);
+        unit_id(s.target, c);
+        unit_id(s.initiator, c);
+        transaction(c, s, slot_stream_[slot], arrival, done);
+    }
+
+    // What Mem and MemNext share: the transaction, kept or counted, and its HBM pieces.
+    template <class C>
+    void transaction(C& c, const txlog::ChunkSlot& s, std::uint32_t stream, Tick arrival, Tick done) {
+        MemTxn m;
+        m.target = unit_of_name_[s.target];
+        m.initiator = s.initiator ? unit_of_name_[s.initiator] : kNone;
+        m.write = s.write;
+        m.addr = s.addr;
+        m.bytes = s.bytes;
+        m.arrival = arrival;
+        m.done = done;
+        m.stream = stream;
+        m.index = s.index;
+        next_addr_[s.target] = s.addr + s.bytes;
+        g_.mem_arrival = arrival;
+        g_.mem_done = done;
+        ++events_;
         if (m.stream != kNone && m.index >= run_.streams[m.stream].life.size() && bad_mem_.empty())
             bad_mem_ = "a transaction for instruction " + std::to_string(m.index) + " past the end of " + run_.streams[m.stream].label();
-        if (m.target != kNone && keeps(m.target)) append_large(run_.mems, m);
+        if (keeps(m.target)) append_large(run_.mems, m);
         else ++run_.mems_not_kept;
+        if (const txlog::HbmLayout* l = layout_of_[s.target]) pieces(c, *l, m);
     }
+
+    // The pieces of an HBM transaction (txlog::Pieces): derived by the header's rule.
+    template <class C>
+    void pieces(C& c, const txlog::HbmLayout& l, const MemTxn& m) {
+        const std::uint64_t mode = c.var();
+        if (mode == static_cast<std::uint64_t>(txlog::Pieces::Explicit)) return;
+        if (mode > static_cast<std::uint64_t>(txlog::Pieces::Explicit)) c.fail("HBM pieces mode " + std::to_string(mode) + " out of range");
+        const bool timed = mode & 1;
+        const std::uint64_t passes = mode >= 2 ? 2 : 1;
+        if (m.addr < l.base || l.pieces(m.addr, m.bytes) > txlog::kMaxDerivedPieces) c.fail("HBM pieces derived for a transaction outside its controller");
+        const Tick granule_service = l.transfer_ps(l.interleave);
+        l.for_each_piece(m.addr, m.bytes, [&](std::uint16_t channel, std::uint64_t bytes) {
+            c.check();
+            HbmPiece hp;
+            hp.controller = m.target;
+            hp.channel = channel;
+            hp.bytes = bytes * passes;
+            hp.done = m.done;
+            if (timed) {
+                const std::uint64_t before = c.var();
+                if (before > m.done - m.arrival) c.fail("an HBM piece that ends before its transaction arrived");
+                hp.done = m.done - before;
+            }
+            hp.start = l.start_of(m.arrival, hp.done, (bytes == l.interleave ? granule_service : l.transfer_ps(bytes)) * passes);
+            append_large(run_.hbm_pieces, hp);
+            ++events_;
+        });
+    }
+
     bool keeps(std::uint32_t unit) {
         if (unit >= keep_.size()) {  // units are added by Name records: extend the cache
             const std::size_t from = keep_.size();
@@ -488,15 +693,27 @@ private:
         if (ch > 0xFFFF) c.fail("channel " + std::to_string(ch) + " out of range");
         hp.channel = static_cast<std::uint16_t>(ch);
         hp.bytes = c.var();
-        hp.start = c.var();
+        hp.start = from(c, g_.piece_start);
+        g_.piece_start = hp.start;
         hp.done = c.after(hp.start);
         append_large(run_.hbm_pieces, hp);
+        ++events_;
     }
 
     RunData& run_;
     StreamTable streams_;
     std::vector<std::uint32_t> unit_of_name_ = std::vector<std::uint32_t>(1, kNone);
+    std::vector<char> used_;                            // by name id: referenced yet
+    std::vector<txlog::HbmLayout> layouts_;
+    std::vector<const txlog::HbmLayout*> layout_of_;    // by name id
+    std::vector<std::uint64_t> next_addr_;              // by name id
+    std::vector<txlog::StreamState> stream_state_;      // by stream
+    txlog::GlobalState g_;
+    std::vector<txlog::ChunkSlot> slots_ = std::vector<txlog::ChunkSlot>(txlog::kSlots);
+    std::vector<std::uint32_t> slot_stream_;
+    std::vector<char> slot_open_;
     std::vector<char> keep_;  // per unit: keeps_transactions
+    std::uint64_t events_ = 0, names_used_ = 0;
     bool ended_ = false;
     std::string bad_mem_;
 };
@@ -506,19 +723,19 @@ private:
 std::uint32_t decode_block(LogDecoder& dec, const std::vector<std::uint8_t>& buf, std::size_t n, const std::string& where) {
     FastCursor fast(buf.data(), n);
     std::uint32_t seen = 0;
-    std::size_t at = 0;  // where the current record began
+    const LogDecoder::Mark mark = dec.mark();
     try {
         while (!fast.done()) {
-            at = fast.offset();
             ++seen;
             dec.record(fast);
             if (fast.past_end()) throw Refused{};
         }
     } catch (const Refused&) {
-        // Decode the refused record again, checked: the error then names the place exactly.
+        // Decode the block again, checked, from the state it began with (records are deltas
+        // against what the records before them said): the error then names the place exactly.
+        dec.rewind(mark);
         Cursor c(buf.data(), n, where);
-        c.seek(at);
-        dec.record(c);
+        while (!c.done()) dec.record(c);
         c.fail("a record the fast decoder refused reads back without error (a bug of the reader)");
     }
     return seen;
@@ -552,7 +769,6 @@ void read_blocks(std::FILE* f, const std::string& path, std::uint64_t offset, Ru
         if (trace::crc32(block.data(), n) != crc) throw LogError(where + ": checksum mismatch (the log is corrupt)");
         const std::uint32_t seen = decode_block(dec, block, n, where);
         if (seen != records) throw LogError(where + ": the header says " + std::to_string(records) + " records, the block holds " + std::to_string(seen));
-        run.records += records;
         offset += sizeof bh + n;
         if (progress && !ec && file_bytes > first) progress(static_cast<double>(offset - first) / static_cast<double>(file_bytes - first));
     }
@@ -560,6 +776,7 @@ void read_blocks(std::FILE* f, const std::string& path, std::uint64_t offset, Ru
         throw LogError(path + ": byte " + std::to_string(offset) +
                        ": the log ends without its End record (the run that wrote it did not finish writing)");
     run.log_bytes = offset;
+    run.records = dec.events();
 }
 
 // Every record's stream and index must exist (an index past the end would be a corrupt log).
@@ -586,17 +803,17 @@ RunData load_run(const std::string& out_dir, const std::function<void(double)>& 
     std::uint8_t h[16];
     if (std::fread(h, 1, sizeof h, f.get()) != sizeof h || std::memcmp(h, txlog::kMagic, 8) != 0)
         throw LogError(path + ": byte 0: expected the magic XPUTXLOG of a transaction log");
-    if (trace::codec::get_u32(h + 8) != txlog::kVersion)
-        throw LogError(path + ": byte 8: version " + std::to_string(trace::codec::get_u32(h + 8)) + ", this analysis reads version " +
-                       std::to_string(txlog::kVersion));
+    if (const std::uint32_t version = trace::codec::get_u32(h + 8); version != txlog::kVersion)
+        throw LogError(path + ": byte 8: transaction log format version " + std::to_string(version) + ", expected version " +
+                       std::to_string(txlog::kVersion) + " (this analysis reads no other: re-run the simulation with this build to write the log again)");
     const std::uint32_t meta_bytes = trace::codec::get_u32(h + 12);
     if (meta_bytes > txlog::kMaxMetaBytes) throw LogError(path + ": byte 12: a header of " + std::to_string(meta_bytes) + " bytes is implausible");
     std::string meta(meta_bytes, '\0');
     if (std::fread(meta.data(), 1, meta_bytes, f.get()) != meta_bytes) throw LogError(path + ": the header is truncated");
-    parse_meta(run, meta, path);
+    const std::vector<txlog::HbmLayout> hbm = parse_meta(run, meta, path);
 
     TraceLoader trace(run, (fs::path(out_dir) / "txlog.trace.bin").string());
-    LogDecoder dec(run);
+    LogDecoder dec(run, hbm);
     std::exception_ptr log_error;
     try {
         read_blocks(f.get(), path, 16 + meta_bytes, run, dec, progress);

@@ -32,7 +32,7 @@
 #include "platform/vcd_writer.h"
 #include "analysis/outputs.h"
 #include "platform/txlog_writer.h"
-#include "traces/sha256.h"
+#include "traces/file_digest.h"
 
 namespace po = boost::program_options;
 using namespace xpu::platform;
@@ -347,6 +347,8 @@ int sc_main(int argc, char* argv[]) {
     }
 
     std::unique_ptr<Simulation> sim;
+    // stats.json's trace_sha256, from the reads of the check and the run (no pass of its own).
+    const auto trace_digest = std::make_shared<xpu::trace::FileDigest>();
     std::unique_ptr<VcdWriter> vcd;
     std::unique_ptr<xpu::txlog::Writer> txlog;
     xpu::RecorderFanOut recorders;
@@ -358,7 +360,7 @@ int sc_main(int argc, char* argv[]) {
     };
     try {
         try {
-            sim = std::make_unique<Simulation>(cfg, trace_file, stop_requested);
+            sim = std::make_unique<Simulation>(cfg, trace_file, stop_requested, trace_digest);
         } catch (const BuildInterrupted&) {
             return interrupted(outs, " while building the platform");
         }
@@ -382,7 +384,7 @@ int sc_main(int argc, char* argv[]) {
             // The analysis reads only OUT/txlog.*: the log, and the program it ran.
             try {
                 std::filesystem::copy_file(trace_file, trace_copy, std::filesystem::copy_options::overwrite_existing);
-                txlog = std::make_unique<xpu::txlog::Writer>(txlog_path, xpu::txlog_meta(sim->platform(), trace_file, platform_file));
+                txlog = std::make_unique<xpu::txlog::Writer>(txlog_path, xpu::txlog_header(sim->platform(), trace_file, platform_file));
             } catch (const std::exception& e) {
                 return fail_run(kOutput, std::string(e.what()));
             }
@@ -440,7 +442,7 @@ int sc_main(int argc, char* argv[]) {
     in.overrides = sets;
     in.version = std::string("xpusim ") + XPU_VERSION;
     try {
-        in.trace_sha256 = xpu::sha256_file(trace_file);
+        in.trace_sha256 = trace_digest->finish(trace_file);
     } catch (const std::exception& e) {
         outs.discard();
         return fail(kBadTrace, e.what());

@@ -358,8 +358,9 @@ private:
 
 }  // namespace
 
-Simulation::Simulation(const PlatformConfig& cfg, const std::string& trace_path, const std::function<bool()>& stop_requested)
-    : cfg_(cfg), trace_(trace::TraceFile::open(trace_path)) {
+Simulation::Simulation(const PlatformConfig& cfg, const std::string& trace_path, const std::function<bool()>& stop_requested,
+                       const std::shared_ptr<trace::FileDigest>& digest)
+    : cfg_(cfg), trace_(trace::TraceFile::open(trace_path, digest)) {
     platform_ = std::make_unique<Platform>(cfg_, &trace_, stop_requested);
 }
 

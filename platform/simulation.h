@@ -71,7 +71,10 @@ class Simulation {
 public:
     // Opens the trace (TraceError) and elaborates the platform for it (ConfigError);
     // BuildInterrupted if `stop_requested` (polled between chips) says so.
-    Simulation(const PlatformConfig& cfg, const std::string& trace_path, const std::function<bool()>& stop_requested = {});
+    // `digest`, if given, sees every read of the trace (traces/file_digest.h): the check and the
+    // run read it all, so that the trace's SHA-256 needs no pass of its own.
+    Simulation(const PlatformConfig& cfg, const std::string& trace_path, const std::function<bool()>& stop_requested = {},
+               const std::shared_ptr<trace::FileDigest>& digest = nullptr);
     Platform& platform() { return *platform_; }
     const trace::TraceFile& trace() const { return trace_; }
 

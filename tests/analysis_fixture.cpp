@@ -18,7 +18,7 @@ Analyzed analyzed(const std::string& trace, const std::vector<std::string>& sets
     const fs::path dir = temp_path("out");
     fs::create_directories(dir);
     fs::copy_file(trace, dir / "txlog.trace.bin", fs::copy_options::overwrite_existing);
-    txlog::Writer log((dir / "txlog.bin").string(), txlog_meta(r.run->sim->platform(), trace, platform));
+    txlog::Writer log((dir / "txlog.bin").string(), txlog_header(r.run->sim->platform(), trace, platform));
     RecorderFanOut both;
     both.add(&log);
     both.add(&r.run->rec);

@@ -334,15 +334,21 @@ TEST(AnalysisLog, BadRecordsAreNamedByBlockAndByte) {
     // An instruction record (type 2: chip, core, index, arrival, then three time deltas).
     expect_error({2, 0, 0, 0, 0x80, 0x80}, "6 of the block: a record runs past the end of its block");
     expect_error({2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 1}, "11 of the block: a varint longer than 10 bytes");
-    expect_error({2, 0, 0, 0, 5, 3, 0, 0}, "6 of the block: a time earlier than the one it follows (the record is corrupt)");
+    expect_error({2, 0, 0, 0, 10, 3, 0, 0}, "6 of the block: a time earlier than the one it follows (the record is corrupt)");
+    // (index-Δ from the stream's last index, 0 at first: zigzag-encoded, 2 x instructions)
     std::vector<std::uint8_t> past = {2, 0, 0};
-    for (std::uint64_t v = instructions; v >= 0x80; v >>= 7) past.push_back(static_cast<std::uint8_t>(v | 0x80));
-    past.push_back(static_cast<std::uint8_t>(instructions >> (7 * (past.size() - 3))));
+    for (std::uint64_t v = 2 * instructions; v >= 0x80; v >>= 7) past.push_back(static_cast<std::uint8_t>(v | 0x80));
+    past.push_back(static_cast<std::uint8_t>((2 * instructions) >> (7 * (past.size() - 3))));
     past.insert(past.end(), {0, 0, 0, 0});
     expect_error(past, std::to_string(past.size() - 4) + " of the block: instruction " + std::to_string(instructions) +
                            " of chip0.core0, which has " + std::to_string(instructions));
     expect_error({2, 7, 0, 0, 0, 0, 0, 0}, "3 of the block: a record for chip 7 core 0, which the trace has no stream for");
     expect_error({99}, "1 of the block: unknown record type 99");
+    // Version 3's references: a time before the run began (a Δ below 0 from time 0), the next
+    // chunk of a slot no transaction opened, a slot out of range.
+    expect_error({2, 0, 0, 0, 5, 0, 0, 0}, "5 of the block: a time before the run began (the record is corrupt)");
+    expect_error({0x85, 0, 0}, "1 of the block: chunk slot 5 used before a transaction opened it");
+    expect_error({6, 0xC8, 0x01}, "3 of the block: chunk slot 200 out of range");
 }
 
 // VMEM liveness depends on the program alone: load_run computes it while it decodes the log

@@ -175,7 +175,7 @@ TEST(ModuleType, ANewTypeRegisteredInATestShowsInTheWaveformsTheLogAndTheAnalysi
     vo.path = out + "/wave.vcd";
     platform::VcdWriter vcd(sim.platform(), vo);
     std::filesystem::copy_file(trace, out + "/txlog.trace.bin");
-    txlog::Writer log(out + "/txlog.bin", txlog_meta(sim.platform(), trace, yaml));
+    txlog::Writer log(out + "/txlog.bin", txlog_header(sim.platform(), trace, yaml));
     RecorderFanOut fan;
     fan.add(&log);
     fan.add(&vcd);

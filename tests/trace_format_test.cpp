@@ -15,6 +15,8 @@
 
 #include "traces/instruction.h"
 #include "traces/crc32.h"
+#include "traces/file_digest.h"
+#include "traces/sha256.h"
 #include "traces/trace_format.h"
 #include "traces/trace_reader.h"
 #include "traces/trace_validate.h"
@@ -617,6 +619,58 @@ TEST_F(TraceTest, ReadersOfDifferentStreamsAreIndependent) {
     }
     EXPECT_EQ(ia, want[0].size());
     EXPECT_EQ(ib, want[1].size());
+}
+
+// The trace's SHA-256 from the reads the reader makes anyway (stats.json's trace_sha256 without
+// a pass of its own) equals sha256_file's, whatever the order of the reads. Reference:
+// sha256_file, the whole file read once, in order. A single stream read through covers every
+// block in order (only the tables after them are left to finish()); interleaved streams read
+// one after the other, or alternately, or not at all, leave more to finish().
+TEST_F(TraceTest, DigestOfTheReadsIsTheFilesSha256) {
+    std::mt19937_64 rng(5);
+    auto make = [&](const std::string& name, std::size_t streams, int n) {
+        const std::string path = file(name);
+        TraceWriter w(path);
+        for (std::size_t s = 0; s < streams; ++s) w.add_stream(static_cast<std::uint16_t>(s), 0);
+        for (int i = 0; i < n; ++i) w.append(rng() % streams, random_instruction(rng, 0));
+        w.close();
+        return path;
+    };
+    auto read_all = [](StreamReader& r) {
+        Instruction buf[256];
+        while (r.read(buf, 256)) {
+        }
+    };
+    const std::string one = make("one.bin", 1, 200000), three = make("three.bin", 3, 200000);
+    {
+        auto d = std::make_shared<FileDigest>();
+        const TraceFile tf = TraceFile::open(one, d);
+        StreamReader r(tf, 0);
+        read_all(r);
+        StreamReader again(tf, 0);  // a second reader (the run after the check): nothing new
+        read_all(again);
+        EXPECT_EQ(d->hashed(), tf.block_area_end()) << "every block hashed as it was read";
+        EXPECT_EQ(d->finish(one), sha256_file(one));
+    }
+    for (int order = 0; order < 4; ++order) {
+        auto d = std::make_shared<FileDigest>();
+        const TraceFile tf = TraceFile::open(three, d);
+        if (order == 0) {
+            for (std::size_t s = 0; s < 3; ++s) {
+                StreamReader r(tf, s);
+                read_all(r);
+            }
+        } else if (order == 1) {
+            StreamReader a(tf, 2), b(tf, 0), c(tf, 1);
+            Instruction buf[97];
+            while (a.read(buf, 97) + b.read(buf, 13) + c.read(buf, 50)) {
+            }
+        } else if (order == 2) {
+            StreamReader r(tf, 1);
+            read_all(r);
+        }  // order 3: no reads but open's
+        EXPECT_EQ(d->finish(three), sha256_file(three)) << "order " << order;
+    }
 }
 
 TEST_F(TraceTest, StreamsReadConcurrentlyFromThreads) {

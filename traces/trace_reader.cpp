@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "traces/crc32.h"
+#include "traces/file_digest.h"
 
 namespace xpu::trace {
 
@@ -127,12 +128,13 @@ InputFile::~InputFile() {
     if (f_) std::fclose(f_);
 }
 
-InputFile::InputFile(InputFile&& o) noexcept : f_(o.f_), size_(o.size_), pos_(o.pos_) { o.f_ = nullptr; }
+InputFile::InputFile(InputFile&& o) noexcept : f_(o.f_), digest_(o.digest_), size_(o.size_), pos_(o.pos_) { o.f_ = nullptr; }
 
 InputFile& InputFile::operator=(InputFile&& o) noexcept {
     if (this != &o) {
         if (f_) std::fclose(f_);
         f_ = o.f_;
+        digest_ = o.digest_;
         size_ = o.size_;
         pos_ = o.pos_;
         o.f_ = nullptr;
@@ -156,6 +158,7 @@ bool InputFile::read_at(std::uint64_t offset, void* dst, std::size_t n) {
         pos_ = ~std::uint64_t{0};
         return false;
     }
+    if (digest_) digest_->observe(offset, dst, n);
     return true;
 }
 
@@ -171,10 +174,14 @@ std::string TraceFile::describe_stream(std::size_t index) const {
     return s;
 }
 
-TraceFile TraceFile::open(const std::string& path) {
+TraceFile TraceFile::open(const std::string& path) { return open(path, nullptr); }
+
+TraceFile TraceFile::open(const std::string& path, const std::shared_ptr<FileDigest>& digest) {
     TraceFile t;
     t.path_ = path;
+    t.digest_ = digest;
     detail::InputFile f(path);
+    f.report_to(digest.get());
     const std::uint64_t actual = f.size();
 
     std::uint8_t h[kHeaderSize];
@@ -370,6 +377,7 @@ detail::InputFile open_for_stream(const TraceFile& file, std::size_t index) {
 
 StreamReader::StreamReader(const TraceFile& file, std::size_t stream_index)
     : file_(open_for_stream(file, stream_index)) {
+    file_.report_to(file.digest_.get());
     where_ = file.describe_stream(stream_index);
     info_ = file.streams()[stream_index];
     stream_index_ = stream_index;

@@ -14,11 +14,16 @@
 
 namespace xpu::trace {
 
+class FileDigest;
+
 // The metadata of a trace file. Opening reads and checks the header, the stream table and the
 // string table (not the blocks). Cheap to copy; immutable, so it can be shared between threads.
 class TraceFile {
  public:
     static TraceFile open(const std::string& path);  // throws TraceError
+    // The same, every read of the file (here and by its StreamReaders) reported to `digest`
+    // (traces/file_digest.h). Such a TraceFile and its readers belong to one thread.
+    static TraceFile open(const std::string& path, const std::shared_ptr<FileDigest>& digest);
 
     const std::string& path() const { return path_; }
     const std::vector<StreamInfo>& streams() const { return streams_; }
@@ -52,6 +57,7 @@ class TraceFile {
     std::uint64_t total_instructions_ = 0;
     std::uint64_t block_area_end_ = kHeaderSize;
     std::shared_ptr<const std::vector<std::vector<std::uint64_t>>> block_index_;
+    std::shared_ptr<FileDigest> digest_;
 };
 
 namespace detail {
@@ -68,9 +74,11 @@ class InputFile {
     std::uint64_t size() const { return size_; }
     // Reads exactly n bytes at offset; returns false if the file ends first.
     bool read_at(std::uint64_t offset, void* dst, std::size_t n);
+    void report_to(FileDigest* d) { digest_ = d; }  // every read from now on
 
  private:
     std::FILE* f_ = nullptr;
+    FileDigest* digest_ = nullptr;
     std::uint64_t size_ = 0;
     std::uint64_t pos_ = ~std::uint64_t{0};  // current file position, if known
 };

@@ -1,5 +1,7 @@
 #include "traces/txlog_header.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 namespace xpu::txlog {
@@ -9,6 +11,11 @@ std::string format_header(const Header& h) {
     for (const auto& [k, v] : h.meta) os << k << ' ' << v << '\n';
     for (const auto& u : h.units)
         os << "unit " << u.path << ' ' << u.kind << ' ' << role_name(u.role) << ' ' << u.chip << ' ' << u.peak_gbps << ' ' << u.capacity << '\n';
+    for (const auto& l : h.hbm) {
+        char bw[40];
+        std::snprintf(bw, sizeof bw, "%.17g", l.channel_gbps);
+        os << "hbm " << l.path << ' ' << l.base << ' ' << l.interleave << ' ' << l.channels << ' ' << l.latency_ps << ' ' << bw << '\n';
+    }
     return os.str();
 }
 
@@ -30,6 +37,17 @@ bool parse_header(const std::string& text, Header& out, std::string& error) {
                 return false;
             }
             out.units.push_back(u);
+        } else if (key == "hbm") {
+            std::istringstream us(value);
+            HbmLayout l;
+            std::string bw;
+            char* end = nullptr;
+            if (!(us >> l.path >> l.base >> l.interleave >> l.channels >> l.latency_ps >> bw) || l.interleave == 0 || l.channels == 0 ||
+                (l.channel_gbps = std::strtod(bw.c_str(), &end), end != bw.c_str() + bw.size()) || !(l.channel_gbps > 0)) {
+                error = "header line " + std::to_string(n) + ": expected 'hbm PATH BASE INTERLEAVE CHANNELS LATENCY_PS CHANNEL_GBPS' (counts and bandwidth > 0)";
+                return false;
+            }
+            out.hbm.push_back(l);
         } else {
             out.meta[key] = value;
         }

@@ -82,7 +82,7 @@ std::string make_run(std::int64_t instructions, std::uint64_t* records) {
     header.meta = {{"issue_slot_ps.0.0", "476"}};
     header.units = {{mxu, "MatrixUnit", Role::Matrix, 0, 0, 0}, {hbm, "HbmController", Role::Hbm, 0, 1200, 0},
                                          {vmem, "Vmem", Role::Vmem, 0, 0, 32u << 20}, {dma, "DmaEngine", Role::Dma, 0, 300, 0}};
-    txlog::Writer w(dir + "/txlog.bin", txlog::format_header(header));
+    txlog::Writer w(dir + "/txlog.bin", header);
     Tick t = 0;
     for (std::uint64_t i = 0; i < n; ++i, t += 800) {
         InstrEvent in;

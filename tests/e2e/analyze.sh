@@ -83,4 +83,10 @@ reset_bad; head -c 5000 "$WORK/a/txlog.bin" > "$WORK/bad/txlog.bin"; bad "trunca
 reset_bad; "$PY" -c "
 import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[len(b)//2]^=0x10; open(p,'wb').write(b)" "$WORK/bad/txlog.bin"; bad "flipped byte"
 reset_bad; printf 'not a log' > "$WORK/bad/txlog.bin"; bad "not a log"
+# A log of format version 2 (its version field; the reader looks no further): refused, both
+# versions named.
+reset_bad; "$PY" -c "
+import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[8:12]=(2).to_bytes(4,'little'); open(p,'wb').write(b)" "$WORK/bad/txlog.bin"
+bad "older format"
+grep -q "byte 8: transaction log format version 2, expected version 3" "$WORK/err.txt" || fail "older format: $(cat "$WORK/err.txt")"
 echo "$checks passed"

@@ -77,25 +77,30 @@ std::vector<unsigned> iota_ring(unsigned n) {
 
 }  // namespace
 
-void emit_all_reduce(Lowering& lo, const RingInfo& ring, unsigned chip, std::uint64_t buf, std::uint64_t bytes,
-                     const std::string& op) {
+namespace {
+
+// Chip `chip`'s place in a ring over all the chips, on `bytes` of the buffer at `buf`.
+RingPlan whole_ring(const Lowering& lo, const RingInfo& ring, unsigned chip, std::uint64_t buf, std::uint64_t bytes) {
     RingPlan r;
     r.members = iota_ring(ring.chips);
     r.pos = chip;
     r.base = buf;
     r.bytes = bytes - bytes % (ring.chips * dtype_bytes(lo.config().dtype));  // whole elements per shard
+    return r;
+}
+
+}  // namespace
+
+void emit_all_reduce(Lowering& lo, const RingInfo& ring, unsigned chip, std::uint64_t buf, std::uint64_t bytes,
+                     const std::string& op) {
+    const RingPlan r = whole_ring(lo, ring, chip, buf, bytes);
     ring_pass(lo, {r}, 1, false, true, op + "/reduce_scatter");
     ring_pass(lo, {r}, 1, false, false, op + "/all_gather");
 }
 
 void emit_all_gather(Lowering& lo, const RingInfo& ring, unsigned chip, std::uint64_t buf, std::uint64_t bytes,
                      const std::string& op) {
-    RingPlan r;
-    r.members = iota_ring(ring.chips);
-    r.pos = chip;
-    r.base = buf;
-    r.bytes = bytes - bytes % (ring.chips * dtype_bytes(lo.config().dtype));  // whole elements per shard
-    ring_pass(lo, {r}, 1, false, false, op);
+    ring_pass(lo, {whole_ring(lo, ring, chip, buf, bytes)}, 1, false, false, op);
 }
 
 namespace {

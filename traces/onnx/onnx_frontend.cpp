@@ -1,4 +1,5 @@
 #include "traces/onnx/onnx_frontend.h"
+#include "traces/onnx/onnx_attrs.h"
 
 #include <algorithm>
 #include <cmath>
@@ -151,21 +152,6 @@ std::uint64_t bcast_index(const Dims& d, const Dims& out, std::uint64_t flat) {
     return idx;
 }
 
-const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name) {
-    for (const auto& a : n.attribute())
-        if (a.name() == name) return &a;
-    return nullptr;
-}
-std::int64_t attr_int(const onnx::NodeProto& n, const std::string& name, std::int64_t dflt) {
-    const auto* a = attr(n, name);
-    return a ? a->i() : dflt;
-}
-Dims attr_ints(const onnx::NodeProto& n, const std::string& name) {
-    const auto* a = attr(n, name);
-    return a ? Dims(a->ints().begin(), a->ints().end()) : Dims{};
-}
-
-std::int64_t norm_axis(std::int64_t a, std::size_t rank) { return a < 0 ? a + static_cast<std::int64_t>(rank) : a; }
 
 // Evaluates one node on constant inputs; false if it cannot (then it stays a runtime node).
 bool fold(const onnx::NodeProto& n, const std::vector<const Const*>& in, const std::function<const Dims*(const std::string&)>& shape_of,

@@ -1,4 +1,5 @@
 #include "traces/onnx/sharding.h"
+#include "traces/onnx/onnx_attrs.h"
 
 #include <algorithm>
 #include <set>
@@ -13,20 +14,7 @@ std::pair<std::int64_t, std::int64_t> shard_range(std::int64_t d, unsigned c, un
 
 namespace {
 
-const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const std::string& name) {
-    for (const auto& a : n.attribute())
-        if (a.name() == name) return &a;
-    return nullptr;
-}
-std::int64_t int_attr(const onnx::NodeProto& n, const std::string& name, std::int64_t dflt) {
-    const auto* a = find_attr(n, name);
-    return a ? a->i() : dflt;
-}
-Dims ints_attr(const onnx::NodeProto& n, const std::string& name) {
-    const auto* a = find_attr(n, name);
-    return a ? Dims(a->ints().begin(), a->ints().end()) : Dims{};
-}
-int norm(std::int64_t a, std::size_t rank) { return static_cast<int>(a < 0 ? a + static_cast<std::int64_t>(rank) : a); }
+int norm(std::int64_t a, std::size_t rank) { return static_cast<int>(norm_axis(a, rank)); }
 std::int64_t prod(const Dims& d, std::size_t from, std::size_t to) {
     std::int64_t p = 1;
     for (std::size_t i = from; i < to && i < d.size(); ++i) p *= d[i];
@@ -197,7 +185,7 @@ private:
         }
         if (op == "Transpose") {
             const int a = axis(n.input(0));
-            Dims perm = ints_attr(n, "perm");
+            Dims perm = attr_ints(n, "perm");
             const std::size_t r = dims(n.input(0)).size();
             if (perm.empty())
                 for (std::size_t k = r; k-- > 0;) perm.push_back(static_cast<std::int64_t>(k));
@@ -212,7 +200,7 @@ private:
         if (unary_keep().count(op)) return keep(s, n, "follows its input");
         if (op == "Softmax" || op == "LogSoftmax" || op == "LayerNormalization") {
             const std::size_t r = dims(n.input(0)).size();
-            const int first = norm(int_attr(n, "axis", -1), r);  // normalised over [axis, rank) (Softmax: axis)
+            const int first = norm(attr_int(n, "axis", -1), r);  // normalised over [axis, rank) (Softmax: axis)
             const int a = axis(n.input(0));
             if (a >= 0 && (op == "LayerNormalization" ? a >= first : a == first)) return replicate(s, n);
             return keep(s, n, "follows its input (normalised over other axes)");
@@ -234,7 +222,7 @@ private:
         if (op == "Split" || op == "Slice") return split_or_slice(n, s);
         if (op == "Gather") {
             const int a = axis(n.input(0));
-            const int ga = norm(int_attr(n, "axis", 0), dims(n.input(0)).size());
+            const int ga = norm(attr_int(n, "axis", 0), dims(n.input(0)).size());
             if (a < 0 || a == ga || (runtime(n.input(1)) && axis(n.input(1)) >= 0)) return replicate(s, n);
             read(s, n.input(0), a);
             out_all(s, n, a < ga ? a : a + static_cast<int>(dims(n.input(1)).size()) - 1);
@@ -279,16 +267,16 @@ private:
         const int a = axis(n.input(0));
         if (a < 0) return out_all(s, n, -1);
         const std::size_t r = dims(n.input(0)).size();
-        Dims axes = ints_attr(n, "axes");
+        Dims axes = attr_ints(n, "axes");
         if (axes.empty() && n.input_size() > 1 && !n.input(1).empty() && !in_.const_ints(n.input(1), axes))
             return replicate(s, n);  // axes computed at run time
         std::set<int> red;
         for (auto x : axes) red.insert(norm(x, r));
-        if (red.empty() && !int_attr(n, "noop_with_empty_axes", 0))
+        if (red.empty() && !attr_int(n, "noop_with_empty_axes", 0))
             for (std::size_t k = 0; k < r; ++k) red.insert(static_cast<int>(k));
         if (red.count(a)) return replicate(s, n);
         int b = a;
-        if (!int_attr(n, "keepdims", 1))
+        if (!attr_int(n, "keepdims", 1))
             for (int k : red)
                 if (k < a) --b;
         read(s, n.input(0), a);
@@ -297,7 +285,7 @@ private:
     }
 
     void concat(const onnx::NodeProto& n, Sharding& s) {
-        const int ca = norm(int_attr(n, "axis", 0), dims(n.output(0)).size());
+        const int ca = norm(attr_int(n, "axis", 0), dims(n.output(0)).size());
         int target = -1;
         for (const auto& x : n.input())
             if (runtime(x) && axis(x) >= 0) target = axis(x);
@@ -340,8 +328,8 @@ private:
             s.rule = "column-parallel";
             return;
         }
-        const int ka = gemm ? (int_attr(n, "transA", 0) ? 0 : 1) : ra - 1;
-        const int kb = gemm ? (int_attr(n, "transB", 0) ? 1 : 0) : rb - 2;
+        const int ka = gemm ? (attr_int(n, "transA", 0) ? 0 : 1) : ra - 1;
+        const int kb = gemm ? (attr_int(n, "transB", 0) ? 1 : 0) : rb - 2;
         const int nb = gemm ? 1 - kb : rb - 1;
         const int R = static_cast<int>(dims(n.output(0)).size());
         const int a = axis(x);
@@ -456,7 +444,7 @@ private:
     void conv(const onnx::NodeProto& n, Sharding& s) {
         const std::string &x = n.input(0), &w = n.input(1);
         const Dims &xd = dims(x), &wd = dims(w), &yd = dims(n.output(0));
-        const std::int64_t G = int_attr(n, "group", 1), C = xd.size() > 1 ? xd[1] : 1, O = wd.empty() ? 1 : wd[0];
+        const std::int64_t G = attr_int(n, "group", 1), C = xd.size() > 1 ? xd[1] : 1, O = wd.empty() ? 1 : wd[0];
         const int a = axis(x);
         const bool rows = yd.size() == 4 && yd[2] >= static_cast<std::int64_t>(tp());
         const bool batch = xd.size() && xd[0] % static_cast<std::int64_t>(tp()) == 0;
