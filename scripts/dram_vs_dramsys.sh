@@ -14,8 +14,9 @@
 # refresh, RoBaRaCoCh bits, read and write buffers of 33 per channel with the write-drain
 # watermarks of the Ramulator run (GrpFrFcfsWm: drain above 25 writes, back to reads at 6 or
 # fewer: FR-FCFS within the mode), Simple arbiter, no arbitration delays; saturating patterns
-# dealt round-robin to one STL player per channel (request i to player i mod CHANNELS, all at
-# time 0; a player offers its next request when the last is accepted; one player per channel
+# dealt round-robin to one STL player per channel (request i to player i mod CHANNELS at cycle
+# i / 8: 8 requests offered per ns, as Ramulator's frontend at clock_ratio 8; a player behind
+# its schedule offers its next request when the last is accepted; one player per channel
 # so that the players' response path, one response per player per cycle or two, does not hold
 # back the controllers), low-load ones in one player, one request every 100 ns.
 # XPUSIM_ARBITER_NO_GAP=1 (diagnostic, patched DRAMSys): the arbiter forwards a queued request
@@ -82,7 +83,7 @@ low = pat.startswith("low")
 fs = [open(f"{d}/{pat}_{ch}_{j}.stl", "w") for j in range(k)]
 for i, line in enumerate(open(src)):
     op, a = line.split()
-    fs[i % k].write(f"{100 * i if low else 0}:\t{'read' if op == 'LD' else 'write'}\t0x{int(a):x}\n")
+    fs[i % k].write(f"{100 * i if low else i // 8}:\t{'read' if op == 'LD' else 'write'}\t0x{int(a):x}\n")
 for f in fs: f.close()
 json.dump({"simulation": {"addressmapping": f"robaracoch_{ch}.json", "mcconfig": "xpusim.json",
   "memspec": f"hbm2_{ch}.json", "simconfig": "xpusim.json", "simulationid": f"{pat}_{ch}",
