@@ -161,7 +161,7 @@ std::string rounds_json(const RoundsResult& r) {
     j.field("schema", "xpusim.rounds/1");
     j.field("start_ns", ns(r.start));
     j.field("end_ns", ns(r.end));
-    j.field("saving_ns", ns(r.start - r.end));
+    j.field("saving_ns", (static_cast<double>(r.start) - static_cast<double>(r.end)) / 1000.0);  // < 0 if a mismatched round ran slower
     j.field("lower_bound_ns", ns(r.lower_bound));
     j.field("lower_bound", r.bound_name);
     j.field("headroom_ns", ns(r.start > r.lower_bound ? r.start - r.lower_bound : 0));
@@ -194,9 +194,11 @@ void print_rounds(std::ostream& os, const RoundsResult& r) {
     char share[200] = "";
     if (head > 0)
         std::snprintf(share, sizeof share, " (%.1f%% of the %s headroom over the %s bound)",
-                      100.0 * static_cast<double>(r.start - r.end) / static_cast<double>(head), format_time(head).c_str(),
+                      100.0 * (static_cast<double>(r.start) - static_cast<double>(r.end)) / static_cast<double>(head),
+                      format_time(head).c_str(),
                       r.bound_name.c_str());
-    os << "rounds: " << format_time(r.start) << " -> " << format_time(r.end) << ", " << format_time(r.start - r.end) << " saved" << share
+    os << "rounds: " << format_time(r.start) << " -> " << format_time(r.end) << ", "
+       << (r.end <= r.start ? format_time(r.start - r.end) + " saved" : format_time(r.end - r.start) + " slower") << share
        << "; stopped: " << r.stopped << "\n";
 }
 

@@ -322,7 +322,8 @@ for c in cases:
             head = t - lb
             rd = c.get("rounds")
             r["rounds_ns"] = rd["saving_ns"] if rd else None
-            r["rounds_what"] = ("%d rounds: %s" % (len(rd["rounds"]), ", ".join(x["kind"] for x in rd["rounds"])) if rd
+            r["rounds_what"] = ("%d round%s: %s" % (len(rd["rounds"]), "" if len(rd["rounds"]) == 1 else "s",
+                                                      ", ".join(x["kind"] for x in rd["rounds"])) if rd
                                 else c.get("rounds_error", "not run"))
             best = max(x for x in (together, r["rounds_ns"], 0.0) if x is not None)
             ratio = best / head
