@@ -191,7 +191,7 @@ int main(int argc, char* argv[]) {
     double verify_budget = 300, factor = 2;
     opts.add_options()
         ("apply", po::value(&apply), "write the trace with suggestion N (1 = the top one) applied, or several that compose (1,3); needs -o")
-        ("output,o", po::value(&out), "where --apply writes the patched trace; with --compare, the folder of "
+        ("output,o", po::value(&out), "where --apply (--rounds: the last round) writes the patched trace; with --compare, the folder of "
                                         "compare.txt, compare.json, compare.html (default xpusim-compare)")
         ("compare", "compare two output folders: xpu_analyze --compare OUT_A OUT_B")
         ("top", po::value(&top_text), "rows per table in the terminal report (default 10)")
@@ -222,7 +222,8 @@ int main(int argc, char* argv[]) {
         return fail(kUsage, std::string(e.what()) + " (see --help)");
     }
     if (vm.count("help")) {
-        std::cout << "usage: xpu_analyze OUT [--apply N -o patched.bin] | xpu_analyze --compare OUT_A OUT_B\n" << opts;
+        std::cout << "usage: xpu_analyze OUT [--apply N -o patched.bin | --rounds K -o patched.bin] | xpu_analyze --compare OUT_A OUT_B\n"
+                  << opts;
         return kOk;
     }
     if (vm.count("version")) {
