@@ -80,18 +80,7 @@ inline MemEvent mem_event(const TxnOrigin* o, const char* target, bool write, st
 }
 inline MemEvent mem_event(const tlm::tlm_generic_payload& gp, const char* target, bool write, std::uint64_t addr,
                           std::uint64_t bytes, Tick arrival, Tick done) {
-    MemEvent e;
-    e.target = target;
-    e.write = write;
-    e.addr = addr;
-    e.bytes = bytes;
-    e.arrival = arrival;
-    e.done = done;
-    if (const auto* o = gp.get_extension<TxnOrigin>()) {
-        e.initiator = o->initiator;
-        e.for_instr = {true, o->chip, o->core, o->index};
-    }
-    return e;
+    return mem_event(gp.get_extension<TxnOrigin>(), target, write, addr, bytes, arrival, done);
 }
 
 // A write that reduces into memory (dst += data): the target reads and writes the bytes
