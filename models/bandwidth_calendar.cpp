@@ -27,7 +27,7 @@ double BandwidthCalendar::memory_for(double bytes_per_tick, Tick bucket, double 
     return 2.0 * static_cast<double>(sizeof(Bucket)) * (bytes_ahead / cap + 1);
 }
 
-BandwidthCalendar::Bucket& BandwidthCalendar::slot(std::uint64_t b) {
+BandwidthCalendar::Bucket& BandwidthCalendar::grow(std::uint64_t b) {
     if (b - base_ >= ring_.size()) {  // grow (power of two), keeping live buckets in place
         std::size_t n = ring_.size();
         while (b - base_ >= n) n *= 2;
@@ -45,7 +45,7 @@ BandwidthCalendar::Bucket& BandwidthCalendar::slot(std::uint64_t b) {
 
 // Streaming traffic fills buckets in long runs; a request landing in such a run jumps over
 // it along the skip pointers instead of walking it, and the walk is compressed for the next.
-std::uint64_t BandwidthCalendar::first_free(std::uint64_t b) {
+std::uint64_t BandwidthCalendar::walk(std::uint64_t b) {
     std::uint64_t r = b;
     while (r < end_) {
         const Bucket& x = ring_[r & mask_];
@@ -91,7 +91,11 @@ Tick BandwidthCalendar::reserve(Tick t, std::uint64_t bytes, Tick now) {
         if (left <= 1e-6) {
             // The bucket fills front to back: the last byte moves at the fill level.
             Tick end = start + static_cast<Tick>(u.used * inv_rate_ + 0.5);
-            Tick own = t + static_cast<Tick>(static_cast<double>(bytes) * inv_rate_ + 0.5);
+            if (bytes != own_bytes_) {
+                own_bytes_ = bytes;
+                own_ticks_ = static_cast<Tick>(static_cast<double>(bytes) * inv_rate_ + 0.5);
+            }
+            const Tick own = t + own_ticks_;
             return end > own ? end : own;
         }
         ++b;

@@ -39,8 +39,23 @@ private:
         double used = 0;          // bytes reserved
         std::uint64_t next = 0;   // when full: a later bucket to look at first (skip pointer)
     };
-    Bucket& slot(std::uint64_t b);            // bucket b (absolute index), growing the ring as needed
-    std::uint64_t first_free(std::uint64_t b);  // first bucket >= b with room (path-compressed)
+    // Bucket b (absolute index, b >= base_). Live buckets [base_, end_) always fit the ring, so
+    // one already touched is a plain index; only a new one may grow the ring (grow()).
+    Bucket& slot(std::uint64_t b) {
+        if (b < end_) return ring_[b & mask_];
+        if (b == end_ && b - base_ < ring_.size()) {  // the next new bucket, room in the ring
+            end_ = b + 1;
+            return ring_[b & mask_] = Bucket{0.0, b};
+        }
+        return grow(b);
+    }
+    Bucket& grow(std::uint64_t b);
+    // First bucket >= b with room (path-compressed). Most calls find b itself free: answered
+    // inline, without the walk.
+    std::uint64_t first_free(std::uint64_t b) {
+        return b >= end_ || !full(ring_[b & mask_]) ? b : walk(b);
+    }
+    std::uint64_t walk(std::uint64_t b);
     bool full(const Bucket& x) const { return cap_ - x.used <= 1e-6; }
 
     double rate_;
@@ -58,6 +73,10 @@ private:
     // start at frontier_ at once, which is what the skip pointers would find by walking.
     std::uint64_t frontier_ = 0;
     std::uint64_t bytes_ = 0;
+    // The transfer time of the last request size seen (requests mostly have one size: a whole
+    // interleave granule), so that the common case skips a conversion.
+    std::uint64_t own_bytes_ = 0;
+    Tick own_ticks_ = 0;
 };
 
 }  // namespace xpu

@@ -1,5 +1,6 @@
 #include "models/busy_tracker.h"
 
+#include <algorithm>
 #include <iterator>
 #include <stdexcept>
 
@@ -10,45 +11,59 @@ namespace xpu {
 void BusyTracker::add(Tick start, Tick end) {
     if (end <= start) return;
     // Fast path: at or after the last interval (in-order units).
-    if (!open_.empty()) {
-        auto last = std::prev(open_.end());
-        if (start >= last->first) {
-            if (start <= last->second) {
-                if (end > last->second) last->second = end;
+    if (open_.size() > head_) {
+        auto& last = open_.back();
+        if (start >= last.first) {
+            if (start <= last.second) {
+                if (end > last.second) last.second = end;
                 return;
             }
-            open_.emplace_hint(open_.end(), start, end);
-            if (open_.size() > 64) settle(start);  // in-order callers need never call settle()
+            open_.emplace_back(start, end);
+            if (open_.size() - head_ > 64) settle(start);  // in-order callers need never call settle()
             return;
         }
     }
     // General case: merge with every interval it overlaps or touches.
-    auto it = open_.upper_bound(start);
-    if (it != open_.begin()) {
-        auto prev = std::prev(it);
+    auto first = std::upper_bound(open_.begin() + static_cast<std::ptrdiff_t>(head_), open_.end(), start,
+                                  [](Tick s, const std::pair<Tick, Tick>& x) { return s < x.first; });
+    if (first != open_.begin() + static_cast<std::ptrdiff_t>(head_)) {
+        auto prev = std::prev(first);
         if (prev->second >= start) {
             start = prev->first;
             if (prev->second > end) end = prev->second;
-            it = open_.erase(prev);
+            first = prev;
         }
     }
-    while (it != open_.end() && it->first <= end) {
-        if (it->second > end) end = it->second;
-        it = open_.erase(it);
+    auto last = first;
+    while (last != open_.end() && last->first <= end) {
+        if (last->second > end) end = last->second;
+        ++last;
     }
-    open_.emplace(start, end);
+    if (last != first) {  // reuse the first merged slot, drop the others
+        *first = {start, end};
+        open_.erase(first + 1, last);
+    } else {
+        open_.insert(first, {start, end});
+    }
 }
 
 void BusyTracker::settle(Tick watermark) {
-    while (!open_.empty() && open_.begin()->second < watermark) {
-        closed_ += open_.begin()->second - open_.begin()->first;
-        open_.erase(open_.begin());
+    while (head_ < open_.size() && open_[head_].second < watermark) {
+        closed_ += open_[head_].second - open_[head_].first;
+        ++head_;
+    }
+    if (head_ == open_.size()) {
+        open_.clear();
+        head_ = 0;
+    } else if (head_ > 64 && head_ * 2 > open_.size()) {  // compact: amortised O(1) per interval
+        open_.erase(open_.begin(), open_.begin() + static_cast<std::ptrdiff_t>(head_));
+        head_ = 0;
     }
 }
 
 Tick BusyTracker::total() const {
     Tick t = closed_;
-    for (const auto& [s, e] : open_) t += e - s;
+    for (std::size_t i = head_; i < open_.size(); ++i) t += open_[i].second - open_[i].first;
     return t;
 }
 

@@ -100,18 +100,27 @@ MemTiming HbmController::access(const MemAccess& a) {
     const std::size_t nch = channels_.size();
     const Tick now = a.now;
     Tick accept = arrival, done = arrival;
-    std::uint64_t off = a.addr - cfg_.base, end = off + a.len;
+    std::uint64_t off = a.addr - cfg_.base;
+    const std::uint64_t end = off + a.len;
     const bool write = a.write;
     // A reducing write reads and writes every byte: twice the channel time.
     const unsigned passes = a.reduce ? 2 : 1;
+    // The interleave rule: byte x is on channel (x / gran) % channels. The pieces are the
+    // request cut at granule boundaries, in address order; one division places the first, the
+    // next ones follow on the next channel (no division per piece). Each piece is reserved on
+    // its own channel's calendar, exactly as the rule says: a partial first and last piece,
+    // whole granules between (their service time and queue room are computed once).
+    std::uint64_t granule_end = (off / gran + 1) * gran;
+    std::size_t ch = static_cast<std::size_t>((off / gran) % nch);
+    const Tick whole_service = granule_service_ * passes;
+    const Tick whole_room = cfg_.queue_depth * whole_service;
     while (off < end) {
-        const std::uint64_t granule = off / gran;
-        std::uint64_t piece = std::min<std::uint64_t>(end, (granule + 1) * gran) - off;
-        std::size_t ch = granule % nch;
-        Tick service = (piece == gran ? granule_service_ : transfer_ticks(piece, cfg_.channel_bandwidth_gbps)) * passes;
-        Tick moved = channels_[ch].reserve(arrival, piece * passes, now);
+        const std::uint64_t piece = std::min<std::uint64_t>(end, granule_end) - off;
+        const bool whole = piece == gran;
+        const Tick service = whole ? whole_service : transfer_ticks(piece, cfg_.channel_bandwidth_gbps) * passes;
+        const Tick moved = channels_[ch].reserve(arrival, piece * passes, now);
         // Queue full: more than queue_depth pieces ahead; the piece waits outside for room.
-        Tick room = cfg_.queue_depth * service;
+        const Tick room = whole ? whole_room : cfg_.queue_depth * service;
         if (moved > arrival + room + service) accept = std::max(accept, moved - room - service);
         done = std::max(done, moved + cfg_.latency);
         if (recorder_) {  // per piece: the channel's queue and bytes (waveforms)
@@ -120,6 +129,8 @@ MemTiming HbmController::access(const MemAccess& a) {
                                        moved + cfg_.latency});
         }
         off += piece;
+        granule_end += gran;
+        if (++ch == nch) ch = 0;
     }
     backpressure_ += accept - arrival;
     (write ? bytes_written_ : bytes_read_) += a.len;
