@@ -6,6 +6,11 @@
 #include <stdexcept>
 #include <vector>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define XPU_SHA_NI 1
+#endif
+
 namespace xpu {
 
 namespace {
@@ -18,10 +23,59 @@ constexpr std::uint32_t kK[64] = {
     0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
     0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 inline std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+#ifdef XPU_SHA_NI
+// FIPS 180-4's compression function with the x86 SHA extensions: the state as (ABEF, CDGH), four
+// rounds per pair of sha256rnds2, the message schedule four words at a time by sha256msg1/msg2.
+__attribute__((target("sha,sse4.1"))) void sha_ni_blocks(std::uint32_t h[8], const unsigned char* p, std::size_t n) {
+    const __m128i swap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);  // big-endian words
+    __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)), 0xB1);   // CDAB
+    __m128i s1 = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + 4)), 0x1B);  // EFGH
+    __m128i s0 = _mm_alignr_epi8(tmp, s1, 8);                                                       // ABEF
+    s1 = _mm_blend_epi16(s1, tmp, 0xF0);                                                            // CDGH
+    for (; n > 0; --n, p += 64) {
+        const __m128i abef = s0, cdgh = s1;
+        __m128i w[16];
+        for (int i = 0; i < 16; ++i) {
+            if (i < 4)
+                w[i] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i)), swap);
+            else  // W[t] = s1(W[t-2]) + W[t-7] + s0(W[t-15]) + W[t-16], four at a time
+                w[i] = _mm_sha256msg2_epu32(
+                    _mm_add_epi32(_mm_sha256msg1_epu32(w[i - 4], w[i - 3]), _mm_alignr_epi8(w[i - 1], w[i - 2], 4)),
+                    w[i - 1]);
+            __m128i msg = _mm_add_epi32(w[i], _mm_loadu_si128(reinterpret_cast<const __m128i*>(kK + 4 * i)));
+            s1 = _mm_sha256rnds2_epu32(s1, s0, msg);
+            s0 = _mm_sha256rnds2_epu32(s0, s1, _mm_shuffle_epi32(msg, 0x0E));
+        }
+        s0 = _mm_add_epi32(s0, abef);
+        s1 = _mm_add_epi32(s1, cdgh);
+    }
+    tmp = _mm_shuffle_epi32(s0, 0x1B);  // FEBA
+    s1 = _mm_shuffle_epi32(s1, 0xB1);   // DCHG
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(h), _mm_blend_epi16(tmp, s1, 0xF0));  // DCBA
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(h + 4), _mm_alignr_epi8(s1, tmp, 8));  // HGFE
+}
+#endif
 }  // namespace
 
-Sha256::Sha256()
-    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
+bool Sha256::hardware_available() {
+#ifdef XPU_SHA_NI
+    return __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("ssse3");
+#else
+    return false;
+#endif
+}
+
+Sha256::Sha256(bool allow_hardware)
+    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19},
+      hardware_(allow_hardware && hardware_available()) {}
+
+void Sha256::blocks(const unsigned char* p, std::size_t n) {
+#ifdef XPU_SHA_NI
+    if (hardware_) return sha_ni_blocks(h_, p, n);
+#endif
+    for (; n > 0; --n, p += 64) block(p);
+}
 
 void Sha256::block(const unsigned char* p) {
     std::uint32_t w[64];
@@ -59,13 +113,19 @@ void Sha256::update(const void* data, std::size_t n) {
     const auto* p = static_cast<const unsigned char*>(data);
     bytes_ += n;
     while (n > 0) {
+        if (used_ == 0 && n >= 64) {  // whole blocks straight from the caller's bytes
+            blocks(p, n / 64);
+            p += n / 64 * 64;
+            n %= 64;
+            continue;
+        }
         const std::size_t take = std::min<std::size_t>(n, 64 - used_);
         std::memcpy(buf_ + used_, p, take);
         used_ += take;
         p += take;
         n -= take;
         if (used_ == 64) {
-            block(buf_);
+            blocks(buf_, 1);
             used_ = 0;
         }
     }

@@ -11,13 +11,20 @@ namespace xpu {
 
 class Sha256 {
 public:
-    Sha256();
+    // allow_hardware: use the CPU's SHA extensions when it has them (x86 SHA-NI: several times
+    // faster; stats.json hashes every trace a run reads, tens of MB). false: the portable code
+    // only (tests compare the two).
+    explicit Sha256(bool allow_hardware = true);
     void update(const void* data, std::size_t n);
     std::string hex();  // finishes: 64 lower-case hex digits
+    // Whether this CPU has the SHA extensions this build can use.
+    static bool hardware_available();
 
 private:
+    void blocks(const unsigned char* p, std::size_t n);  // n whole 64-byte blocks
     void block(const unsigned char* p);
     std::uint32_t h_[8];
+    bool hardware_ = false;
     unsigned char buf_[64];
     std::size_t used_ = 0;
     std::uint64_t bytes_ = 0;
