@@ -131,9 +131,12 @@ const TimedPath* DmaEngine::probe(std::uint64_t addr, std::uint64_t len, TimedPa
 }
 
 // What transfer() computes, without the transaction: the arrival the hops would annotate (the
-// issue time, not before now, plus their latencies), the memory's own timing, the hops' counts.
+// issue time, not before now, plus their latencies), the memory's own timing; the hops' counts
+// when `count` (else the caller adds them up: engine()).
 Tick DmaEngine::direct(const TimedPath& path, bool write, bool reduce, std::uint64_t addr, std::uint64_t len, Tick at,
-                       Tick now, Tick* stall) {
+                       Tick now, Tick* stall, bool count) {
+    if (count)
+        for (unsigned i = 0; i < path.n_hops; ++i) path.hops[i]->routed(len, 1);
     MemAccess a;
     a.write = write;
     a.reduce = reduce;
@@ -142,7 +145,6 @@ Tick DmaEngine::direct(const TimedPath& path, bool write, bool reduce, std::uint
     a.now = now;
     a.arrival = max_tick(at, now) + path.latency;
     a.origin = &origin_;  // (its core and index are the descriptor's: set by the caller)
-    for (unsigned i = 0; i < path.n_hops; ++i) path.hops[i]->routed(len);
     const MemTiming r = path.target->access(a);
     *stall = r.stall;
     return r.done;
@@ -170,6 +172,18 @@ void DmaEngine::engine() {
         const TimedPath* src_path = probe(src, d.in.bytes, src_path_);
         const TimedPath* dst_path = remote ? nullptr : probe(dst, d.in.bytes, dst_path_);
         const bool reduce = d.in.has(kDtype);
+        // Both sides direct (the usual HBM <-> VMEM DMA): what its chunks would have routed
+        // through the hops is added up and reported in one call per hop before this thread can
+        // stop (a sync, the descriptor's end), so the counters read the same whenever the
+        // simulation ends. With a TLM side (which may wait inside a chunk), per chunk as before.
+        const bool batch = src_path && dst_path;
+        std::uint64_t routed_bytes = 0, routed_chunks = 0;
+        auto report_routed = [&] {
+            for (const TimedPath* p : {src_path, dst_path})
+                if (p && routed_chunks)
+                    for (unsigned i = 0; i < p->n_hops; ++i) p->hops[i]->routed(routed_bytes, routed_chunks);
+            routed_bytes = routed_chunks = 0;
+        };
         for (std::uint64_t off = 0; off < d.in.bytes; off += cfg_.chunk_bytes) {
             std::uint64_t len = std::min<std::uint64_t>(cfg_.chunk_bytes, d.in.bytes - off);
             if (inflight_.size() >= cfg_.max_outstanding) {
@@ -178,21 +192,28 @@ void DmaEngine::engine() {
             }
             // Temporal decoupling. This thread waits only here and for work (then reset()): its
             // memory targets answer without waiting, so the quantum counts from its last wait.
-            if (qk_.past_quantum(t)) qk_.sync_to(t);
+            if (qk_.past_quantum(t)) {
+                report_routed();
+                qk_.sync_to(t);
+            }
             Tick read_stall = 0, write_stall = 0;
             const Tick now = src_path || dst_path ? now_ticks() : 0;
             // Per chunk: the completer thread (which ran during the sync above) reuses origin_.
             origin_.core = d.core;
             origin_.index = d.index;
-            Tick read_done = src_path ? direct(*src_path, false, false, src + off, len, t, now, &read_stall)
+            Tick read_done = src_path ? direct(*src_path, false, false, src + off, len, t, now, &read_stall, !batch)
                                       : transfer(tlm::TLM_READ_COMMAND, src + off, len, t, &read_stall, d);
             Tick write_done;
             if (dst_path) {
-                write_done = direct(*dst_path, true, reduce, dst + off, len, read_done, now, &write_stall);
+                write_done = direct(*dst_path, true, reduce, dst + off, len, read_done, now, &write_stall, !batch);
             } else {
                 if (reduce) mem_gp_.set_extension(&reduce_);  // dst += src
                 write_done = transfer(tlm::TLM_WRITE_COMMAND, dst + off, len, read_done, &write_stall, d);
                 if (reduce) mem_gp_.clear_extension(&reduce_);
+            }
+            if (batch) {
+                routed_bytes += len;
+                ++routed_chunks;
             }
             last_write = read_done;  // the chunk's write issues once its read is done
             inflight_.push_back(write_done);
@@ -201,6 +222,7 @@ void DmaEngine::engine() {
             t = max_tick(t + transfer_ticks(len, cfg_.bandwidth_gbps), t + std::max(read_stall, write_stall));
             ++chunks_;
         }
+        report_routed();
         engine_free_ = t;
         if (remote && d.in.has(kFlag)) post_remote_flag(d, last_write, last);
         d.done = last;

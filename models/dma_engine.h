@@ -104,7 +104,7 @@ private:
     // The timing path to the memory serving [addr, addr + len), or null (then: transfer()).
     const TimedPath* probe(std::uint64_t addr, std::uint64_t len, TimedPath& into);
     Tick direct(const TimedPath& path, bool write, bool reduce, std::uint64_t addr, std::uint64_t len, Tick at,
-                Tick now, Tick* stall);
+                Tick now, Tick* stall, bool count);
     [[noreturn]] void fail(const std::string& what, const Descriptor& d);
 
     DmaEngineConfig cfg_;

@@ -48,8 +48,8 @@ public:
     const char* kind() const override { return "Interconnect"; }
     Role role() const override { return Role::Router; }
     std::vector<Stat> stats() const override;
-    void routed(std::uint64_t bytes) override {
-        ++routed_;
+    void routed(std::uint64_t bytes, std::uint64_t transactions) override {
+        routed_ += transactions;
         bytes_ += bytes;
     }
 

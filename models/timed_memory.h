@@ -50,10 +50,11 @@ protected:
     ~TimedMemory() = default;
 };
 
-// A router on the path: counts what would have gone through it.
+// A router on the path: counts what would have gone through it (`transactions` of `bytes` in
+// all: the engine adds a descriptor's chunks up and reports them when its thread may stop).
 class TimedHop {
 public:
-    virtual void routed(std::uint64_t bytes) = 0;
+    virtual void routed(std::uint64_t bytes, std::uint64_t transactions) = 0;
 
 protected:
     ~TimedHop() = default;
