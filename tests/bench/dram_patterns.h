@@ -131,9 +131,13 @@ inline ReplayResult replay(DramModel& m, const std::vector<Request>& tr, unsigne
 // player i mod `players` and is due at cycle i / per_cycle; a player offers its next request
 // once the last was accepted (one outstanding unaccepted request each, the STL player waiting
 // for END_REQ), so a player that waits for a full channel holds back only its own requests.
-// Per channel, waiting players are served first come first served, one request accepted per
-// `gap` cycles at most (1: the controller's one per cycle; 2: DRAMSys's Simple arbiter, which
-// forwards a queued request one cycle after the last was accepted). Figures as replay()'s.
+// Per channel, waiting players are served first come first served, one request a cycle; a
+// request of another player than the last accepted one waits `gap` cycles after that one (2:
+// DRAMSys's Simple arbiter: the channel is busy from the request's BEGIN_REQ to the
+// controller's END_REQ a cycle later, a request of another player arriving meanwhile or with
+// the END_REQ is queued and forwarded one cycle after the END_REQ; the same player sends its next
+// request on the END_REQ, to a free channel, so a player alone on its channel gets one a cycle;
+// 1: the patched arbiter's XPUSIM_ARBITER_NO_GAP). Figures as replay()'s.
 inline ReplayResult replay_players(DramModel& m, const std::vector<Request>& tr, unsigned per_cycle, unsigned players,
                                    unsigned gap) {
     ReplayResult res;
@@ -147,6 +151,7 @@ inline ReplayResult replay_players(DramModel& m, const std::vector<Request>& tr,
     std::vector<std::vector<unsigned>> line(channels);  // players waiting per channel, FIFO
     std::vector<std::size_t> head(channels, 0);
     std::vector<std::int64_t> last_accept(channels, -1000000);
+    std::vector<unsigned> last_player(channels, players);
     for (unsigned p = 0; p < players; ++p) next[p] = p;
     std::size_t accepted = 0;
     std::uint64_t reads = 0;
@@ -160,17 +165,22 @@ inline ReplayResult replay_players(DramModel& m, const std::vector<Request>& tr,
             }
         for (unsigned ch = 0; ch < channels; ++ch) {
             auto& l = line[ch];
-            if (head[ch] == l.size() || cycle - last_accept[ch] < static_cast<std::int64_t>(gap)) continue;
+            if (head[ch] == l.size()) continue;
             const unsigned p = l[head[ch]];
+            if (cycle < last_accept[ch] + (p == last_player[ch] ? 1 : static_cast<std::int64_t>(gap))) continue;
             const Request& r = tr[next[p]];
             if (!m.offer(r.addr, r.write, next[p])) continue;
             if (!r.write) ++reads;
             ++accepted;
-            last_accept[ch] = cycle;
             waiting[p] = false;
             free_at[p] = cycle + 1;
             next[p] += players;
-            if (++head[ch] == l.size()) l.clear(), head[ch] = 0;
+            last_accept[ch] = cycle;
+            last_player[ch] = p;
+            if (++head[ch] == l.size()) {
+                l.clear();
+                head[ch] = 0;
+            }
         }
         if (accepted == tr.size()) break;
         for (unsigned ch = 0; ch < channels; ++ch) m.tick(ch);
