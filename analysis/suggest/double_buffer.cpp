@@ -21,6 +21,8 @@ std::vector<std::uint64_t> fills_of(const SuggestContext& sc, std::uint32_t s, c
     const Stream& st = sc.run.streams[s];
     std::vector<std::pair<std::uint64_t, std::uint64_t>> buffers;
     for (std::uint64_t k : dmas) buffers.push_back({st.code[k].mem_dst.addr, st.code[k].mem_dst.addr + st.code[k].bytes});
+    std::sort(buffers.begin(), buffers.end());  // a buffer once, however many of its fills are listed
+    buffers.erase(std::unique(buffers.begin(), buffers.end()), buffers.end());
     std::vector<std::uint64_t> out;
     for (std::uint64_t j : sc.plan.sync_and_dma(s)) {
         const Instruction& in = st.code[j];
