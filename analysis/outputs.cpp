@@ -70,9 +70,23 @@ Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const Outp
     if (opt.timing) opt.timing->records = run.records;
     ProgressLine analyze_progress(opt.progress, label);
     AnalyzeOptions ao;
-    ao.progress = [&](double f, const char* next) { analyze_progress.update(f, std::string("analysing: ") + next); };
+    // The steps of analyze() timed apart as "analyze/STEP" (the step's words joined by '_'),
+    // in the order they ran; "analyze" is their sum.
+    PhaseTimes steps;
+    PhaseClock step_clock(opt.timing ? &steps : nullptr);
+    std::string step_key;
+    ao.progress = [&](double f, const char* next) {
+        analyze_progress.update(f, std::string("analysing: ") + next);
+        if (!step_key.empty()) step_clock.lap(step_key.c_str());
+        step_key = "analyze/" + std::string(next);
+        for (char& ch : step_key)
+            if (ch == ' ') ch = '_';
+    };
     Analysis a = analyze(run, ao);
     clock.lap("analyze");
+    if (opt.timing)
+        for (auto& s : steps.seconds)
+            if (s.first != "analyze/done") opt.timing->seconds.push_back(std::move(s));
     const std::string files[] = {"report.txt", "analysis.json", "report.html", "timeline.json", "verification.txt"};
     auto path = [&](const std::string& f) { return (fs::path(out_dir) / f).string(); };
     for (const auto& f : files) fs::remove(path(f));  // no stale result beside a new one

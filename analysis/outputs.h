@@ -13,7 +13,8 @@
 
 namespace xpu::analysis {
 
-// Wall seconds of each phase of analyze_folder, in order: "load", "analyze", then one per file
+// Wall seconds of each phase of analyze_folder, in order: "load", "analyze", the steps of
+// analyze ("analyze/finding_suggestions", ...: they add up to "analyze"), then one per file
 // written ("report.txt", ...). What xpu_analyze --timing prints and scripts/bench.sh measures.
 struct PhaseTimes {
     std::uint64_t records = 0;  // log records read
