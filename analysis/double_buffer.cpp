@@ -1,6 +1,7 @@
 #include "analysis/double_buffer.h"
 
 #include <algorithm>
+#include <set>
 
 namespace xpu::analysis {
 
@@ -16,6 +17,35 @@ void for_each_vmem_field(Instruction& in, std::uint16_t chip, F f) {
     auto local = [&](const MemRef& r) { return r.space == Space::Vmem && (r.chip == kLocalChip || r.chip == chip); };
     if ((in.op == Opcode::VLoad || in.op == Opcode::Dma) && in.has(kMemSrc) && local(in.mem_src)) f(in.mem_src);
     if ((in.op == Opcode::VStore || in.op == Opcode::Dma) && in.has(kMemDst) && local(in.mem_dst)) f(in.mem_dst);
+}
+
+// Does the DMA over[n] into buffer [lo, hi) leave nothing of the buffer that is read before it
+// is written again? True when it overwrites all of it; also when it writes only part (an edge
+// tile, smaller than the rest) and no instruction reads the part it leaves before a DMA that
+// overwrites the whole buffer. Then the fill before it may move to another copy of the buffer
+// with its readers: the bytes that stay behind in the copy are never read in their old place.
+bool rest_unread(const Stream& st, const std::vector<std::uint64_t>& over, std::size_t n, std::uint64_t lo, std::uint64_t hi) {
+    const Instruction& next = st.code[over[n]];
+    const std::uint64_t w_lo = std::max(lo, next.mem_dst.addr), w_hi = std::min(hi, next.mem_dst.addr + next.bytes);
+    if (w_lo <= lo && w_hi >= hi) return true;
+    const std::uint64_t stop = [&] {  // the next DMA that overwrites the whole buffer
+        for (std::size_t m = n + 1; m < over.size(); ++m) {
+            const Instruction& d = st.code[over[m]];
+            if (d.mem_dst.addr <= lo && d.mem_dst.addr + d.bytes >= hi) return over[m];
+        }
+        return static_cast<std::uint64_t>(st.code.size());
+    }();
+    auto reads_rest = [&](const MemRef& r, std::uint64_t bytes) {
+        const std::uint64_t a = r.addr, b = r.addr + std::max<std::uint64_t>(bytes, 1);
+        if (b <= lo || a >= hi) return false;
+        return a < w_lo || b > w_hi;  // touches a byte of the buffer the partial DMA did not write
+    };
+    for (std::uint64_t j = over[n] + 1; j < stop; ++j) {
+        const Instruction& in = st.code[j];
+        const bool local = in.has(kMemSrc) && in.mem_src.space == Space::Vmem && (in.mem_src.chip == kLocalChip || in.mem_src.chip == st.chip);
+        if ((in.op == Opcode::VLoad || in.op == Opcode::Dma) && local && reads_rest(in.mem_src, in.has(kBytes) ? in.bytes : 0)) return false;
+    }
+    return true;
 }
 
 }  // namespace
@@ -160,10 +190,7 @@ bool BufferRenamer::rename(std::uint32_t s, const std::vector<std::uint64_t>& dm
             const unsigned copy = static_cast<unsigned>(step_of(s, over[at]) % kBufferCopies);
             if (copy == 0) continue;
             const std::uint64_t end = at + 1 < over.size() ? over[at + 1] : st.code.size();
-            if (at + 1 < over.size()) {
-                const Instruction& next = st.code[end];
-                if (next.mem_dst.addr > lo || next.mem_dst.addr + next.bytes < hi) continue;
-            }
+            if (at + 1 < over.size() && !rest_unread(st, over, at + 1, lo, hi)) continue;
             for (std::uint64_t j = over[at]; j < end; ++j) {
                 auto it = edited.find(j);
                 Instruction in = it == edited.end() ? st.code[j] : it->second;
@@ -233,20 +260,19 @@ std::size_t BufferRenamer::split_flags(std::uint32_t s, const std::vector<std::u
             named[g] = true;
             flag_of[c] = g;
         }
-        // Step j (its DMAs, then its wait) raises and waits on its copy's flag; each wait waits
-        // for every DMA issued on that flag so far.
+        // Each DMA raises, and each wait waits on, the flag of its step's copy (find_steps);
+        // each wait waits for every DMA issued on that flag so far.
+        find_steps(s);
+        const Steps& steps = steps_.at(s);
         std::int64_t count[kBufferCopies] = {};
-        std::uint64_t step = 0;
         for (std::uint64_t j : uses) {
             Instruction in = current(j);
-            const unsigned c = static_cast<unsigned>(step % kBufferCopies);
+            const bool dma = in.op == Opcode::Dma;
+            auto at = dma ? steps.fill.find(j) : steps.wait.find(j);
+            const unsigned c = static_cast<unsigned>((at == (dma ? steps.fill.end() : steps.wait.end()) ? 0 : at->second) % kBufferCopies);
             in.flag = flag_of[c];
-            if (in.op == Opcode::Dma) {
-                count[c] += flag_increment(in);
-            } else {
-                in.value = count[c];
-                ++step;
-            }
+            if (dma) count[c] += flag_increment(in);
+            else in.value = count[c];
             edited[j] = in;
         }
         ++split;
@@ -254,22 +280,60 @@ std::size_t BufferRenamer::split_flags(std::uint32_t s, const std::vector<std::u
     return split;
 }
 
-std::uint64_t BufferRenamer::step_of(std::uint32_t s, std::uint64_t k) const {
-    auto it = steps_.find(s);
-    if (it == steps_.end()) {
-        const Stream& st = run_.streams[s];
-        std::map<std::uint64_t, std::uint64_t>& m = steps_[s];
-        std::map<std::uint16_t, std::uint64_t> waits;  // per flag of this chip: swaits so far
-        for (std::uint64_t j : plan_.sync_and_dma(s)) {
-            const Instruction& in = st.code[j];
-            if (!in.has(kFlag)) continue;
-            if (in.op == Opcode::SWait) ++waits[in.flag];
-            else if (in.op == Opcode::Dma && flag_chip(in, st.chip) == st.chip) m[j] = waits[in.flag];
-        }
-        it = steps_.find(s);
+// Steps. The swaits on the flags that fills of one size raise (joined across sizes that share a
+// flag: an edge tile raises the same flag as the full tiles) are the program's pipeline steps,
+// counted in program order. A fill belongs to the step of the first swait that waits for it (the
+// step that reads it), wherever it was issued: a prefetched fill belongs to a later step than
+// the waits before it say. Buffers a program already rotates (three tile buffers, one per step,
+// as the generator's own prefetch does, or the copies a double_buffer made) then have every fill
+// of a buffer at the same copy index, so they are not renamed again, and applying the
+// suggestion and analysing the patched run does not propose it again (counting per flag, or the
+// waits before a fill, renamed an applied suggestion's buffers once more: a 3000x2000x1000 GEMM
+// without prefetch got a second double_buffer at the same place).
+void BufferRenamer::find_steps(std::uint32_t s) const {
+    if (steps_.count(s)) return;
+    const Stream& st = run_.streams[s];
+    Steps& out = steps_[s];
+    auto local_fill = [&](const Instruction& in) {
+        return in.op == Opcode::Dma && in.has(kFlag) && flag_chip(in, st.chip) == st.chip && in.mem_dst.space == Space::Vmem &&
+               (in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip);
+    };
+    // Union-find over flags: the flags of one fill size are one class.
+    std::map<std::uint16_t, std::uint16_t> parent;
+    auto root = [&](std::uint16_t f) {
+        while (parent.at(f) != f) f = parent[f] = parent.at(parent.at(f));
+        return f;
+    };
+    std::map<std::uint64_t, std::uint16_t> size_flag;  // a flag of each size
+    for (std::uint64_t j : plan_.sync_and_dma(s)) {
+        const Instruction& in = st.code[j];
+        if (!local_fill(in)) continue;
+        parent.emplace(in.flag, in.flag);
+        auto [it, fresh] = size_flag.emplace(in.bytes, in.flag);
+        if (!fresh) parent[root(in.flag)] = root(it->second);
     }
-    auto j = it->second.find(k);
-    return j == it->second.end() ? 0 : j->second;
+    std::map<std::uint16_t, std::uint64_t> waits;  // per class: swaits so far
+    std::map<std::uint64_t, std::uint64_t> before;  // fill -> its class's swaits before it
+    for (std::uint64_t j : plan_.sync_and_dma(s)) {
+        const Instruction& in = st.code[j];
+        if (!in.has(kFlag) || !parent.count(in.flag)) continue;
+        std::uint64_t& n = waits[root(in.flag)];
+        if (in.op == Opcode::SWait) {
+            out.wait[j] = n++;
+            for (const Raiser& r : plan_.covered(s, j))  // the fills it is the first to wait for
+                if (r.stream == s && local_fill(st.code[r.index]) && !out.fill.count(r.index)) out.fill[r.index] = out.wait[j];
+        } else if (local_fill(in)) {
+            before[j] = n;
+        }
+    }
+    for (const auto& [j, n] : before) out.fill.emplace(j, n);  // never waited for: the waits before it
+}
+
+std::uint64_t BufferRenamer::step_of(std::uint32_t s, std::uint64_t k) const {
+    find_steps(s);
+    const auto& m = steps_.at(s).fill;
+    auto j = m.find(k);
+    return j == m.end() ? 0 : j->second;
 }
 
 }  // namespace xpu::analysis

@@ -1,15 +1,16 @@
 // Multiple buffering by renaming, for the `double_buffer` suggestion. A DMA whose prefetch is
 // blocked by its own destination buffer (the readers of the buffer's previous contents sit
 // between it and where it could otherwise go) gets more buffers: the program's waits on the
-// DMA's flag cut it into segments (a wait and the DMAs issued on its flag since the previous
-// one: one pipeline step), and every fill of the buffer in segment j, with every access to the
-// buffer up to the next DMA into it, moves to copy j mod kBufferCopies of the buffer (copy 0 is
-// the buffer itself, the others shadows in VMEM that nothing on the chip uses: above the highest
-// address any instruction of the chip touches, within the VMEM's capacity). Then a DMA may move
-// above the readers of the previous kBufferCopies - 1 steps' contents, as a prefetch into a
-// free copy. Copies follow the step, not the buffer, so that buffers shared by several ops
-// (filled a different number of times) still give each step one copy index for all its fills,
-// which is what lets split_flags give each copy's steps a flag of their own.
+// flags its fills raise are its pipeline steps, and every fill of the buffer for step j (the
+// step of the first wait that waits for it), with every access to the buffer up to the next DMA
+// into it, moves to copy j mod kBufferCopies of the buffer (copy 0 is the buffer itself, the
+// others shadows in VMEM that nothing on the chip uses: above the highest address any
+// instruction of the chip touches, within the VMEM's capacity). Then a DMA may move above the
+// readers of the previous kBufferCopies - 1 steps' contents, as a prefetch into a free copy.
+// Copies follow the step, not the buffer, so that buffers shared by several ops (filled a
+// different number of times) still give each step one copy index for all its fills, which is
+// what lets split_flags give each copy's steps a flag of their own; and a buffer a program
+// already rotates with others keeps one copy index for all its fills (it is not renamed again).
 #pragma once
 
 #include <cstdint>
@@ -59,7 +60,8 @@ public:
     // flags were split.
     std::size_t split_flags(std::uint32_t s, const std::vector<std::uint64_t>& renamed, Planner::Edited& edited) const;
 
-    // The step of DMA (s, k) on its flag: how many swaits on that flag come before it.
+    // The pipeline step DMA (s, k) fills a buffer for: the step of the first swait that waits
+    // for it (double_buffer.cpp: find_steps).
     std::uint64_t step_of(std::uint32_t s, std::uint64_t k) const;
 
 private:
@@ -80,7 +82,11 @@ private:
         std::uint64_t addr, bytes;
     };
     mutable std::map<std::uint32_t, std::vector<Fill>> fills_;  // per stream: its DMAs into local VMEM
-    mutable std::map<std::uint32_t, std::map<std::uint64_t, std::uint64_t>> steps_;  // per stream: DMA -> step
+    struct Steps {
+        std::map<std::uint64_t, std::uint64_t> fill, wait;  // fill DMA -> its step; swait -> its step
+    };
+    mutable std::map<std::uint32_t, Steps> steps_;  // per stream (find_steps)
+    void find_steps(std::uint32_t s) const;
 };
 
 }  // namespace xpu::analysis

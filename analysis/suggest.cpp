@@ -19,6 +19,7 @@ SuggestContext::SuggestContext(const Context& c, const Analysis& an, Planner& p)
       engine_queue(c.run, c.dma_caused),
       unit_idle(an),
       renamer(c.run, p),
+      need_order(c.run, p),
       dma_timing(c) {}
 
 void rank_suggestions(std::vector<Suggestion>& s, Tick run_end, std::size_t max) {

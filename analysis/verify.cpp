@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "analysis/compose.h"
@@ -131,6 +132,14 @@ void rank_by_verdict(std::vector<Suggestion>& s) {
     });
 }
 
+std::vector<std::size_t> candidate_order(const std::vector<Suggestion>& s) {
+    std::vector<std::size_t> first, rest;
+    std::set<std::string> kinds;
+    for (std::size_t i = 0; i < s.size(); ++i) (kinds.insert(s[i].kind).second ? first : rest).push_back(i);
+    first.insert(first.end(), rest.begin(), rest.end());
+    return first;
+}
+
 void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis& a, const VerifyOptions& opt) {
     a.verified = false;
     const std::string platform = (fs::path(out_dir) / "platform.yaml").string();
@@ -149,10 +158,11 @@ void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis
     std::error_code ec;
     fs::remove_all(work, ec);
     fs::create_directories(work);
-    // Job 0: the original trace, the reference. Then the candidates, best estimate first.
+    // Job 0: the original trace, the reference. Then the candidates: candidate_order().
     std::vector<ReplayJob> jobs = {{(fs::path(out_dir) / "txlog.trace.bin").string(), {}}};
     std::vector<std::size_t> which;  // suggestion of job k+1
-    for (std::size_t i = 0; i < a.suggestions.size() && which.size() < opt.candidates; ++i) {
+    for (std::size_t i : candidate_order(a.suggestions)) {
+        if (which.size() >= opt.candidates) break;
         Suggestion& s = a.suggestions[i];
         if (!replayable(s)) {
             s.verdict_note = "a change of lowering, not a patch of this trace: re-simulate the other lowering to measure it";
@@ -171,7 +181,8 @@ void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis
     }
     for (std::size_t i = 0; i < a.suggestions.size(); ++i)
         if (std::find(which.begin(), which.end(), i) == which.end() && a.suggestions[i].verdict_note.empty())
-            a.suggestions[i].verdict_note = "not replayed: only the best " + std::to_string(opt.candidates) + " estimates are (--verify K)";
+            a.suggestions[i].verdict_note = "not replayed: only " + std::to_string(opt.candidates) +
+                                            " are (--verify K): each kind's best estimate, then the best estimates";
 
     ReplayOptions ro;
     ro.sim_main = sim;

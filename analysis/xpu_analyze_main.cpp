@@ -8,7 +8,7 @@
 //   xpu_analyze --compare OUT_A OUT_B [-o DIR] two runs side by side: platform differences, time by
 //                                            cause, op and layer; DIR/compare.{txt,json,html}
 //                                            (default xpusim-compare)
-//   xpu_analyze OUT --verify K | --no-verify  replay the K best suggestions (default 5) and rank them
+//   xpu_analyze OUT --verify K | --no-verify  replay K suggestions (default 5; each kind's best first) and rank them
 //                                            by measured saving, or do not replay
 //   xpu_analyze OUT --sensitivity [--factor F] also the measured speedup of each resource scaled by F
 //   xpu_analyze OUT --per-layer              time by op per layer (default: added up over layers)
@@ -199,7 +199,7 @@ int main(int argc, char* argv[]) {
         ("rounds", po::value(&rounds_text), "apply what the run's verification measured best, re-simulate the patched trace (a full "
                                              "run: analysis, verification), and again, K rounds at most; needs -o (the last patched "
                                              "trace); each round's run in PATCHED-rounds/ (docs/analysis.md)")
-        ("verify", po::value(&verify_text), "replay the K best suggestions by estimate on the run's platform and rank by measured saving (default 5)")
+        ("verify", po::value(&verify_text), "replay K suggestions (each kind's best estimate, then the best estimates) on the run's platform and rank by measured saving (default 5)")
         ("sensitivity", "also replay the trace with each major resource of its platform scaled (--factor), a table of measured speedups")
         ("factor", po::value(&factor), "how much more capable --sensitivity makes each resource (default 2)")
         ("no-verify", "do not replay: suggestions ranked by estimate, marked not verified")

@@ -21,11 +21,14 @@ namespace {
 //  HBM3:  16 channels per stack of 2 pseudo-channels, 32 B per access at 6.4 Gb/s per pin
 //         (25.6 GB/s per pseudo-channel, 819.2 GB/s per 16 channels), the HBM2E nanosecond
 //         timings. An estimate, labelled so in docs/validation.md.
+// Command buses: all three split (JESD235 HBM2 / HBM2E: row pins R[5:0] for ACT, PRE, REF over
+// 2 cycles for ACT, column pins C[7:0] for RD, WR; JESD238 HBM3 keeps the separate row and
+// column interfaces). Ramulator 2's HBM2 issues both kinds on one bus (command_bus: shared).
 const DramTiming kPresets[] = {
-    // name    tCK   acc pc bg ba  rows  cols BL CL CWL RCDRD RCDWR RP RAS RC WR RTPS RTPL CCDS CCDL RRDS RRDL WTRS WTRL FAW RFC REFI
-    {"HBM2", 1.0, 32, 2, 4, 4, 32768, 32, 2, 7, 2, 7, 7, 7, 17, 19, 8, 2, 3, 1, 2, 2, 3, 3, 4, 15, 350, 3900},
-    {"HBM2E", 0.625, 32, 2, 4, 4, 32768, 32, 2, 12, 4, 12, 12, 12, 28, 31, 13, 4, 5, 1, 2, 4, 5, 5, 7, 24, 560, 6240},
-    {"HBM3", 0.625, 32, 2, 4, 4, 32768, 32, 2, 12, 4, 12, 12, 12, 28, 31, 13, 4, 5, 1, 2, 4, 5, 5, 7, 24, 560, 6240},
+    // name    tCK   acc pc bg ba  rows  cols BL CL CWL RCDRD RCDWR RP RAS RC WR RTPS RTPL CCDS CCDL RRDS RRDL WTRS WTRL FAW RFC REFI split
+    {"HBM2", 1.0, 32, 2, 4, 4, 32768, 32, 2, 7, 2, 7, 7, 7, 17, 19, 8, 2, 3, 1, 2, 2, 3, 3, 4, 15, 350, 3900, true},
+    {"HBM2E", 0.625, 32, 2, 4, 4, 32768, 32, 2, 12, 4, 12, 12, 12, 28, 31, 13, 4, 5, 1, 2, 4, 5, 5, 7, 24, 560, 6240, true},
+    {"HBM3", 0.625, 32, 2, 4, 4, 32768, 32, 2, 12, 4, 12, 12, 12, 28, 31, 13, 4, 5, 1, 2, 4, 5, 5, 7, 24, 560, 6240, true},
 };
 
 enum Cmd : unsigned { ACT, PRE, PREA, RD, WR, RDA, WRA, REF, NCMD };
@@ -37,6 +40,11 @@ bool is_read(unsigned c) { return c == RD || c == RDA; }
 bool is_write(unsigned c) { return c == WR || c == WRA; }
 bool is_column(unsigned c) { return is_read(c) || is_write(c); }
 bool is_closing(unsigned c) { return c == PRE || c == PREA || c == RDA || c == WRA; }
+
+// The command buses a cycle is offered to: shared (any command), or split into the column bus
+// (RD, WR and their auto-precharge forms) and the row bus (ACT, PRE, PREA, REF).
+enum Bus : unsigned { ANY, COLUMN, ROW };
+bool on_bus(unsigned cmd, Bus bus) { return bus == ANY || (bus == COLUMN) == is_column(cmd); }
 
 // One timing rule: after `prev` at a level's node, `next` at that node waits `lat` cycles (for
 // the four-activation window, after the fourth last ACT).
@@ -128,9 +136,17 @@ struct DramModel::Channel {
     std::vector<Rule> all_rules;
     std::int64_t wake = 0;  // after a cycle without a command: the earliest cycle one may issue
     bool closed;            // page policy closed: auto-precharge
+    bool split;             // separate row and column command buses
 
-    Channel(const DramTiming& tm, const DramParams& pp, unsigned i, unsigned d)
-        : t(tm), p(pp), id(i), depth(d), next_refresh(tm.REFI), all_rules(rules(tm)), closed(pp.page_policy == "closed") {
+    Channel(const DramTiming& tm, const DramParams& pp, unsigned i, unsigned d, bool split_bus)
+        : t(tm),
+          p(pp),
+          id(i),
+          depth(d),
+          next_refresh(tm.REFI),
+          all_rules(rules(tm)),
+          closed(pp.page_policy == "closed"),
+          split(split_bus) {
         const unsigned nb = t.pseudo_channels * t.bank_groups * t.banks_per_group;
         pcs.assign(t.pseudo_channels, Ready{});
         bgs.assign(t.pseudo_channels * t.bank_groups, Ready{});
@@ -202,13 +218,15 @@ struct DramModel::Channel {
         if (is_closing(cmd)) open_row[b] = -1;
     }
 
-    // FR-FCFS over a buffer: of the requests whose next command can issue now, the oldest;
-    // returns its index, or -1 (and lowers `soonest` to the earliest cycle one could issue).
-    int best(std::vector<Req>& buf, std::int64_t& soonest) {
+    // FR-FCFS over a buffer: of the requests whose next command goes on `bus` and can issue now,
+    // the oldest; returns its index, or -1 (and lowers `soonest` to the earliest cycle one could
+    // issue).
+    int best(std::vector<Req>& buf, std::int64_t& soonest, Bus bus) {
         int pick = -1;
         for (std::size_t i = 0; i < buf.size(); ++i) {
             Req& r = buf[i];
             r.cmd = next_command(r);
+            if (!on_bus(r.cmd, bus)) continue;
             const std::int64_t at = ready_at(r.cmd, r.a);
             if (at <= clk) {
                 if (pick < 0 || r.arrive < buf[pick].arrive) pick = static_cast<int>(i);
@@ -246,11 +264,26 @@ struct DramModel::Channel {
             wake = p.refresh ? next_refresh : kNever;
             return false;
         }
+        if (!split) return step(m, ANY);
+        // Column bus first, then the row bus (which sees the column command's timing effects).
+        const bool column = step(m, COLUMN);
+        const std::int64_t column_wake = wake;
+        const bool row = step(m, ROW);
+        if (!column && !row) wake = std::min(column_wake, wake);
+        return column || row;
+    }
+
+    // At most one command on `bus` this cycle. Returns whether one issued; if none did, `wake`
+    // is the earliest cycle one may.
+    bool step(DramModel& m, Bus bus) {
         std::int64_t soonest = kNever;
         std::vector<Req>* buf = nullptr;
-        int i = best(active, soonest);
+        int i = best(active, soonest, bus);
         if (i >= 0) {
             buf = &active;
+        } else if (refresh_due && bus == COLUMN) {  // the queues wait for the refresh
+            wake = soonest;
+            return false;
         } else if (refresh_due) {
             const unsigned cmd = refresh_command();
             const std::int64_t at = refresh_ready_at(cmd);
@@ -267,7 +300,7 @@ struct DramModel::Channel {
         } else {
             update_write_mode();
             buf = write_mode ? &writes : &reads;
-            i = best(*buf, soonest);
+            i = best(*buf, soonest, bus);
         }
         if (i < 0) {
             wake = std::min(soonest, p.refresh ? next_refresh : kNever);
@@ -308,9 +341,12 @@ DramModel::DramModel(const DramParams& p, unsigned channels, unsigned queue_dept
       tm_(dram_timing(p.standard)),
       tck_(static_cast<Tick>(tm_.tck_ns * 1000.0 + 0.5)),
       depth_(std::max(1u, queue_depth)),
-      map_(p.mapping == "RoCoBaRaCh" ? 1 : p.mapping == "RoBaRaCoCh-xor" ? 2 : 0) {
+      map_(p.mapping == "RoCoBaRaCh" ? 1 : p.mapping == "RoBaRaCoCh-xor" ? 2 : 0),
+      split_(p.command_bus == "split" || (p.command_bus == "standard" && tm_.split_command_bus)) {
+    if (p.command_bus != "standard" && p.command_bus != "shared" && p.command_bus != "split")
+        throw std::invalid_argument("command_bus '" + p.command_bus + "': expected standard, shared or split");
     const unsigned n = std::max(1u, channels);
-    for (unsigned i = 0; i < n; ++i) chs_.push_back(new Channel(tm_, p_, i, depth_));
+    for (unsigned i = 0; i < n; ++i) chs_.push_back(new Channel(tm_, p_, i, depth_, split_));
     fifo_.resize(n);
 }
 

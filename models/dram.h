@@ -3,9 +3,12 @@
 // controller and FR-FCFS scheduler (docs/validation.md compares the two side by side).
 //
 // Organisation: `channels` channels, each with the standard's pseudo-channels (its own data bus
-// and bank groups x banks) behind one command bus: a channel's controller issues at most one
-// command per command-clock cycle. A request moves `access_bytes` (one column command); its
-// address picks channel, pseudo-channel, bank group, bank, row and column by `mapping`.
+// and bank groups x banks) behind the channel's command interface: with `command_bus: split`
+// (JESD235 / JESD238: HBM has row command pins R[] for ACT, PRE, REF and column command pins C[]
+// for RD, WR) a channel's controller issues at most one row and one column command per
+// command-clock cycle; with `shared` (Ramulator 2's HBM2) at most one command of either kind.
+// A request moves `access_bytes` (one column command); its address picks channel,
+// pseudo-channel, bank group, bank, row and column by `mapping`.
 //
 // Controller, per channel, every cycle (what Ramulator 2's Generic controller does):
 //   1. a read queue and a write queue of `queue_depth` requests each; a request that finds its
@@ -23,7 +26,10 @@
 // ACTs per tFAW, tRC per bank, ACT-to-column tRCD, ACT-to-PRE tRAS, PRE-to-ACT tRP, RD-to-PRE
 // tRTP, WR-to-PRE tCWL+tBL+tWR; column commands tCCD_S apart (tCCD_L in a bank group) and tBL
 // apart on the data bus; WR-to-RD tCWL+tBL+tWTR_S (_L in a bank group), RD-to-WR tCL+tBL+2-tCWL;
-// an ACT occupies the channel's command bus for 2 cycles. Read data is back tCL+tBL after RD.
+// an ACT occupies the channel's (row) command bus for 2 cycles. Read data is back tCL+tBL after RD.
+// With a split bus the column bus is served first in a cycle (the request whose row is open,
+// FR-FCFS), then the row bus (ACT / PRE of the oldest ready request, or the refresh), so a row
+// command never closes a row whose column command issues in the same cycle.
 //
 // Page policy: open (rows stay open) or closed (every access auto-precharges: RDA/WRA).
 //
@@ -50,6 +56,7 @@ struct DramParams {
     std::string standard = "HBM2";       // HBM2 | HBM2E | HBM3: timings, rate, organisation
     std::string mapping = "RoBaRaCoCh";  // RoBaRaCoCh | RoCoBaRaCh | RoBaRaCoCh-xor
     std::string page_policy = "open";    // open | closed
+    std::string command_bus = "standard";  // standard | shared | split
     bool refresh = true;
     double write_high = 0.8, write_low = 0.2;  // write-drain watermarks, fractions of the queue
 
@@ -61,6 +68,10 @@ struct DramParams {
                  "column, Ch channel); -xor: the channel bits XORed with the low row bits");
         v.choice("page_policy", page_policy, {"open", "closed"},
                  "model dram: open keeps a row open after an access, closed precharges after each");
+        v.choice("command_bus", command_bus, {"standard", "shared", "split"},
+                 "model dram: split: a row command bus (ACT for 2 cycles, PRE, REF) and a column command bus (RD, "
+                 "WR), one command each per cycle (JESD235 / JESD238 HBM); shared: one command per cycle for both "
+                 "(Ramulator 2's HBM2); standard: the preset's (split for HBM2, HBM2E, HBM3)");
         v.boolean("refresh", refresh, "model dram: all-bank refresh of each channel every tREFI for tRFC");
         v.real("write_drain_high", write_high, 0.0, 1.0, "fraction of queue_depth",
                "model dram: the controller turns to writes when more writes than this wait");
@@ -78,6 +89,7 @@ struct DramTiming {
     std::uint64_t rows, columns;  // per bank; columns in accesses (a row is columns x access_bytes)
     unsigned BL, CL, CWL, RCDRD, RCDWR, RP, RAS, RC, WR, RTPS, RTPL, CCD_S, CCD_L, RRD_S, RRD_L, WTR_S, WTR_L, FAW,
         RFC, REFI;
+    bool split_command_bus;  // separate row and column command buses (command_bus: standard)
 };
 
 const DramTiming& dram_timing(const std::string& standard);
@@ -120,6 +132,8 @@ public:
     unsigned access_bytes() const { return tm_.access_bytes; }
     unsigned channels() const { return static_cast<unsigned>(chs_.size()); }
     unsigned pseudo_channels() const { return channels() * tm_.pseudo_channels; }
+    // Whether row and column commands issue on separate buses (command_bus, or the standard's).
+    bool split_command_bus() const { return split_; }
     double peak_gbps() const;  // every pseudo-channel's data bus busy
     Tick tck() const { return tck_; }
     const DramStats& stats() const { return stats_; }
@@ -154,6 +168,7 @@ private:
     Tick tck_;
     unsigned depth_;
     unsigned map_;  // 0 RoBaRaCoCh, 1 RoCoBaRaCh, 2 RoBaRaCoCh-xor
+    bool split_;    // row and column command buses apart
     std::vector<Channel*> chs_;
     DramStats stats_;
     std::vector<DramDone> done_;

@@ -222,7 +222,7 @@ int sc_main(int argc, char* argv[]) {
         ("vcd", po::value<std::string>(), "write waveforms for GTKWave to FILE.vcd (+ .gtkw save file; docs/waveforms.md)")
         ("vcd-signals", po::value<std::string>(), "only these signals: comma-separated globs, e.g. '*.mxu0.busy,*.scalar.*'")
         ("vcd-window", po::value<std::string>(), "only this time window, START_NS:END_NS (either side may be empty)")
-        ("verify", po::value<std::size_t>(), "replay the K best suggestions by estimate on the effective platform and rank by measured saving (default 5)")
+        ("verify", po::value<std::size_t>(), "replay K suggestions (each kind's best estimate, then the best estimates) on the effective platform and rank by measured saving (default 5)")
         ("sensitivity", "also replay the trace with each major resource scaled x2 (HBM, DMA, vector units, VMEM, clock, ICI links): measured speedups")
         ("no-verify", "do not replay the suggestions: ranked by estimate, marked not verified")
         ("verify-budget", po::value<double>(), "wall seconds for all replays (default 300; 0 = none); the rest stay not verified")

@@ -21,6 +21,11 @@
 # back the controllers), low-load ones in one player, one request every 100 ns.
 # XPUSIM_ARBITER_NO_GAP=1 (diagnostic, patched DRAMSys): the arbiter forwards a queued request
 # to its channel at once instead of a cycle after the last was accepted.
+# Our side (dram_replay) is set to match: `--command-bus split` (DRAMSys's HBM2, JESD235), or
+# `shared` under XPUSIM_HBM2_ONE_CMD_BUS; `--frontend dramsys` (one player per channel, the
+# arbiter's one request per channel every 2 cycles when they queue), or `dramsys-nogap` under
+# XPUSIM_ARBITER_NO_GAP. XPUSIM_OURS_FRONTEND=ramulator drives ours with Ramulator's one
+# in-order stream instead (diagnostic: what the frontend alone changes).
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 DRAMSYS_BINARY DRAM_REPLAY_BINARY OUTDIR [CHANNELS...]" >&2; exit 2; }
 ds=$1 ours=$2 out=$3
@@ -30,6 +35,11 @@ chans=("$@")
 [ -x "$ds" ] || { echo "$0: $ds: not an executable" >&2; exit 2; }
 [ -x "$ours" ] || { echo "$0: $ours: not an executable" >&2; exit 2; }
 mkdir -p "$out"/{memspec,addressmapping,mcconfig,simconfig,traces}
+bus=split frontend=dramsys
+[ -z "${XPUSIM_HBM2_ONE_CMD_BUS:-}" ] || bus=shared
+[ -z "${XPUSIM_ARBITER_NO_GAP:-}" ] || frontend=dramsys-nogap
+frontend=${XPUSIM_OURS_FRONTEND:-$frontend}
+echo "xpusim: --command-bus $bus --frontend $frontend" >&2
 patterns=(seq32 seq64 rand32 block512 block4k mix21 mixrand21 streams4 lowseq lowrand)
 
 cat > "$out/mcconfig/xpusim.json" <<'J'
@@ -90,7 +100,7 @@ json.dump({"simulation": {"addressmapping": f"robaracoch_{ch}.json", "mcconfig":
   "tracesetup": [{"clkMhz": 1000, "name": f"{pat}_{ch}_{j}.stl"} for j in range(k)]}}, open(cfg, "w"))
 PY
     "$ds" "$cfg" "$out" > "$out/d_${pat}_$ch.out" 2> "$out/d_${pat}_$ch.err"
-    "$ours" "$pat" "$ch" > "$out/x_${pat}_$ch.out"
+    "$ours" "$pat" "$ch" --command-bus "$bus" --frontend "$frontend" > "$out/x_${pat}_$ch.out"
     rm -f "$out/traces/${pat}_${ch}_"*.stl
     python3 - "$out/d_${pat}_$ch.out" "$out/d_${pat}_$ch.err" "$out/x_${pat}_$ch.out" "$out/$pat.trace" "$pat" "$ch" <<'PY'
 import re, sys

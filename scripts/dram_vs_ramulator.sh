@@ -61,7 +61,9 @@ MemorySystem:
     impl: RoBaRaCoCh
 YAML
     "$ram" "$cfg" > "$out/r_${pat}_$ch.out" 2> "$out/r_${pat}_$ch.err"
-    "$ours" "$pat" "$ch" > "$out/x_${pat}_$ch.out"
+    # One command bus on our side too: Ramulator 2's Generic controller issues one command per
+    # cycle, row or column (our HBM2 preset's own default is JESD235's two buses).
+    "$ours" "$pat" "$ch" --command-bus shared --frontend ramulator > "$out/x_${pat}_$ch.out"
     python3 - "$out/r_${pat}_$ch.out" "$out/r_${pat}_$ch.err" "$out/x_${pat}_$ch.out" "$pat" "$ch" <<'PY'
 import re, sys
 rout, rerr, xout, pat, ch = sys.argv[1:]

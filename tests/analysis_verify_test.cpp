@@ -90,6 +90,16 @@ TEST(Verify, RankedVerifiedByMeasuredThenNotVerifiedThenNoGain) {
     for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(s[i].kind, want[i]) << i;
 }
 
+// Which candidates are replayed: each kind's best estimate first, then the rest by estimate (the
+// kinds' estimates are calibrated differently; analysis/verify.h says why).
+TEST(Verify, CandidatesAreEachKindsBestThenTheBestEstimates) {
+    std::vector<analysis::Suggestion> s(7);
+    const char* kinds[] = {"reorder", "reorder", "hoist_dma", "reorder", "drop_wait", "hoist_dma", "reorder"};
+    for (std::size_t i = 0; i < s.size(); ++i) s[i].kind = kinds[i];
+    EXPECT_EQ(analysis::candidate_order(s), (std::vector<std::size_t>{0, 2, 4, 1, 3, 5, 6}));
+    EXPECT_TRUE(analysis::candidate_order({}).empty());
+}
+
 TEST(Verify, FloorIsAThousandthOfTheRunAndAtLeastOneNanosecond) {
     EXPECT_EQ(verify_floor(10'000'000), 10'000u);
     EXPECT_EQ(verify_floor(50'000), 1000u);

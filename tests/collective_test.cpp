@@ -292,6 +292,145 @@ INSTANTIATE_TEST_SUITE_P(Collective, AstraSimForm, ::testing::ValuesIn(astra_cas
     return op + "_" + std::to_string(info.param.chips) + "chips_" + std::to_string(info.param.bytes) + "B";
 });
 
+// Side by side with ASTRA-sim's congestion-unaware analytical backend, run (not its closed form):
+// astra-sim/astra-sim 518bd51 with astra-sim/astra-network-analytical 599a047 (the head: the
+// pinned e8c5119 is not in the snapshot), chakra f37c2bb, astra-memory-analytical head, built
+// outside this repository on Debian's protobuf, fmt, spdlog and yaml-cpp (docs/validation.md,
+// "Collectives against ASTRA-sim"), as scripts/collectives_vs_astrasim.sh runs it: one Chakra
+// COMM_COLL_NODE per NPU, a Ring (or Ring x Ring) of 50e9 B/s (given as 46.566 of its 2^30 B/s
+// "GB/s") and 500 ns per hop, one ring per dimension, one chunk, localBWAware, endpoint-delay 1;
+// its figure the largest "sys[i], Wall time" in ns. Ours: the same collective with every on-chip
+// cost zeroed (AstraSimForm's settings): a chip as ASTRA-sim's analytical backend models one.
+// Goal (issue 15): within 2%. Why it holds: both are (steps) x (hop latency + message / link
+// bandwidth) on the same links; ours adds only the flags' serialisation and ASTRA-sim its
+// endpoint delay of 1 per message.
+namespace {
+struct AstraFigure {
+    const char* op;
+    unsigned x, y;  // ring of x chips (y 0), or an x by y torus
+    std::uint64_t bytes;
+    double astra_ns;
+};
+void PrintTo(const AstraFigure& f, std::ostream* os) {
+    *os << f.op << " " << f.x << (f.y ? "x" + std::to_string(f.y) : std::string(" ring")) << " " << f.bytes << " B";
+}
+// op, ring of x chips (y 0) or x by y torus, bytes, ASTRA-sim's ns (a subset of the 105 rows of
+// docs/validation.md: every size from 16 KiB to 1 MiB, 16 MiB and 256 MiB on the smaller rings;
+// the 64-chip 256 MiB rows take ~50 s each to simulate here).
+const AstraFigure kAstraSim[] = {
+    {"all-gather", 4, 0, 16384, 1747},
+    {"all-gather", 4, 0, 65536, 2485},
+    {"all-gather", 4, 0, 1048576, 17230},
+    {"all-gather", 4, 0, 16777216, 253162},
+    {"all-gather", 4, 0, 268435456, 4028035},
+    {"all-gather", 8, 0, 16384, 3788},
+    {"all-gather", 8, 0, 65536, 4649},
+    {"all-gather", 8, 0, 1048576, 21855},
+    {"all-gather", 16, 0, 16384, 7816},
+    {"all-gather", 16, 0, 65536, 8731},
+    {"all-gather", 16, 0, 1048576, 27166},
+    {"all-gather", 16, 0, 16777216, 322081},
+    {"all-gather", 32, 0, 16384, 15842},
+    {"all-gather", 32, 0, 65536, 16772},
+    {"all-gather", 32, 0, 1048576, 35837},
+    {"all-gather", 64, 0, 16384, 31879},
+    {"all-gather", 64, 0, 65536, 32824},
+    {"all-gather", 64, 0, 1048576, 52165},
+    {"all-gather", 4, 4, 16384, 3311},
+    {"all-gather", 4, 4, 1048576, 22664},
+    {"all-gather", 4, 4, 16777216, 317579},
+    {"all-gather", 8, 8, 16384, 7331},
+    {"all-gather", 8, 8, 1048576, 27652},
+    {"all-gather", 8, 8, 16777216, 337311},
+    {"reduce-scatter", 4, 0, 16384, 1747},
+    {"reduce-scatter", 4, 0, 65536, 2485},
+    {"reduce-scatter", 4, 0, 1048576, 17230},
+    {"reduce-scatter", 4, 0, 16777216, 253198},
+    {"reduce-scatter", 4, 0, 268435456, 4028638},
+    {"reduce-scatter", 8, 0, 16384, 3788},
+    {"reduce-scatter", 8, 0, 65536, 4649},
+    {"reduce-scatter", 8, 0, 1048576, 21855},
+    {"reduce-scatter", 16, 0, 16384, 7816},
+    {"reduce-scatter", 16, 0, 65536, 8731},
+    {"reduce-scatter", 16, 0, 1048576, 27166},
+    {"reduce-scatter", 16, 0, 16777216, 322126},
+    {"reduce-scatter", 32, 0, 16384, 15842},
+    {"reduce-scatter", 32, 0, 65536, 16772},
+    {"reduce-scatter", 32, 0, 1048576, 35837},
+    {"reduce-scatter", 64, 0, 16384, 31879},
+    {"reduce-scatter", 64, 0, 65536, 32824},
+    {"reduce-scatter", 64, 0, 1048576, 52165},
+    {"reduce-scatter", 4, 4, 16384, 3311},
+    {"reduce-scatter", 4, 4, 1048576, 22664},
+    {"reduce-scatter", 4, 4, 16777216, 317624},
+    {"reduce-scatter", 8, 8, 16384, 7331},
+    {"reduce-scatter", 8, 8, 1048576, 27652},
+    {"reduce-scatter", 8, 8, 16777216, 337353},
+    {"all-reduce", 4, 0, 16384, 3493},
+    {"all-reduce", 4, 0, 65536, 4969},
+    {"all-reduce", 4, 0, 1048576, 34459},
+    {"all-reduce", 4, 0, 16777216, 506359},
+    {"all-reduce", 4, 0, 268435456, 8056672},
+    {"all-reduce", 8, 0, 16384, 7575},
+    {"all-reduce", 8, 0, 65536, 9297},
+    {"all-reduce", 8, 0, 1048576, 43709},
+    {"all-reduce", 16, 0, 16384, 15631},
+    {"all-reduce", 16, 0, 65536, 17461},
+    {"all-reduce", 16, 0, 1048576, 54331},
+    {"all-reduce", 16, 0, 16777216, 644206},
+    {"all-reduce", 32, 0, 16384, 31683},
+    {"all-reduce", 32, 0, 65536, 33543},
+    {"all-reduce", 32, 0, 1048576, 71673},
+    {"all-reduce", 64, 0, 16384, 63757},
+    {"all-reduce", 64, 0, 65536, 65647},
+    {"all-reduce", 64, 0, 1048576, 104329},
+    {"all-reduce", 4, 4, 16384, 6621},
+    {"all-reduce", 4, 4, 1048576, 45327},
+    {"all-reduce", 4, 4, 16777216, 635202},
+    {"all-reduce", 8, 8, 16384, 14661},
+    {"all-reduce", 8, 8, 1048576, 55303},
+    {"all-reduce", 8, 8, 16777216, 674663},
+};
+}  // namespace
+
+class AstraSimSideBySide : public ::testing::TestWithParam<AstraFigure> {};
+
+TEST_P(AstraSimSideBySide, OnChipCostsZeroedWithin2Percent) {
+    const AstraFigure& f = GetParam();
+    gen::CollectiveParams p;
+    p.op = f.op;
+    p.bytes = f.bytes;
+    p.chips = f.y ? f.x * f.y : f.x;
+    p.algo = f.y ? "torus2d" : "ring";
+    if (f.y) {
+        p.dims_x = f.x;
+        p.dims_y = f.y;
+    }
+    const std::string dims = f.y ? "[" + std::to_string(f.x) + ", " + std::to_string(f.y) + "]" : "[" + std::to_string(f.x) + "]";
+    std::vector<std::string> sets = {"chips=" + std::to_string(p.chips), "topology.dims=" + dims,
+                                     "topology.link.packet_overhead_bytes=0", "chip.modules.hbm.latency_ns=0",
+                                     "chip.modules.hbm.channel_bandwidth_gbps=1000000", "chip.modules.noc.latency_ns=0",
+                                     "chip.modules.ici.latency_ns=0"};
+    for (int d = 0; d < 4; ++d)
+        for (const char* k : {"setup_latency=0", "bandwidth_gbps=10000000"})
+            sets.push_back("chip.modules.dma" + std::to_string(d) + "." + k);
+    auto run = simulate(collective_trace("coll.bin", p), sets,
+                        f.y ? "configs/xpu-torus4x4.yaml" : "configs/xpu-ring4.yaml", false);
+    ASSERT_TRUE(run->result.completed) << run->result.diagnosis;
+    const Platform pl = platform_of(run->cfg);
+    ASSERT_EQ(pl.link_gbps, 50.0);  // the figures were run on these links
+    ASSERT_EQ(pl.link_latency_ns, 500.0);
+    check(run->result.simulated_ns, f.astra_ns, f.bytes, std::string("ASTRA-sim run, ") + f.op);
+}
+
+INSTANTIATE_TEST_SUITE_P(Collective, AstraSimSideBySide, ::testing::ValuesIn(kAstraSim), [](const auto& info) {
+    std::string n = info.param.op;
+    for (auto& ch : n)
+        if (ch == '-') ch = '_';
+    n += "_" + std::to_string(info.param.x) + (info.param.y ? "x" + std::to_string(info.param.y) : std::string("ring"));
+    return n + "_" + std::to_string(info.param.bytes) + "B";
+});
+
 // Posted completion flags: each remote DMA's flag takes effect at the destination no earlier
 // than its data has landed (the DMA's completion) and right behind it (within the far port,
 // interconnect and a flag's serialisation: no second link latency).

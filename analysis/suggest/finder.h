@@ -20,6 +20,7 @@
 #include "analysis/dependencies.h"
 #include "analysis/double_buffer.h"
 #include "analysis/suggest/loads.h"
+#include "analysis/suggest/need_order.h"
 #include "analysis/suggest/wait_remedy.h"
 
 namespace xpu::analysis {
@@ -37,6 +38,7 @@ struct SuggestContext {
     const EngineQueue engine_queue;  // per engine, the DMAs a core waited for, in issue order
     const UnitIdle unit_idle;
     const BufferRenamer renamer;     // double_buffer's buffer copies
+    const NeedOrder need_order;      // how far a hoisted DMA should move (not past DMAs needed sooner)
     const DmaTiming dma_timing;
     std::vector<WaitRemedy> remedies;  // per stalled wait with a remedy, the one chosen (program order per stream)
 };

@@ -44,6 +44,12 @@ std::map<std::string, WaitGroup> group_hoists(const SuggestContext& sc, const ch
             }
         }
     }
+    for (auto& [step, g] : groups) {  // the DMAs in the order they are needed (need_order.h)
+        sc.need_order.keep(g.s.moves);
+        g.dmas = g.s.moves.size();
+        g.passed = 0;
+        for (const Move& m : g.s.moves) g.passed += m.from - m.before;
+    }
     return groups;
 }
 

@@ -124,7 +124,8 @@ struct HoistOption {
 
 // Where DMA raiser r can move up to: its hoist point; with `rename`, where its hoist stops at
 // its own buffer's previous readers short of its lead-time deficit, as far as a free copy of its buffer
-// would let it (double_buffer.h; `renamed` then says so).
+// would let it (double_buffer.h; `renamed` then says so). The suggestion then keeps the DMAs in
+// the order they are needed (need_order.h).
 std::uint64_t hoist_target(const SuggestContext& sc, const Raiser& r, Tick deficit, bool rename, bool& renamed) {
     const Stream& rs = sc.run.streams[r.stream];
     std::uint64_t p = sc.plan.hoist_point(r.stream, r.index);

@@ -127,12 +127,87 @@ inline ReplayResult replay(DramModel& m, const std::vector<Request>& tr, unsigne
     return res;
 }
 
+// DRAMSys's trace players and Simple arbiter (scripts/dram_vs_dramsys.sh): request i belongs to
+// player i mod `players` and is due at cycle i / per_cycle; a player offers its next request
+// once the last was accepted (one outstanding unaccepted request each, the STL player waiting
+// for END_REQ), so a player that waits for a full channel holds back only its own requests.
+// Per channel, waiting players are served first come first served, one request a cycle; a
+// request of another player than the last accepted one waits `gap` cycles after that one (2:
+// DRAMSys's Simple arbiter: the channel is busy from the request's BEGIN_REQ to the
+// controller's END_REQ a cycle later, a request of another player arriving meanwhile or with
+// the END_REQ is queued and forwarded one cycle after the END_REQ; the same player sends its next
+// request on the END_REQ, to a free channel, so a player alone on its channel gets one a cycle;
+// 1: the patched arbiter's XPUSIM_ARBITER_NO_GAP). Figures as replay()'s.
+inline ReplayResult replay_players(DramModel& m, const std::vector<Request>& tr, unsigned per_cycle, unsigned players,
+                                   unsigned gap) {
+    ReplayResult res;
+    const auto t0 = std::chrono::steady_clock::now();
+    const unsigned channels = m.channels();
+    const std::int64_t read_lat = m.timing().CL + m.timing().BL;
+    std::vector<std::pair<std::int64_t, std::int64_t>> back;
+    std::vector<std::size_t> next(players);           // each player's next request
+    std::vector<std::int64_t> free_at(players, 0);     // when a player may offer again
+    std::vector<bool> waiting(players, false);         // in a channel's line
+    std::vector<std::vector<unsigned>> line(channels);  // players waiting per channel, FIFO
+    std::vector<std::size_t> head(channels, 0);
+    std::vector<std::int64_t> last_accept(channels, -1000000);
+    std::vector<unsigned> last_player(channels, players);
+    for (unsigned p = 0; p < players; ++p) next[p] = p;
+    std::size_t accepted = 0;
+    std::uint64_t reads = 0;
+    std::int64_t cycle = 0;
+    for (;; ++cycle) {
+        for (unsigned p = 0; p < players; ++p)  // players whose request is due join its channel's line
+            if (!waiting[p] && next[p] < tr.size() && free_at[p] <= cycle &&
+                static_cast<std::int64_t>(next[p] / per_cycle) <= cycle) {
+                line[m.decode(tr[next[p]].addr).ch].push_back(p);
+                waiting[p] = true;
+            }
+        for (unsigned ch = 0; ch < channels; ++ch) {
+            auto& l = line[ch];
+            if (head[ch] == l.size()) continue;
+            const unsigned p = l[head[ch]];
+            if (cycle < last_accept[ch] + (p == last_player[ch] ? 1 : static_cast<std::int64_t>(gap))) continue;
+            const Request& r = tr[next[p]];
+            if (!m.offer(r.addr, r.write, next[p])) continue;
+            if (!r.write) ++reads;
+            ++accepted;
+            waiting[p] = false;
+            free_at[p] = cycle + 1;
+            next[p] += players;
+            last_accept[ch] = cycle;
+            last_player[ch] = p;
+            if (++head[ch] == l.size()) {
+                l.clear();
+                head[ch] = 0;
+            }
+        }
+        if (accepted == tr.size()) break;
+        for (unsigned ch = 0; ch < channels; ++ch) m.tick(ch);
+        for (const DramDone& d : m.completions())
+            if (!d.write) back.push_back({d.issue + read_lat, d.arrive});
+        m.completions().clear();
+    }
+    res.loop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double lat = 0;
+    for (const auto& b : back)
+        if (b.first <= cycle) lat += static_cast<double>(b.first - b.second);
+    res.cycles = cycle;
+    const double ns = static_cast<double>(cycle) * m.timing().tck_ns;
+    res.gbps = static_cast<double>(tr.size()) * m.access_bytes() / ns;
+    res.read_latency_ns = reads ? lat / static_cast<double>(reads) * m.timing().tck_ns : 0.0;
+    return res;
+}
+
 // Ramulator 2's Generic controller as configured in the side-by-side: queues that hold 33
 // requests (it accepts while it holds at most 32) and write watermarks 0.8 and 0.2 of 32 (more
 // than 25.6 writes: drain; fewer than 6.4: back to reads), refresh off (its AllBank refresh
-// manager issues none for HBM2, which has no rank level).
+// manager issues none for HBM2, which has no rank level), and one command bus: Ramulator 2's
+// Generic controller issues one command per cycle, row or column (generic_dram_controller.cpp,
+// tick(): one issue_command), where JESD235 and our HBM2 preset have two buses (command_bus).
 inline DramParams ramulator_like(DramParams p = {}) {
     p.refresh = false;
+    p.command_bus = "shared";
     p.write_high = 25.6 / 33;
     p.write_low = 6.4 / 33;
     return p;

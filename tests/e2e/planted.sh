@@ -7,7 +7,8 @@
 # usage: bash planted.sh BUILD_DIR SOURCE_DIR CASE MIN_RECOVERY_PERCENT
 # CASE: gemm-late-dma gemm-no-double-buffer gemm-false-dep gemm-bad-order decode-late-dma
 #       decode-false-dep decode-no-double-buffer decode-bad-order collective-serial
-#       gemm-split-dma (each tile load as 64 DMAs of 4 KiB)
+#       gemm-split-dma (each tile load as 64 DMAs of 4 KiB); CASE@SIZE: at another size,
+#       gemm-...@MxNxK or decode-...@MODEL:BATCH:SEQ:LAYERS
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 e2e_args 4 "BUILD_DIR SOURCE_DIR CASE MIN_RECOVERY_PERCENT" "$@"
@@ -16,6 +17,13 @@ e2e_tools "$BUILD_DIR"
 e2e_workdir planted
 
 PLATFORM="$SOURCE_DIR/configs/xpu.yaml"
+# CASE@SIZE: the same planted cause at another size (the bar holds at every size, not only at
+# the sizes above): gemm-...@MxNxK, decode-...@MODEL:BATCH:SEQ:LAYERS.
+SIZE=
+if [[ $CASE == *@* ]]; then
+    SIZE=${CASE#*@}
+    CASE=${CASE%%@*}
+fi
 case "$CASE" in
     gemm-split-dma)
         # 64 pieces of 4 KiB per 256 KiB tile: more than an engine's 16-descriptor queue, so the
@@ -38,6 +46,19 @@ case "$CASE" in
         ;;
     *) fail "unknown case $CASE" ;;
 esac
+if [[ -n $SIZE ]]; then
+    case "$CASE" in
+        gemm-*)
+            IFS=x read -r m n k <<< "$SIZE"
+            gen=(gemm --m "$m" --n "$n" --k "$k")
+            ;;
+        decode-*)
+            IFS=: read -r model batch seq layers <<< "$SIZE"
+            gen=(transformer --model "$model" --phase decode --batch "$batch" --seq "$seq" --layers "$layers")
+            ;;
+        *) fail "no other size for $CASE" ;;
+    esac
+fi
 # The finding each planted cause must produce (docs/tracegen.md).
 case "$CASE" in
     *late-dma) want_kind=hoist_dma want_where=wait_data ;;
