@@ -1,6 +1,7 @@
 #include "analysis/outputs.h"
 
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -27,17 +28,28 @@ namespace {
 // Times the phases of analyze_folder into PhaseTimes (a no-op without one).
 class PhaseClock {
 public:
-    explicit PhaseClock(PhaseTimes* t) : t_(t), last_(std::chrono::steady_clock::now()) {}
+    explicit PhaseClock(PhaseTimes* t) : t_(t), last_(std::chrono::steady_clock::now()), last_cpu_(thread_cpu()) {}
     void lap(const char* phase) {
         if (!t_) return;
         const auto now = std::chrono::steady_clock::now();
+        const double cpu = thread_cpu();
         t_->seconds.emplace_back(phase, std::chrono::duration<double>(now - last_).count());
+        t_->thread_cpu.push_back(cpu - last_cpu_);
         last_ = now;
+        last_cpu_ = cpu;
     }
 
 private:
+    // This thread's CPU seconds: on a loaded host a phase's wall time is mostly waiting for a
+    // core, its CPU time is not.
+    static double thread_cpu() {
+        timespec t{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+        return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+    }
     PhaseTimes* t_;
     std::chrono::steady_clock::time_point last_;
+    double last_cpu_;
 };
 
 // Writes PATH through PATH.tmp, renamed when complete: an interrupted or failed write never
@@ -70,9 +82,25 @@ Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const Outp
     if (opt.timing) opt.timing->records = run.records;
     ProgressLine analyze_progress(opt.progress, label);
     AnalyzeOptions ao;
-    ao.progress = [&](double f, const char* next) { analyze_progress.update(f, std::string("analysing: ") + next); };
+    // The steps of analyze() timed apart as "analyze/STEP" (the step's words joined by '_'),
+    // in the order they ran; "analyze" is their sum.
+    PhaseTimes steps;
+    PhaseClock step_clock(opt.timing ? &steps : nullptr);
+    std::string step_key;
+    ao.progress = [&](double f, const char* next) {
+        analyze_progress.update(f, std::string("analysing: ") + next);
+        if (!step_key.empty()) step_clock.lap(step_key.c_str());
+        step_key = "analyze/" + std::string(next);
+        for (char& ch : step_key)
+            if (ch == ' ') ch = '_';
+    };
     Analysis a = analyze(run, ao);
     clock.lap("analyze");
+    if (opt.timing)
+        for (std::size_t i = 0; i < steps.seconds.size(); ++i) {
+            opt.timing->seconds.push_back(std::move(steps.seconds[i]));
+            opt.timing->thread_cpu.push_back(steps.thread_cpu[i]);
+        }
     const std::string files[] = {"report.txt", "analysis.json", "report.html", "timeline.json", "verification.txt"};
     auto path = [&](const std::string& f) { return (fs::path(out_dir) / f).string(); };
     for (const auto& f : files) fs::remove(path(f));  // no stale result beside a new one
@@ -87,7 +115,8 @@ Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const Outp
         clock.lap("sensitivity");
     }
     ProgressLine write_progress(opt.progress, label);
-    const double files_to_write = 2.0 + (opt.html ? 1 : 0) + (opt.timeline ? 1 : 0);
+    const TimelineMode timeline = resolve_timeline_mode(opt.timeline, run, a);
+    const double files_to_write = 2.0 + (opt.html ? 1 : 0) + (timeline != TimelineMode::Off ? 1 : 0);
     double written = 0;
     auto wrote = [&](const char* next) {
         write_progress.update(++written / files_to_write, std::string("writing the reports: ") + next);
@@ -111,8 +140,10 @@ Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const Outp
             clock.lap("report.html");
             wrote("timeline.json");
         }
-        if (opt.timeline) {
-            write_via_tmp(path("timeline.json"), [&](const std::string& tmp) { write_timeline_json(tmp, run, a); });
+        if (timeline != TimelineMode::Off) {
+            TimelineOptions to;
+            to.summary = timeline == TimelineMode::Summary;
+            write_via_tmp(path("timeline.json"), [&](const std::string& tmp) { write_timeline_json(tmp, run, a, to); });
             clock.lap("timeline.json");
         }
         if (opt.print) os << text.str();

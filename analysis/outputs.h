@@ -9,15 +9,18 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/timeline_json.h"
 #include "analysis/verify.h"
 
 namespace xpu::analysis {
 
-// Wall seconds of each phase of analyze_folder, in order: "load", "analyze", then one per file
+// Wall seconds of each phase of analyze_folder, in order: "load", "analyze", the steps of
+// analyze ("analyze/finding_suggestions", ...: they add up to "analyze"), then one per file
 // written ("report.txt", ...). What xpu_analyze --timing prints and scripts/bench.sh measures.
 struct PhaseTimes {
     std::uint64_t records = 0;  // log records read
     std::vector<std::pair<std::string, double>> seconds;
+    std::vector<double> thread_cpu;  // per phase, the CPU seconds of the thread that ran it (helper threads not counted)
     double of(const std::string& phase) const;  // 0 if the phase did not run
 };
 
@@ -25,7 +28,8 @@ struct OutputOptions {
     bool print = true;       // the terminal report on `os`
     std::size_t top = 10;    // rows per table in the terminal report
     bool per_layer = false;  // time by op per layer in report.txt and report.html (default: added up over layers)
-    bool html = true, timeline = true;
+    bool html = true;
+    TimelineMode timeline = TimelineMode::Auto;  // timeline.json: full, summary, off, or by the run's size (timeline_json.h)
     PhaseTimes* timing = nullptr;  // if set, filled with the phases' wall times
     VerifyOptions verify;          // replay the top candidates (enabled by default)
     bool sensitivity = false;      // also replay with each major resource scaled (analysis/sensitivity.h)

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "analysis/bounds.h"
+#include "analysis/wait_index.h"
 
 namespace xpu::analysis {
 
@@ -239,9 +240,10 @@ struct Graph {
 class GraphBuilder {
 public:
     GraphBuilder(const Context& cx, const Planner& plan, std::uint32_t s, std::uint64_t begin, std::size_t n)
-        : run_(cx.run), plan_(plan), s_(s), st_(cx.run.streams[s]), begin_(begin), n_(n) {
+        : run_(cx.run), plan_(plan), s_(s), st_(cx.run.streams[s]), begin_(begin), n_(n), blocks_(plan, s, begin, waits_in(st_, begin, n)) {
         g_.succ.resize(n);
         g_.indeg.assign(n, 0);
+        last_target_.assign(n, n);
         writer_.fill(-1);
         for (std::uint32_t o = 0; o < run_.streams.size(); ++o)
             if (o != s && run_.streams[o].chip == st_.chip) shared_chip_ = true;
@@ -277,17 +279,29 @@ private:
     std::uint64_t begin_;
     std::size_t n_;
     Graph g_;
+    std::vector<std::size_t> last_target_;  // per instruction, the last one an edge from it went to (n: none)
     std::array<std::int64_t, kNumRegs> writer_;
     std::array<std::vector<std::uint32_t>, kNumRegs> readers_;
     // Accesses by 4 KiB page, so that an access is compared only with those that share a page.
-    std::unordered_map<std::uint64_t, std::vector<Touch>> touches_;
-    std::vector<std::uint32_t> waits_;
+    struct PageTouches {
+        std::vector<Touch> reads, writes;
+    };
+    std::unordered_map<std::uint64_t, PageTouches> touches_;
+    std::unordered_map<std::uint16_t, std::vector<std::uint32_t>> waits_on_;  // flag -> the swaits on it so far
+    WaitBlockIndex blocks_;                                                  // which waits order an access
+    std::vector<std::uint32_t> hits_;                                        // after_waits' scratch
     std::unordered_map<std::uint16_t, std::vector<std::uint32_t>> raisers_;  // local flag -> DMAs
     std::int64_t fence_ = -1;                                               // last sset/sadd/barrier/halt
     std::vector<std::uint32_t> shared_raisers_;
     bool shared_chip_ = false;
 
+    // Edges all go to the instruction being added (b), so one per pair is kept by remembering
+    // each source's last target. A repeated edge would change neither the heights (a maximum)
+    // nor when an instruction becomes ready (its last predecessor placed), only the cost: two
+    // accesses that share many 4 KiB pages gave one edge per page (3.7 edges in 4 on a decode).
     void edge(std::size_t a, std::size_t b) {
+        if (last_target_[a] == b) return;
+        last_target_[a] = b;
         g_.succ[a].push_back(static_cast<std::uint32_t>(b));
         ++g_.indeg[b];
     }
@@ -300,6 +314,14 @@ private:
     }
 
     static std::uint16_t flag_of(const Instruction& in) { return in.has(kFlag) ? in.flag : 0; }
+
+    // The positions of the swaits of [begin, begin + n).
+    static std::vector<std::uint32_t> waits_in(const Stream& st, std::uint64_t begin, std::size_t n) {
+        std::vector<std::uint32_t> w;
+        for (std::size_t k = 0; k < n; ++k)
+            if (st.code[begin + k].op == Opcode::SWait) w.push_back(static_cast<std::uint32_t>(k));
+        return w;
+    }
 
     // Nothing crosses a sset, sadd, barrier or halt.
     void fence(std::size_t k) {
@@ -325,26 +347,31 @@ private:
     }
 
     // Memory: overlapping accesses, one a write.
+    // A page's reads and writes are kept apart: a read is compared with the writes only (a page
+    // read by many instructions of a window made this quadratic in them).
     void memory(std::size_t k, const Access* acc, int na) {
         for (int x = 0; x < na; ++x)
             for_each_page(acc[x], [&](std::uint64_t page) {
-                auto& v = touches_[page];
-                for (const Touch& t : v)
-                    if (t.k != k && (t.a.write || acc[x].write) && conflict(&t.a, 1, &acc[x], 1)) edge(t.k, k);
+                PageTouches& p = touches_[page];
+                auto check = [&](const std::vector<Touch>& v) {
+                    for (const Touch& t : v)
+                        if (t.k != k && conflict(&t.a, 1, &acc[x], 1)) edge(t.k, k);
+                };
+                check(p.writes);
+                if (acc[x].write) check(p.reads);
+                (acc[x].write ? p.writes : p.reads).push_back({acc[x], static_cast<std::uint32_t>(k)});
             });
-        for (int x = 0; x < na; ++x)
-            for_each_page(acc[x], [&](std::uint64_t page) { touches_[page].push_back({acc[x], static_cast<std::uint32_t>(k)}); });
     }
 
     // A swait: after the earlier waits on its flag and the window's DMAs that raise it.
     void wait(std::size_t k, const Instruction& in) {
         const std::uint16_t f = flag_of(in);
-        for (std::uint32_t w : waits_)
-            if (flag_of(st_.code[begin_ + w]) == f) edge(w, k);
+        std::vector<std::uint32_t>& same_flag = waits_on_[f];
+        for (std::uint32_t w : same_flag) edge(w, k);
         auto it = raisers_.find(f);
         if (it != raisers_.end())
             for (std::uint32_t d : it->second) edge(d, k);
-        waits_.push_back(static_cast<std::uint32_t>(k));
+        same_flag.push_back(static_cast<std::uint32_t>(k));
         // A DMA whose flag another stream may wait for (a remote one, or any when the chip has
         // several cores) stays above every later swait: sunk below a wait that needs that
         // stream's progress, it would deadlock the two.
@@ -355,10 +382,16 @@ private:
     // their raisers touch).
     void after_waits(std::size_t k, const Instruction& in, const Access* acc, int na) {
         const bool raises = raises_local_flag(in, st_.chip);
-        for (std::uint32_t w : waits_) {
-            if ((raises && in.flag == flag_of(st_.code[begin_ + w])) || (na > 0 && plan_.wait_blocks(s_, begin_ + w, acc, na)))
-                edge(w, k);
+        hits_.clear();
+        if (raises) {
+            auto it = waits_on_.find(in.flag);
+            if (it != waits_on_.end()) hits_ = it->second;
         }
+        blocks_.blocking(acc, na, static_cast<std::uint32_t>(k), hits_);
+        // one edge from each such wait, in program order (as a scan of the waits would add them)
+        std::sort(hits_.begin(), hits_.end());
+        hits_.erase(std::unique(hits_.begin(), hits_.end()), hits_.end());
+        for (std::uint32_t w : hits_) edge(w, k);
         if (raises) raisers_[in.flag].push_back(static_cast<std::uint32_t>(k));
         if (in.op == Opcode::Dma && (!raises || shared_chip_)) shared_raisers_.push_back(static_cast<std::uint32_t>(k));
     }
@@ -394,6 +427,7 @@ struct Window {
     std::uint64_t begin, end;
     std::vector<Cost> cost;
     std::vector<Tick> done;  // modelled completion of each instruction placed
+    std::vector<const std::vector<Raiser>*> covers{};  // per swait, the raises it covers (looked up once)
 
     // When swait k's flag condition holds: its raisers' completions, modelled for those in the
     // window (placed before it by the graph), measured for the others.
@@ -402,7 +436,7 @@ struct Window {
         const Stream& st = cx.run.streams[s];
         if (st.code[begin + k].op == Opcode::Barrier) return st.life[begin + k].issue;
         Tick t = 0;
-        for (const Raiser& r : plan.covered(s, begin + k)) {
+        for (const Raiser& r : *covers[k]) {
             if (r.stream == s && r.index >= begin && r.index < end) t = std::max(t, done[r.index - begin]);
             else if (r.dma != kNone) t = std::max(t, cx.run.dmas[r.dma].complete);
             else t = std::max(t, cx.run.streams[r.stream].life[r.index].complete);
@@ -496,9 +530,11 @@ WindowSchedule WindowScheduler::schedule(std::uint32_t s, std::uint64_t begin, s
     Model base = warm_model(ms, cx_, s, queue_depth_, warm, begin);
     const std::size_t n = static_cast<std::size_t>(end - begin);
     Window w{cx_, plan_, s, begin, end, std::vector<Cost>(n), std::vector<Tick>(n, 0)};
+    w.covers.assign(n, nullptr);
     for (std::size_t k = 0; k < n; ++k) {
         if (!ms.cost_of(begin + k, w.cost[k])) return out;
         if (w.cost[k].kind == Kind::Unit) ensure_unit(base, queue_depth_, w.cost[k].unit);
+        if (w.cost[k].kind == Kind::Wait) w.covers[k] = &plan_.covered(s, begin + k);
     }
     Graph g = GraphBuilder(cx_, plan_, s, begin, n).build();
     const std::vector<Tick> height = heights(g, w.cost);

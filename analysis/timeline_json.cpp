@@ -312,12 +312,44 @@ const char* status_text(unsigned st) {
 
 }  // namespace
 
+std::string timeline_option_help() {
+    return "timeline.json: full (every slice), summary (at most " + std::to_string(kTimelineSummarySlices) +
+           " slices, merged) or off; default: summary above " + std::to_string(kTimelineSummaryAbove) +
+           " events (instructions, unit operations, DMAs, link transactions, stalls), else full (docs/outputs.md)";
+}
+
+bool parse_timeline_mode(const std::string& text, TimelineMode& out) {
+    if (text == "full") out = TimelineMode::Full;
+    else if (text == "summary") out = TimelineMode::Summary;
+    else if (text == "off") out = TimelineMode::Off;
+    else return false;
+    return true;
+}
+
+std::size_t timeline_events(const RunData& run, const Analysis& a) {
+    std::size_t n = run.unit_ops.size() + run.dmas.size();
+    for (const Stream& st : run.streams)
+        for (const Life& l : st.life) n += l.seen ? 1 : 0;
+    for (const MemTxn& m : run.mems) n += m.target < run.units.size() && run.units[m.target].role == Role::Link ? 1 : 0;
+    for (const UnitAccount& u : a.units) {
+        const Role role = u.unit < run.units.size() ? run.units[u.unit].role : u.role;
+        if (role != Role::Core) continue;
+        for (const Segment& g : u.timeline) n += g.cause != Cause::Busy && g.cause != Cause::Idle && g.end > g.begin ? 1 : 0;
+    }
+    return n;
+}
+
+TimelineMode resolve_timeline_mode(TimelineMode mode, const RunData& run, const Analysis& a, std::size_t summary_above) {
+    if (mode != TimelineMode::Auto) return mode;
+    return timeline_events(run, a) > summary_above ? TimelineMode::Summary : TimelineMode::Full;
+}
+
 void write_timeline_json(const std::string& path, const RunData& run, const Analysis& a) {
     write_timeline_json(path, run, a, TimelineOptions{});
 }
 
 void write_timeline_json(const std::string& path, const RunData& run, const Analysis& a, const TimelineOptions& opt) {
-    const std::size_t cap = std::max<std::size_t>(opt.max_slices_per_track, 1);
+    std::size_t cap = std::max<std::size_t>(opt.max_slices_per_track, 1);
     const std::size_t max_lanes = std::max<std::size_t>(opt.max_lanes, 1);
 
     // Processes: one per chip seen anywhere, then one for the links and the units on no chip.
@@ -366,6 +398,19 @@ void write_timeline_json(const std::string& path, const RunData& run, const Anal
             core_account[s] = &u;
         else
             loose_cores.push_back(&u);
+    }
+
+    // A summary shares its slice budget among the tracks that have slices (those unit_tracks,
+    // stall_track and the instruction tracks below write).
+    if (opt.summary) {
+        std::size_t tracks = 0;
+        for (std::uint32_t s = 0; s < run.streams.size(); ++s) tracks += core_account[s] ? 2 : 1;
+        tracks += loose_cores.size();
+        for (std::uint32_t u = 0; u < run.units.size(); ++u) {
+            const bool dma = run.units[u].role == Role::Dma || !dmas_of[u].empty();
+            tracks += (dma ? 1 : 0) + (links_of[u].empty() ? 0 : 1) + (!ops_of[u].empty() && run.units[u].role != Role::Dma ? 1 : 0);
+        }
+        cap = std::min(cap, std::max<std::size_t>({opt.summary_slices / std::max<std::size_t>(tracks, 1), opt.summary_min_per_track, 1}));
     }
 
     Writer w(path);
@@ -585,7 +630,19 @@ void write_timeline_json(const std::string& path, const RunData& run, const Anal
     b += ",\"status\":\"";
     b += status_text(a.status);
     b += "\",\"instructions\":" + std::to_string(a.instructions) + ",\"log_records\":" + std::to_string(a.records) +
-         ",\"slice_cap_per_track\":" + std::to_string(cap) + ",\"merged\":";
+         ",\"slice_cap_per_track\":" + std::to_string(cap);
+    if (opt.summary) {
+        // Only in a summary, so that a full timeline's bytes are what they always were.
+        b += ",\"timeline\":\"summary\",\"summary\":";
+        json_escape_to(b, "a summary of at most " + std::to_string(std::max(opt.summary_slices, cap)) +
+                              " slices shared by the tracks, " + std::to_string(cap) +
+                              " per track: where a track has more, its consecutive slices of one name are merged into one "
+                              "(args merged_items, runs, and first: the first slice's args), then groups of such runs (named "
+                              "after their most numerous run); a stall track keeps its " + std::to_string(cap) +
+                              " longest stalls; counters are complete. 'merged' lists the tracks. Every slice: "
+                              "--timeline full (xpu_analyze OUT --timeline full rewrites this file)");
+    }
+    b += ",\"merged\":";
     std::string merged;
     for (const auto& m : notes.merged) merged += (merged.empty() ? "" : "; ") + m;
     json_escape_to(b, merged.empty() ? std::string("none: every slice is shown") : merged);

@@ -13,6 +13,8 @@
 //   xpu_analyze OUT --sensitivity [--factor F] also the measured speedup of each resource scaled by F
 //   xpu_analyze OUT --per-layer              time by op per layer (default: added up over layers)
 //   xpu_analyze OUT --timing                 also the seconds of each phase on stderr (scripts/bench.sh)
+//   xpu_analyze OUT --timeline full|summary|off  how much timeline.json shows (default: summary above
+//                                            1,000,000 events, analysis/timeline_json.h)
 // Exit codes: 0 done, 2 usage, 4 unreadable log or trace, 6 an output could not be written,
 // 130/143 (129) interrupted by SIGINT/SIGTERM (SIGHUP): no analysis file left behind.
 #include <atomic>
@@ -120,7 +122,9 @@ bool parse_count(const std::string& text, std::size_t lo, std::size_t hi, std::s
 // load + analyze (the part that turns the log into the Analysis; the writers are separate),
 // and the process's peak RSS so far. scripts/bench.sh reads these lines.
 void print_timing(const PhaseTimes& t) {
-    for (const auto& [phase, s] : t.seconds) std::fprintf(stderr, "xpu_analyze timing: %s %.6f s\n", phase.c_str(), s);
+    for (std::size_t i = 0; i < t.seconds.size(); ++i)
+        std::fprintf(stderr, "xpu_analyze timing: %s %.6f s (main thread CPU %.3f s)\n", t.seconds[i].first.c_str(), t.seconds[i].second,
+                     i < t.thread_cpu.size() ? t.thread_cpu[i] : 0.0);
     const double la = t.of("load") + t.of("analyze");
     std::fprintf(stderr, "xpu_analyze timing: records %llu (%.2f M records/s over load + analyze)\n",
                  static_cast<unsigned long long>(t.records), la > 0 ? static_cast<double>(t.records) / la / 1e6 : 0.0);
@@ -204,6 +208,7 @@ int main(int argc, char* argv[]) {
         ("factor", po::value(&factor), "how much more capable --sensitivity makes each resource (default 2)")
         ("no-verify", "do not replay: suggestions ranked by estimate, marked not verified")
         ("verify-budget", po::value(&verify_budget), "wall seconds for all replays (default 300; 0 = none); the rest stay not verified")
+        ("timeline", po::value<std::string>(), xpu::analysis::timeline_option_help().c_str())
         ("quiet,q", "print nothing but errors")
         ("timing", "print the seconds of each phase (load, analyze, each file written) to stderr")
         ("version", "print the version and exit")
@@ -237,6 +242,9 @@ int main(int argc, char* argv[]) {
         return fail(kUsage, "--rounds '" + rounds_text + "': expected a number of rounds, 1..100");
     if (vm.count("verify") && !parse_count(verify_text, 0, 1000, verify_k))
         return fail(kUsage, "--verify '" + verify_text + "': expected a number of suggestions to replay, 0..1000");
+    TimelineMode timeline = TimelineMode::Auto;
+    if (vm.count("timeline") && !parse_timeline_mode(vm["timeline"].as<std::string>(), timeline))
+        return fail(kUsage, "--timeline '" + vm["timeline"].as<std::string>() + "': expected full, summary or off");
     const bool quiet = vm.count("quiet") > 0;
     install_signal_handlers();
     try {
@@ -308,6 +316,7 @@ int main(int argc, char* argv[]) {
         if (!quiet) o.progress = &std::cerr;
         o.top = top;
         o.per_layer = vm.count("per-layer") > 0;
+        o.timeline = timeline;
         o.verify.enabled = !vm.count("no-verify") && verify_k > 0;
         o.verify.candidates = verify_k;
         o.verify.budget_seconds = verify_budget;

@@ -9,7 +9,7 @@
 namespace xpu {
 
 DmaEngine::DmaEngine(const sc_core::sc_module_name& n, const DmaEngineConfig& cfg)
-    : XpuModule(n), cmd("cmd"), mem("mem"), flags("flags"), cfg_(cfg), done_peq_("done_peq"), probe_path_(*new TimedPath), mem_accept_(*new MemAccept), origin_(*new TxnOrigin) {
+    : XpuModule(n), cmd("cmd"), mem("mem"), flags("flags"), cfg_(cfg), done_peq_("done_peq"), probe_path_(*new TimedPath), mem_accept_(*new MemAccept), origin_(*new TxnOrigin), link_tail_(*new LinkTail) {
     cmd.register_b_transport(this, &DmaEngine::b_transport);
     expose_target("cmd", cmd, false);
     started_.assign(cfg_.queue_depth ? cfg_.queue_depth : 1, 0);
@@ -19,6 +19,7 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& n, const DmaEngineConfig& cf
     origin_.initiator = name();
     origin_.chip = flag_cmd_.chip = cfg_.chip;
     mem_gp_.set_extension(&origin_);
+    mem_gp_.set_extension(&link_tail_);  // remote writes land at their tail (LinkTail)
     probe_gp_.set_extension(&probe_path_);
     probe_gp_.set_command(tlm::TLM_IGNORE_COMMAND);
     flag_gp_.set_command(tlm::TLM_WRITE_COMMAND);

@@ -123,6 +123,7 @@ private:
     TimedPath src_path_, dst_path_;
     MemAccept& mem_accept_;  // owned by mem_gp_
     TxnOrigin& origin_;      // owned by mem_gp_: the DMA a transfer serves
+    LinkTail& link_tail_;    // owned by mem_gp_
     ReduceWrite reduce_;     // set on mem_gp_ only around a reducing write, then cleared
     FlagCommand flag_cmd_;
     BusyTracker busy_;

@@ -48,6 +48,10 @@ void IciPort::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& d
             return;
         }
         gp.set_address(local_part(a));
+        if (auto* t = gp.get_extension<LinkTail>()) {  // a write lands once its last bytes are here
+            if (gp.is_write()) delay += to_sc(t->lag);
+            t->lag = 0;
+        }
         local->b_transport(gp, delay);
         gp.set_address(a);
         ++delivered_;
@@ -91,8 +95,10 @@ void IciLink::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay)
     bytes_ += len;
     wire_bytes_ += wire;
     ++transfers_;
-    // Cut-through: the next hop sees the head arrive one latency after it left.
+    // Cut-through: the next hop sees the head arrive one latency after it left; its tail comes
+    // `serial` later (LinkTail: where it is delivered, the write lands at its tail).
     const Tick head = moved - serial + cfg_.latency;
+    if (auto* t = gp.get_extension<LinkTail>()) t->lag = serial;
     sc_core::sc_time d = to_sc(head - now);
     out->b_transport(gp, d);
     const Tick done = max_tick(now + d.value(), moved + cfg_.latency);
@@ -133,6 +139,8 @@ void IciSwitch::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time&
     // has room, and the bytes leave no faster than the port's bandwidth.
     const Tick moved = egress_[dest].reserve(arrival, wire, now);
     const Tick head = moved - serial + cfg_.latency;
+    // The tail follows the head by the slower of the uplink's and this port's time on the wire.
+    if (auto* t = gp.get_extension<LinkTail>()) t->lag = std::max(t->lag, serial);
     sc_core::sc_time d = to_sc(head - now);
     out[dest]->b_transport(gp, d);
     const Tick done = max_tick(now + d.value(), moved + cfg_.latency);

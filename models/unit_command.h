@@ -49,6 +49,20 @@ struct MemAccept : tlm::tlm_extension<MemAccept> {
     }
 };
 
+// How long after a write's head its tail reaches the chip it is delivered into: set by the last
+// inter-chip link (or switch port) it crossed, to the time its bytes took on the wire there;
+// read and cleared by the IciPort that delivers it. Links are cut-through, so a transaction's
+// head travels on while its bytes still arrive; the memory it lands in can write its last bytes
+// only once they are there, so the port delivers the write at its tail. Without it, the far
+// HBM's latency hid the last chunk's time on the wire, and a one-chunk remote write of 1 KiB took
+// as long as one of 4 KiB (a collective's step did not grow with its shard up to 4 KiB).
+// Payloads without it (tests, reads) are delivered at their head, as before.
+struct LinkTail : tlm::tlm_extension<LinkTail> {
+    Tick lag = 0;
+    tlm::tlm_extension_base* clone() const override { return new LinkTail(*this); }
+    void copy_from(const tlm::tlm_extension_base& e) override { *this = static_cast<const LinkTail&>(e); }
+};
+
 // Who a memory transaction is for: the initiator module and the instruction it serves. Set by
 // the initiators (DMA engine, vector unit) on their payloads, read by the targets for the
 // transaction log. Payloads without it (tests, fetches) are recorded without an origin.

@@ -226,6 +226,7 @@ int sc_main(int argc, char* argv[]) {
         ("sensitivity", "also replay the trace with each major resource scaled x2 (HBM, DMA, vector units, VMEM, clock, ICI links): measured speedups")
         ("no-verify", "do not replay the suggestions: ranked by estimate, marked not verified")
         ("verify-budget", po::value<double>(), "wall seconds for all replays (default 300; 0 = none); the rest stay not verified")
+        ("timeline", po::value<std::string>(), xpu::analysis::timeline_option_help().c_str())
         ("no-analysis", "do not analyse the run at the end (the transaction log is still written; run xpu_analyze OUT later)")
         ("no-txlog", "write no transaction log (OUT/txlog.*) and so no analysis: the fastest replay")
         ("dump-config", "print the effective platform configuration (defaults filled in) and exit")
@@ -273,6 +274,9 @@ int sc_main(int argc, char* argv[]) {
     if (vm.count("max-sim-time") && !parse_sim_time(max_time_text, max_sim_time))
         return fail(kUsage, "--max-sim-time '" + max_time_text +
                                 "': expected a positive time with a unit, e.g. 500us, 10ms or 2s (units ns, us, ms, s)");
+    xpu::analysis::TimelineMode timeline = xpu::analysis::TimelineMode::Auto;
+    if (vm.count("timeline") && !xpu::analysis::parse_timeline_mode(vm["timeline"].as<std::string>(), timeline))
+        return fail(kUsage, "--timeline '" + vm["timeline"].as<std::string>() + "': expected full, summary or off");
     if (platform_file.empty()) return fail(kUsage, "--platform FILE is required (see --help)");
     if (!vm.count("dump-config") && trace_file.empty()) return fail(kUsage, "--trace FILE is required (see --help)");
 
@@ -475,6 +479,7 @@ int sc_main(int argc, char* argv[]) {
         xpu::analysis::OutputOptions ao;
         ao.print = !quiet;
         ao.shown_dir = out_dir;
+        ao.timeline = timeline;
         ao.verify.enabled = !vm.count("no-verify") && (!vm.count("verify") || vm["verify"].as<std::size_t>() > 0);
         if (vm.count("verify")) ao.verify.candidates = vm["verify"].as<std::size_t>();
         if (vm.count("verify-budget")) ao.verify.budget_seconds = vm["verify-budget"].as<double>();
@@ -494,7 +499,9 @@ int sc_main(int argc, char* argv[]) {
             return fail_run(kOutput, std::string("the analysis of the run failed: ") + e.what());
         }
         if (g_signal) return interrupted(outs, " while analysing the run");
-        if (!quiet) std::cout << "analysis   " << out_dir << "/{report.txt, analysis.json, report.html, timeline.json}\n";
+        if (!quiet)
+            std::cout << "analysis   " << out_dir << "/{report.txt, analysis.json, report.html"
+                      << (timeline == xpu::analysis::TimelineMode::Off ? "" : ", timeline.json") << "}\n";
         if (!quiet) std::cout << "platform   " << folder->final_path("platform.yaml") << " (the effective description: replays of this run use it)\n";
         // The summary's peak RSS was the simulation's; the analysis usually needs more.
         if (!quiet && !deterministic)

@@ -855,6 +855,85 @@ TEST(TimelineCap, PastTheCapInRunsGroupsOfRunsMerge) {
     EXPECT_NE(t.metadata().get("merged")->str().find("core0 stalls: the 30 longest of 99 stalls are shown"), std::string::npos);
 }
 
+// --timeline summary: a budget of slices shared by the tracks (here 3: core0 stalls, core0
+// instructions, the vector unit), so that the file stays the same size however long the trace;
+// still valid trace-event JSON with disjoint slices, every instruction counted in a merged slice,
+// and the file saying what it dropped. A full timeline of the same runs grows with them.
+TEST(TimelineSummary, ABudgetSharedByTheTracksWhateverTheTraceLength) {
+    std::map<std::size_t, std::size_t> summary_bytes, full_bytes;
+    for (std::size_t n : {10000u, 100000u}) {
+        const RunData run = sample::long_run(n, 10);
+        const Analysis a = sample::long_analysis(run);
+        TimelineOptions opt;
+        opt.summary = true;
+        opt.summary_slices = 300;
+        opt.summary_min_per_track = 10;
+        const std::string p = temp_path("summary-" + std::to_string(n) + ".json");
+        write_timeline_json(p, run, a, opt);
+        const Trace t = load_trace(p);
+        expect_disjoint(t);
+        std::size_t slices = 0;
+        for (const auto& [k, v] : t.slices) slices += v.size();
+        EXPECT_LE(slices, 300u) << n << " instructions";
+        EXPECT_GE(slices, 250u) << "the budget is used";
+        double items = 0;
+        for (const auto& x : t.by_thread_name("core0 instructions")) items += x.args->get("merged_items")->num();
+        EXPECT_EQ(items, static_cast<double>(n)) << "every instruction is in one merged slice";
+        EXPECT_EQ(t.by_thread_name("core0 stalls").size(), 100u) << "the 100 longest stalls";
+        EXPECT_EQ(t.metadata().get("timeline")->str(), "summary");
+        EXPECT_EQ(t.metadata().get("slice_cap_per_track")->num(), 100);
+        EXPECT_NE(t.metadata().get("summary")->str().find("at most 300 slices shared by the tracks, 100 per track"), std::string::npos)
+            << t.metadata().get("summary")->str();
+        summary_bytes[n] = slurp(p).size();
+        TimelineOptions full;
+        full.max_slices_per_track = 1000000;
+        const std::string f = temp_path("full-" + std::to_string(n) + ".json");
+        write_timeline_json(f, run, a, full);
+        full_bytes[n] = slurp(f).size();
+        EXPECT_FALSE(load_trace(f).metadata().get("timeline")) << "a full timeline is written as it always was";
+    }
+    std::printf("summary %zu -> %zu bytes, full %zu -> %zu bytes for 10x the instructions\n", summary_bytes[10000], summary_bytes[100000],
+                full_bytes[10000], full_bytes[100000]);
+    EXPECT_LE(summary_bytes[100000], summary_bytes[10000] * 11 / 10);
+    EXPECT_GE(full_bytes[100000], full_bytes[10000] * 9);
+}
+
+// Below its share, a track of a summary shows every slice, as a full timeline does.
+TEST(TimelineSummary, UnderTheShareEverySliceIsShown) {
+    const RunData run = sample::long_run(1000, 10);
+    const Analysis a = sample::long_analysis(run);
+    TimelineOptions opt;
+    opt.summary = true;
+    opt.summary_slices = 3000;
+    const std::string p = temp_path("t.json");
+    write_timeline_json(p, run, a, opt);
+    const Trace t = load_trace(p);
+    EXPECT_EQ(t.by_thread_name("core0 instructions").size(), 1000u);
+    EXPECT_EQ(t.metadata().get("merged")->str(), "none: every slice is shown");
+}
+
+TEST(TimelineSummary, ModesAndTheDefaultSwitch) {
+    TimelineMode m = TimelineMode::Auto;
+    EXPECT_TRUE(parse_timeline_mode("full", m));
+    EXPECT_EQ(m, TimelineMode::Full);
+    EXPECT_TRUE(parse_timeline_mode("summary", m));
+    EXPECT_EQ(m, TimelineMode::Summary);
+    EXPECT_TRUE(parse_timeline_mode("off", m));
+    EXPECT_EQ(m, TimelineMode::Off);
+    for (const char* bad : {"", "Full", "auto", "summary ", "of", "none"}) EXPECT_FALSE(parse_timeline_mode(bad, m)) << bad;
+    // Events, counted by construction: 1000 instructions, their 1000 vector operations, and the
+    // 99 one-ns gaps between runs of 10 (the core's stalls).
+    const RunData run = sample::long_run(1000, 10);
+    const Analysis a = sample::long_analysis(run);
+    EXPECT_EQ(timeline_events(run, a), 2099u);
+    EXPECT_EQ(resolve_timeline_mode(TimelineMode::Auto, run, a, 2099), TimelineMode::Full);
+    EXPECT_EQ(resolve_timeline_mode(TimelineMode::Auto, run, a, 2098), TimelineMode::Summary);
+    EXPECT_EQ(resolve_timeline_mode(TimelineMode::Full, run, a, 0), TimelineMode::Full);
+    EXPECT_EQ(resolve_timeline_mode(TimelineMode::Summary, run, a), TimelineMode::Summary);
+    EXPECT_EQ(resolve_timeline_mode(TimelineMode::Off, run, a), TimelineMode::Off);
+    EXPECT_EQ(resolve_timeline_mode(TimelineMode::Auto, run, a), TimelineMode::Full) << "2099 events: under the default threshold";
+}
+
 TEST(TimelineEdge, EmptyAnalysisIsValid) {
     RunData run;
     Analysis a;

@@ -25,6 +25,7 @@
 #include "analysis/patch.h"
 #include "analysis/schedule.h"
 #include "analysis/suggest/finder.h"
+#include "analysis/wait_index.h"
 #include "tests/analysis_fixture.h"
 #include "traces/trace_reader.h"
 #include "traces/trace_text.h"
@@ -536,6 +537,64 @@ TEST(Reorder, DecodeLayerEpiloguesAreListScheduledLegally) {
     p.tiles.bad_order = true;
     const Analyzed r = analyzed(transformer_trace("bad.bin", p));
     check_reorder(r, "wait_data");
+}
+
+// The list scheduler finds the waits that order an access through an index (analysis/
+// wait_index.h); the reference is the scan it replaced: every earlier wait of the window asked
+// Planner::wait_blocks. Same set for every instruction with memory accesses of windows that
+// start at every wait (as the reorder finder opens them) and at strided points, on a decode
+// layer, a GEMM and an all-reduce split over 4 chips (remote raisers).
+void expect_index_matches_scan(const analysis::RunData& run) {
+    std::size_t compared = 0, blocked = 0;
+    analysis::Context cx(run);
+    analysis::Planner plan(cx);
+    for (std::uint32_t s = 0; s < run.streams.size(); ++s) {
+        const auto& code = run.streams[s].code;
+        std::vector<std::uint64_t> starts;
+        for (std::uint64_t i = 0; i < code.size(); ++i)
+            if (code[i].op == Opcode::SWait || i % 997 == 0) starts.push_back(i);
+        for (std::size_t x = 0; x < starts.size(); x += 3) {  // a third of them keeps the test short
+            const std::uint64_t begin = starts[x], n = std::min<std::uint64_t>(code.size() - begin, 1500);
+            std::vector<std::uint32_t> waits;
+            for (std::uint32_t k = 0; k < n; ++k)
+                if (code[begin + k].op == Opcode::SWait) waits.push_back(k);
+            const analysis::WaitBlockIndex index(plan, s, begin, waits);
+            for (std::uint32_t k = 0; k < n; ++k) {
+                analysis::Access acc[2];
+                const int na = analysis::accesses(code[begin + k], run.streams[s], acc);
+                std::vector<std::uint32_t> want, got;
+                for (std::uint32_t w : waits)
+                    if (w < k && plan.wait_blocks(s, begin + w, acc, na)) want.push_back(w);
+                index.blocking(acc, na, k, got);
+                std::sort(got.begin(), got.end());
+                got.erase(std::unique(got.begin(), got.end()), got.end());
+                ASSERT_EQ(got, want) << "stream " << s << " window at " << begin << ", instruction " << begin + k;
+                ++compared;
+                blocked += want.size();
+            }
+        }
+    }
+    std::printf("%zu instructions compared, %zu (instruction, wait) orderings found\n", compared, blocked);
+    EXPECT_GT(blocked, 100u);  // the trace does have waits that order accesses
+}
+
+// One simulation per process (SystemC): one test per trace.
+TEST(Reorder, WaitIndexFindsWhatTheScanFindsOnADecodeLayer) {
+    gen::TransformerParams p = decode_layer();
+    p.tiles.bad_order = true;
+    expect_index_matches_scan(analyzed(transformer_trace("idx-decode.bin", p)).data);
+}
+
+TEST(Reorder, WaitIndexFindsWhatTheScanFindsOnAGemm) {
+    gen::GemmParams p = two_blocks(512);
+    p.bad_order = true;
+    expect_index_matches_scan(analyzed(gemm_trace("idx-gemm.bin", p).path).data);
+}
+
+TEST(Reorder, WaitIndexFindsWhatTheScanFindsOnFourChips) {
+    gen::TransformerParams p = decode_layer();
+    p.tp = 4;
+    expect_index_matches_scan(analyzed(transformer_trace("idx-tp4.bin", p), {}, "configs/xpu-ring4.yaml").data);
 }
 
 // The checker itself must catch an illegal order: a RAW pair swapped, and a load moved above

@@ -10,7 +10,8 @@
 //   DMA setup, the interconnect hop, the first chunk's HBM read (latency + its transfer over
 //   the channels it spans), the interconnect and the port, one link latency, the far port and
 //   interconnect, the last chunk's HBM write at the destination (twice for a reducing write:
-//   read-modify-write) and latency, less that chunk's serialisation (cut-through overlaps it).
+//   read-modify-write) and latency, once its last byte has arrived (links are cut-through, but
+//   memory writes what is there: models/unit_command.h, LinkTail).
 // The completion flag is posted behind the data on the same route and takes effect when the
 // data has landed: it adds no second link latency (it did before: +110-140% at 16-64 KiB
 // against ASTRA-sim's analytical backend, issue 15).
@@ -91,7 +92,7 @@ struct Model {
         const std::uint64_t last = shard - (((shard + p.chunk - 1) / p.chunk) - 1) * p.chunk;
         const double alpha = p.setup_cycles * p.cycle_ns + p.noc_ns + p.hbm_latency_ns + hbm(first) + p.noc_ns + p.port_ns +
                              p.link_latency_ns + switch_ns + p.port_ns + p.noc_ns + (reduce ? 2 : 1) * hbm(last) +
-                             p.hbm_latency_ns - wire(last) / beta_gbps();
+                             p.hbm_latency_ns;
         return alpha + wire(shard) / beta_gbps();
     }
     double ring(unsigned n, std::uint64_t bytes, bool reduce) const { return (n - 1) * step(bytes / n, reduce); }
