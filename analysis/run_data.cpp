@@ -256,7 +256,11 @@ private:
         try {
             // Decoded a chunk at a time into a small buffer and appended: each Instruction of
             // the (large) array is written once, instead of constructed and then overwritten.
-            std::vector<Instruction> chunk(4096);
+            // No larger than the longest stream: a small trace (the fuzz target reads thousands
+            // a second) does not construct 4096 instructions it never uses.
+            std::size_t longest = 0;
+            for (const trace::StreamInfo& info : file_.streams()) longest = std::max<std::size_t>(longest, info.instructions);
+            std::vector<Instruction> chunk(std::clamp<std::size_t>(longest, 1, 4096));
             for (std::size_t s = 0; s < run_.streams.size(); ++s) {
                 std::vector<Instruction>& code = run_.streams[s].code;
                 const std::size_t n = file_.streams()[s].instructions;
@@ -763,6 +767,11 @@ void read_blocks(std::FILE* f, const std::string& path, std::uint64_t offset, Ru
         if (dec.ended()) throw LogError(where + ": data after the End record");
         const std::uint32_t n = trace::codec::get_u32(bh), records = trace::codec::get_u32(bh + 4), crc = trace::codec::get_u32(bh + 8);
         if (n > txlog::kMaxBlockPayload) throw LogError(where + ": a block of " + std::to_string(n) + " bytes is implausible");
+        // Sized by what the file holds, not by what the header claims: a claim past the end is
+        // refused before the buffer grows to it.
+        if (!ec && n > file_bytes - std::min<std::uintmax_t>(file_bytes, offset + sizeof bh))
+            throw LogError(where + ": truncated: the block needs " + std::to_string(n) + " bytes, the file holds " +
+                           std::to_string(file_bytes - std::min<std::uintmax_t>(file_bytes, offset + sizeof bh)) + " after its header");
         block.resize(n + kDecodePadding);
         if (std::fread(block.data(), 1, n, f) != n) throw LogError(where + ": truncated: the block needs " + std::to_string(n) + " bytes");
         std::memset(block.data() + n, 0, kDecodePadding);

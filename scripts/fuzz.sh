@@ -61,7 +61,14 @@ for t in "${run[@]}"; do
     mkdir -p "$work" "$artifacts"
     opts=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536
           -print_final_stats=1 -artifact_prefix="$artifacts")
-    [[ -f "$root/tests/fuzz/$t.dict" ]] && opts+=(-dict="$root/tests/fuzz/$t.dict")
+    # A dictionary per target; platform_run's input is a description and a trace, so it gets the
+    # words of both (libFuzzer takes one -dict: the three files joined in the build folder).
+    dicts=("$root/tests/fuzz/$t.dict")
+    [[ $t == platform_run ]] && dicts=("$root"/tests/fuzz/{yaml_loader,trace_text,platform_run}.dict)
+    if [[ -f ${dicts[0]} ]]; then
+        cat "${dicts[@]}" >"$build/$t.dict"
+        opts+=(-dict="$build/$t.dict")
+    fi
     log="$build/fuzz-$t.log"
     echo "fuzz: $t for ${seconds}s (log: $log)" >&2
     set +e

@@ -379,5 +379,44 @@ TEST(TxlogVersion, AnOlderLogIsRefusedWithItsVersion) {
     }
 }
 
+// A block header claiming more bytes than the file holds is refused by what the file holds,
+// before any buffer grows to the claim (a fuzzed 64 MiB claim per small input, zero-filled, was
+// most of the log fuzz target's time).
+TEST(TxlogTruncated, ABlockClaimingMoreThanTheFileHoldsIsRefusedBeforeAllocating) {
+    const std::string trace = write_trace("nops", [](gen::Emitter& e) { e.salu(1, 2); });
+    const fs::path dir = temp_path("claim");
+    fs::create_directories(dir);
+    fs::copy_file(trace, dir / "txlog.trace.bin");
+    txlog::Header h;
+    h.units = {{"vpu", "VectorUnit", Role::Vector, 0, 0, 0}};
+    {
+        txlog::Writer w((dir / "txlog.bin").string(), h);
+        w.on_instruction({0, 0, 0, nullptr, 0, 10, 20, 30});
+        w.finish(1000, 0);
+    }
+    std::string bytes;
+    {
+        std::ifstream in((dir / "txlog.bin").string(), std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    // magic (8), version (4), meta bytes (4), meta, then the first block: payload bytes (u32).
+    std::uint32_t meta = 0;
+    std::memcpy(&meta, bytes.data() + 12, 4);
+    const std::size_t block = 16 + meta;
+    ASSERT_LT(block + 12, bytes.size());
+    const std::uint32_t claim = static_cast<std::uint32_t>(txlog::kMaxBlockPayload);  // allowed alone
+    std::memcpy(bytes.data() + block, &claim, 4);
+    std::ofstream((dir / "txlog.bin").string(), std::ios::binary | std::ios::trunc) << bytes;
+    const std::size_t left = bytes.size() - block - 12;
+    try {
+        analysis::load_run(dir.string());
+        ADD_FAILURE() << "a block claiming " << claim << " bytes in a " << bytes.size() << "-byte file was read";
+    } catch (const analysis::LogError& e) {
+        EXPECT_EQ(std::string(e.what()), (dir / "txlog.bin").string() + ": block at byte " + std::to_string(block) +
+                                             ": truncated: the block needs " + std::to_string(claim) +
+                                             " bytes, the file holds " + std::to_string(left) + " after its header");
+    }
+}
+
 }  // namespace
 }  // namespace xpu::test
