@@ -79,13 +79,30 @@ struct ReplayResult {
     double gbps = 0, read_latency_ns = 0, loop_s = 0;
 };
 
+// Ramulator's figures of a replay that ended at `cycle`: bandwidth = requests x access bytes /
+// cycles; mean read latency = sum of (data back - queued) over the reads back by then / reads
+// queued. `back`: (data back, queued) per issued read.
+inline ReplayResult replay_result(const DramModel& m, std::size_t requests, std::uint64_t reads,
+                                  const std::vector<std::pair<std::int64_t, std::int64_t>>& back, std::int64_t cycle,
+                                  std::chrono::steady_clock::time_point t0) {
+    ReplayResult res;
+    res.loop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double lat = 0;
+    for (const auto& b : back)
+        if (b.first <= cycle) lat += static_cast<double>(b.first - b.second);
+    res.cycles = cycle;
+    const double ns = static_cast<double>(cycle) * m.timing().tck_ns;
+    res.gbps = static_cast<double>(requests) * m.access_bytes() / ns;
+    res.read_latency_ns = reads ? lat / static_cast<double>(reads) * m.timing().tck_ns : 0.0;
+    return res;
+}
+
 // Ramulator 2's LoadStoreTrace frontend: per_cycle requests offered per memory cycle in order
 // (one before the first cycle), a refused one again the next cycle; or (every > 0) one every
 // `every` cycles. The run ends when the last request is queued. Bandwidth = requests x access
 // bytes / cycles; mean read latency = sum of (data back - queued) over the reads back by then /
 // reads queued: Ramulator's figures.
 inline ReplayResult replay(DramModel& m, const std::vector<Request>& tr, unsigned per_cycle, unsigned every) {
-    ReplayResult res;
     const auto t0 = std::chrono::steady_clock::now();
     const unsigned channels = m.channels();
     const std::int64_t read_lat = m.timing().CL + m.timing().BL;
@@ -116,15 +133,7 @@ inline ReplayResult replay(DramModel& m, const std::vector<Request>& tr, unsigne
             if (!d.write) back.push_back({d.issue + read_lat, d.arrive});
         m.completions().clear();
     }
-    res.loop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double lat = 0;
-    for (const auto& b : back)
-        if (b.first <= cycle) lat += static_cast<double>(b.first - b.second);
-    res.cycles = cycle;
-    const double ns = static_cast<double>(cycle) * m.timing().tck_ns;
-    res.gbps = static_cast<double>(tr.size()) * m.access_bytes() / ns;
-    res.read_latency_ns = reads ? lat / static_cast<double>(reads) * m.timing().tck_ns : 0.0;
-    return res;
+    return replay_result(m, tr.size(), reads, back, cycle, t0);
 }
 
 // DRAMSys's trace players and Simple arbiter (scripts/dram_vs_dramsys.sh): request i belongs to
@@ -140,7 +149,6 @@ inline ReplayResult replay(DramModel& m, const std::vector<Request>& tr, unsigne
 // 1: the patched arbiter's XPUSIM_ARBITER_NO_GAP). Figures as replay()'s.
 inline ReplayResult replay_players(DramModel& m, const std::vector<Request>& tr, unsigned per_cycle, unsigned players,
                                    unsigned gap) {
-    ReplayResult res;
     const auto t0 = std::chrono::steady_clock::now();
     const unsigned channels = m.channels();
     const std::int64_t read_lat = m.timing().CL + m.timing().BL;
@@ -188,15 +196,7 @@ inline ReplayResult replay_players(DramModel& m, const std::vector<Request>& tr,
             if (!d.write) back.push_back({d.issue + read_lat, d.arrive});
         m.completions().clear();
     }
-    res.loop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double lat = 0;
-    for (const auto& b : back)
-        if (b.first <= cycle) lat += static_cast<double>(b.first - b.second);
-    res.cycles = cycle;
-    const double ns = static_cast<double>(cycle) * m.timing().tck_ns;
-    res.gbps = static_cast<double>(tr.size()) * m.access_bytes() / ns;
-    res.read_latency_ns = reads ? lat / static_cast<double>(reads) * m.timing().tck_ns : 0.0;
-    return res;
+    return replay_result(m, tr.size(), reads, back, cycle, t0);
 }
 
 // Ramulator 2's Generic controller as configured in the side-by-side: queues that hold 33
