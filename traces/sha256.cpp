@@ -7,6 +7,7 @@
 #include <vector>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define XPU_SHA_NI 1
 #endif
@@ -60,7 +61,13 @@ __attribute__((target("sha,sse4.1"))) void sha_ni_blocks(std::uint32_t h[8], con
 
 bool Sha256::hardware_available() {
 #ifdef XPU_SHA_NI
-    return __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("ssse3");
+    // CPUID directly: clang (the fuzz build's compiler) has no "sha" for __builtin_cpu_supports.
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    const bool sse41 = c & (1u << 19), ssse3 = c & (1u << 9);
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    const bool sha = b & (1u << 29);
+    return sha && sse41 && ssse3;
 #else
     return false;
 #endif
