@@ -29,6 +29,11 @@ int usage() {
 }
 }  // namespace
 
+// libsystemc, linked through the models library, refers to sc_main; this tool never starts the
+// SystemC kernel (the DRAM model is plain C++). The release build's linker drops the unused
+// library; the sanitizer build keeps it and fails to link without this.
+extern "C" int sc_main(int, char**) { return 0; }
+
 int main(int argc, char** argv) {
     const auto& names = dram_bench::pattern_names();
     auto known = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); };
