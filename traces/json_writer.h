@@ -35,10 +35,13 @@ public:
     JsonWriter& value(const std::string& v) { return field(nullptr, v); }
     static std::string escape(const std::string& s);  // json_escape_to, as a string
     static std::string number(double v);
+    static void append_number(std::string& out, double v);  // number(v), appended
 
 private:
-    void prefix(const char* key);
+    void prefix(const char* key);  // starts out_ with the separator, indent and key
+    void flush();                  // writes out_ to the stream
     std::ostream& os_;
+    std::string out_;
     std::vector<bool> first_;  // per open container: no member written yet
 };
 
