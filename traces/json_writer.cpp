@@ -86,11 +86,14 @@ std::string JsonWriter::number(double v) {
     return o;
 }
 
-// Each call assembles its text in `out_` (its capacity kept from call to call) and hands it to
-// the stream in one write: one stream operation per member instead of four or five, and no
-// temporary strings (the writer was most of the cost of stats.json for a 256-chip platform).
+// The text collects in `out_` and goes to the stream in blocks of 64 KiB and when the
+// top-level value is complete (flush): no stream operation per member, no temporary strings
+// (the writer was most of the cost of stats.json for a 256-chip platform).
+JsonWriter::~JsonWriter() {
+    if (!out_.empty()) os_.write(out_.data(), static_cast<std::streamsize>(out_.size()));
+}
+
 void JsonWriter::prefix(const char* key) {
-    out_.clear();
     if (!first_.empty()) {
         if (!first_.back()) out_ += ',';
         first_.back() = false;
@@ -103,7 +106,11 @@ void JsonWriter::prefix(const char* key) {
     }
 }
 
-void JsonWriter::flush() { os_.write(out_.data(), static_cast<std::streamsize>(out_.size())); }
+void JsonWriter::flush() {
+    if (!first_.empty() && out_.size() < (std::size_t{1} << 16)) return;
+    os_.write(out_.data(), static_cast<std::streamsize>(out_.size()));
+    out_.clear();
+}
 
 JsonWriter& JsonWriter::begin_object(const char* key) {
     prefix(key);
@@ -115,7 +122,6 @@ JsonWriter& JsonWriter::begin_object(const char* key) {
 JsonWriter& JsonWriter::end_object() {
     bool empty = first_.back();
     first_.pop_back();
-    out_.clear();
     if (!empty) {
         out_ += '\n';
         out_.append(first_.size() * 2, ' ');
@@ -135,7 +141,6 @@ JsonWriter& JsonWriter::begin_array(const char* key) {
 JsonWriter& JsonWriter::end_array() {
     bool empty = first_.back();
     first_.pop_back();
-    out_.clear();
     if (!empty) {
         out_ += '\n';
         out_.append(first_.size() * 2, ' ');
