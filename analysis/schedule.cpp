@@ -419,11 +419,11 @@ private:
 //   accumulators made every height ~90 us (the window lasts 10 us). And the load/store pipeline
 //   in program order put every store of the held-back epilogue "ahead of" the next step's loads
 //   that feed the matmuls, so the stores went first and the matrix units waited for their loads
-//   behind them (planted --bad-order there: 72.7% of the loss recovered; 85.6% with both).
+//   behind them (planted --bad-order there: 72.7% of the loss recovered; 86.8% with both).
 enum class Through : std::uint8_t { Every, Data };
 
 std::vector<Tick> heights(const Graph& g, const std::vector<Cost>& cost, const std::vector<Opcode>& op, Through through) {
-    const std::size_t n = cost.size();
+    const std::size_t n = g.succ.size();  // the scheduled part of the window
     std::vector<Tick> height(n, 0);
     std::unordered_map<std::uint64_t, std::uint32_t> next_on_pipe;
     for (std::size_t k = n; k-- > 0;) {
@@ -480,17 +480,27 @@ struct Window {
     Outcome evaluate(const Model& m, std::size_t k) const { return m.evaluate(cx.run.streams[s].code[begin + k], cost[k], flag_ready(k)); }
 };
 
-// The model's finish of the window in program order.
-Tick modelled_in_order(Window& w, Model m) {
+// The model's finish of the first n instructions of the window in program order.
+Tick modelled_in_order(Window& w, Model m, std::size_t n) {
     std::fill(w.done.begin(), w.done.end(), 0);
-    for (std::size_t k = 0; k < w.cost.size(); ++k) w.place(m, k, w.evaluate(m, k));
+    for (std::size_t k = 0; k < n; ++k) w.place(m, k, w.evaluate(m, k));
+    return m.finish;
+}
+
+// The model's finish of the scheduled part in `order`, then of what follows it in program order
+// (the rest of w): an order that ends its window sooner may leave the units and queues in a
+// state that costs the instructions after it more.
+Tick modelled_with_tail(Window& w, Model m, const std::vector<std::uint64_t>& order) {
+    std::fill(w.done.begin(), w.done.end(), 0);
+    for (std::uint64_t i : order) w.place(m, i - w.begin, w.evaluate(m, i - w.begin));
+    for (std::size_t k = order.size(); k < w.cost.size(); ++k) w.place(m, k, w.evaluate(m, k));
     return m.finish;
 }
 
 // Greedy list scheduling (schedule.h): the window's order (empty if the graph had a cycle,
 // which cannot happen: edges go forward) and the model's finish of it.
 Tick list_schedule(Window& w, Model m, Graph g, const std::vector<Tick>& height, std::vector<std::uint64_t>& order) {
-    const std::size_t n = w.cost.size();
+    const std::size_t n = g.succ.size();  // the scheduled part of the window
     auto before = [&](std::uint32_t a, std::uint32_t b) { return height[a] != height[b] ? height[a] > height[b] : a < b; };
     std::set<std::uint32_t, decltype(before)> ready(before);
     for (std::size_t k = 0; k < n; ++k)
@@ -557,9 +567,14 @@ WindowSchedule WindowScheduler::schedule(std::uint32_t s, std::uint64_t begin, s
     const Measured ms(cx_, s);
     Model base = warm_model(ms, cx_, s, queue_depth_, warm, begin);
     const std::size_t n = static_cast<std::size_t>(end - begin);
-    Window w{cx_, plan_, s, begin, end, std::vector<Cost>(n), std::vector<Tick>(n, 0)};
-    w.covers.assign(n, nullptr);
-    for (std::size_t k = 0; k < n; ++k) {
+    // The window, and after it as many instructions again (as far as the run saw them and the
+    // model can time them), by which two orders are compared.
+    std::size_t total = n;
+    Cost probe;
+    while (total < 2 * n && begin + total < st.code.size() && st.life[begin + total].seen && ms.cost_of(begin + total, probe)) ++total;
+    Window w{cx_, plan_, s, begin, begin + total, std::vector<Cost>(total), std::vector<Tick>(total, 0)};
+    w.covers.assign(total, nullptr);
+    for (std::size_t k = 0; k < total; ++k) {
         if (!ms.cost_of(begin + k, w.cost[k])) return out;
         if (w.cost[k].kind == Kind::Unit) ensure_unit(base, queue_depth_, w.cost[k].unit);
         if (w.cost[k].kind == Kind::Wait) w.covers[k] = &plan_.covered(s, begin + k);
@@ -567,15 +582,16 @@ WindowSchedule WindowScheduler::schedule(std::uint32_t s, std::uint64_t begin, s
     Graph g = GraphBuilder(cx_, plan_, s, begin, n).build();
     std::vector<Opcode> ops(n);
     for (std::size_t k = 0; k < n; ++k) ops[k] = st.code[begin + k].op;
-    out.modelled_before = modelled_in_order(w, base);
+    out.modelled_before = modelled_in_order(w, base, n);
     out.start = st.life[begin].issue;
     for (std::uint64_t i = begin; i < end; ++i) out.measured = std::max({out.measured, st.life[i].issue, ms.complete(i)});
-    // Each priority, kept where the model finds its order faster (ties: the first).
+    // Each priority; the order kept is the one the model finishes sooner together with the
+    // instructions after the window (ties: the first).
     const std::vector<Tick> every = heights(g, w.cost, ops, Through::Every), data = heights(g, w.cost, ops, Through::Data);
     out.modelled_after = list_schedule(w, base, g, every, out.order);
     std::vector<std::uint64_t> other;
     const Tick by_data = list_schedule(w, base, std::move(g), data, other);
-    if (!other.empty() && (out.order.empty() || by_data < out.modelled_after)) {
+    if (!other.empty() && (out.order.empty() || modelled_with_tail(w, base, other) < modelled_with_tail(w, base, out.order))) {
         out.modelled_after = by_data;
         out.order = std::move(other);
     }
