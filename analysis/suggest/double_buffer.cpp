@@ -60,7 +60,7 @@ bool rename_and_hoist(const SuggestContext& sc, WaitGroup& g) {
         std::sort(fills.begin(), fills.end());
         fills.erase(std::unique(fills.begin(), fills.end()), fills.end());
         for (std::uint64_t k : fills) {
-            const std::uint64_t p = sc.plan.hoist_point(stream, k, edited);
+            const std::uint64_t p = std::max(sc.plan.hoist_point(stream, k, edited), std::min(k, sc.renamer.step_floor(stream, k)));
             if (p < k) {
                 moves.push_back({stream, k, p});
                 g.passed += k - p;
