@@ -344,7 +344,7 @@ std::uint64_t BufferRenamer::step_floor(std::uint32_t s, std::uint64_t k) const 
     auto f = st.fill.find(k);
     auto c = st.fill_class.find(k);
     if (f == st.fill.end() || c == st.fill_class.end() || f->second < kBufferCopies - 1) return 0;
-    auto w = st.first_wait.find({c->second, f->second - (kBufferCopies - 1)});
+    auto w = st.first_wait.find({c->second, 0});
     return w == st.first_wait.end() ? 0 : w->second + 1;
 }
 
