@@ -123,17 +123,15 @@ struct HoistOption {
 };
 
 // Where DMA raiser r can move up to: its hoist point; with `rename`, where its hoist stops at
-// its own buffer's previous readers, as far as a free copy of its buffer would let it
-// (double_buffer.h; `renamed` then says so). The suggestion then keeps the DMAs in the order
-// they are needed (need_order.h). Renamed even where the plain hoist already covers the DMA's
-// lead-time deficit: that deficit is its shortest duration, and a step's fills issued together
-// one step ahead share the HBM with each other and the write-backs. A 2048x5120x640 GEMM without
-// prefetch had only its A tiles renamed; its weight tiles, one step ahead, still held each
-// step's wait 0.56 us (79.6% of the loss recovered; renamed too, 102%).
-std::uint64_t hoist_target(const SuggestContext& sc, const Raiser& r, bool rename, bool& renamed) {
+// its own buffer's previous readers short of its lead-time deficit, as far as a free copy of its buffer
+// would let it (double_buffer.h; `renamed` then says so). The suggestion then keeps the DMAs in
+// the order they are needed (need_order.h).
+std::uint64_t hoist_target(const SuggestContext& sc, const Raiser& r, Tick deficit, bool rename, bool& renamed) {
+    const Stream& rs = sc.run.streams[r.stream];
     std::uint64_t p = sc.plan.hoist_point(r.stream, r.index);
     renamed = false;
-    if (rename && sc.renamer.blocked_by_buffer(r.stream, r.index, p) && sc.renamer.can_rename(r.stream, r.index)) {
+    if (rename && deficit > rs.life[r.index].issue - std::min(rs.life[r.index].issue, rs.life[p].issue) &&
+        sc.renamer.blocked_by_buffer(r.stream, r.index, p) && sc.renamer.can_rename(r.stream, r.index)) {
         const std::uint64_t q = sc.renamer.renamed_point(r.stream, r.index);
         if (q < p) {
             p = q;
@@ -207,7 +205,7 @@ HoistOption hoist_option(const SuggestContext& sc, const WaitStall& w, const Chi
         const Tick lead = lw.ready > d.issue ? lw.ready - d.issue : 0;
         const Tick deficit = shortest > lead ? shortest - lead : 0;
         bool renamed = false;
-        const std::uint64_t p = hoist_target(sc, r, rename, renamed);
+        const std::uint64_t p = hoist_target(sc, r, deficit, rename, renamed);
         if (renamed) o.renamed = true;
         const Tick gain = hoist_gain(sc, r, p, deficit, remote);
         latest_new = std::max(latest_new, d.complete - std::min(d.complete, gain));
