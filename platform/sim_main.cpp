@@ -369,7 +369,9 @@ int sc_main(int argc, char* argv[]) {
             return interrupted(outs, " while building the platform");
         }
         if (g_signal) return interrupted(outs, " before the run");
-        if (!sim->check_trace(stop_requested)) return interrupted(outs, " while checking the trace");
+        // The check of every instruction runs on a second thread beside the run, which waits for
+        // it instruction by instruction; its verdict comes first below, whatever the run did.
+        sim->start_check(stop_requested);
         if (!vcd_path.empty()) {
             VcdOptions o;
             o.path = vcd_write;
@@ -411,7 +413,16 @@ int sc_main(int argc, char* argv[]) {
             what << "simulating: " << n << " of " << total << " instructions retired, " << sim_ns / 1e3 << " us simulated";
             sim_progress.update(total ? static_cast<double>(n) / static_cast<double>(total) : 0, what.str());
         };
-        result = sim->run(ro);
+        try {
+            result = sim->run(ro);
+        } catch (...) {
+            // A run that failed on a trace the check refuses (a corrupt block the run's reader
+            // met first, or an instruction the gate held back) fails with the check's message,
+            // as when the check came first.
+            if (!sim->finish_check()) return interrupted(outs, " while checking the trace");
+            throw;
+        }
+        if (!sim->finish_check()) return interrupted(outs, " while checking the trace");
     } catch (const xpu::trace::TraceError& e) {
         return fail_run(kBadTrace, e.what());
     } catch (const ConfigError& e) {

@@ -360,34 +360,84 @@ private:
 
 Simulation::Simulation(const PlatformConfig& cfg, const std::string& trace_path, const std::function<bool()>& stop_requested,
                        const std::shared_ptr<trace::FileDigest>& digest)
-    : cfg_(cfg), trace_(trace::TraceFile::open(trace_path, digest)) {
+    : cfg_(cfg), digest_(digest), trace_(trace::TraceFile::open(trace_path, digest)) {
+    // The digest saw the header and the tables; the check's reads go to it from here (in file
+    // order for a single stream: no pass of its own), the run's to nobody (another thread).
+    check_progress_ = std::make_shared<trace::CheckProgress>(trace_.streams().size());
+    trace_ = trace_.with_digest(nullptr).with_gate(check_progress_);
     platform_ = std::make_unique<Platform>(cfg_, &trace_, stop_requested);
+}
+
+Simulation::~Simulation() {
+    if (check_thread_.joinable()) {
+        check_cancel_ = true;
+        check_thread_.join();
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Checking the trace against the platform before the run
 
-bool Simulation::check_trace(const std::function<bool()>& stop_requested) const {
-    const AddressMap am = address_map_of(cfg_);
+struct Simulation::PreparedCheck {
+    AddressMap am;
     std::map<std::pair<unsigned, unsigned>, CoreView> views;  // per (chip, core id)
+};
+
+Simulation::PreparedCheck Simulation::prepare_check() const {
+    PreparedCheck p;
+    p.am = address_map_of(cfg_);
     const BindingOrder order = binding_order(cfg_);
-    for (auto* c : platform_->cores()) views[{c->config().chip, c->config().core}] = view_of(cfg_, order, c);
+    for (auto* c : platform_->cores()) p.views[{c->config().chip, c->config().core}] = view_of(cfg_, order, c);
     const auto string_problems = trace::string_table_problems(trace_, 1);  // as xpu_trace validate
     if (!string_problems.empty()) throw trace::TraceError(string_problems.front());
+    return p;
+}
+
+bool Simulation::check_instructions(const PreparedCheck& p, const std::function<bool()>& stop_requested,
+                                    trace::CheckProgress* progress) const {
+    // Its own readers: ungated (the check is what opens the gate), reporting to the digest.
+    const trace::TraceFile file = trace_.with_gate(nullptr).with_digest(digest_);
     constexpr std::size_t kChunk = 4096;
     std::vector<Instruction> buf(kChunk);
-    for (std::size_t s = 0; s < trace_.streams().size(); ++s) {
-        const trace::StreamInfo& si = trace_.streams()[s];
-        auto vit = views.find({si.chip, si.core});
-        if (vit == views.end()) continue;  // the builder has already refused such a trace
-        trace::StreamReader reader(trace_, s);
+    for (std::size_t s = 0; s < file.streams().size(); ++s) {
+        const trace::StreamInfo& si = file.streams()[s];
+        auto vit = p.views.find({si.chip, si.core});
+        if (vit == p.views.end()) continue;  // the builder has already refused such a trace
+        trace::StreamReader reader(file, s);
         std::uint64_t index = 0;
         while (std::size_t n = reader.read(buf.data(), kChunk)) {
             if (stop_requested && stop_requested()) return false;
-            for (std::size_t i = 0; i < n; ++i, ++index) InstructionCheck(cfg_, am, trace_, s, vit->second, index, buf[i]).run();
+            for (std::size_t i = 0; i < n; ++i, ++index) InstructionCheck(cfg_, p.am, file, s, vit->second, index, buf[i]).run();
+            if (progress) progress->passed(s, index);
         }
     }
     return true;
+}
+
+bool Simulation::check_trace(const std::function<bool()>& stop_requested) const {
+    return check_instructions(prepare_check(), stop_requested, nullptr);
+}
+
+void Simulation::start_check(const std::function<bool()>& stop_requested) {
+    auto prepared = std::make_shared<const PreparedCheck>(prepare_check());
+    check_ok_ = false;
+    check_progress_->start();
+    check_thread_ = std::thread([this, prepared, stop_requested] {
+        auto stop = [&] { return check_cancel_.load() || (stop_requested && stop_requested()); };
+        try {
+            check_ok_ = check_instructions(*prepared, stop, check_progress_.get());
+        } catch (...) {
+            check_error_ = std::current_exception();
+            check_ok_ = false;
+        }
+        check_progress_->finish(check_ok_);
+    });
+}
+
+bool Simulation::finish_check() {
+    if (check_thread_.joinable()) check_thread_.join();
+    if (check_error_) std::rethrow_exception(check_error_);
+    return check_ok_;
 }
 
 // ---------------------------------------------------------------------------------------------

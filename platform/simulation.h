@@ -3,14 +3,18 @@
 // report. All figures come from the models' own counters.
 #pragma once
 
+#include <atomic>
+#include <exception>
 #include <functional>
 #include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
 #include "platform/builder.h"
 #include "platform/platform_config.h"
 #include "platform/run_breakdown.h"
+#include "traces/check_progress.h"
 #include "traces/trace_reader.h"
 
 namespace xpu::platform {
@@ -88,6 +92,18 @@ public:
     // Returns false (nothing checked further) if `stop_requested` said so.
     bool check_trace(const std::function<bool()>& stop_requested = {}) const;
 
+    // The same check on a second thread, while the run goes: the run waits, instruction by
+    // instruction, for the check to pass what it executes (traces/check_progress.h), so it never
+    // executes an instruction the check has not passed. What check_trace reads of the platform is
+    // read here, on the calling thread; its string-table check throws here. Once, before run().
+    void start_check(const std::function<bool()>& stop_requested = {});
+    // Waits for the check start_check began and rethrows what it threw (its TraceError or
+    // ConfigError: the problem check_trace would have named, whatever the run did meanwhile);
+    // false if it stopped because `stop_requested` said so, true if every instruction passed or
+    // no check was started.
+    bool finish_check();
+    ~Simulation();
+
     // Runs to the end, a deadlock, the time limit or an interrupt.
     RunResult run(const RunOptions& opts);
     // Runs to the end (or a deadlock). `progress` (optional) is called now and then.
@@ -97,9 +113,20 @@ private:
     std::string deadlock_diagnosis() const;
     std::string position_diagnosis(const char* why) const;
     void collect_figures(RunResult& r) const;
+    struct PreparedCheck;  // what the check reads of the platform (simulation.cpp)
+    PreparedCheck prepare_check() const;
+    bool check_instructions(const PreparedCheck& p, const std::function<bool()>& stop_requested,
+                            trace::CheckProgress* progress) const;
+
     const PlatformConfig& cfg_;
-    trace::TraceFile trace_;
+    std::shared_ptr<trace::FileDigest> digest_;           // sees the check's reads
+    std::shared_ptr<trace::CheckProgress> check_progress_;  // gates the run's readers
+    trace::TraceFile trace_;  // the run's: gated by check_progress_, reporting to no digest
     std::unique_ptr<Platform> platform_;
+    std::thread check_thread_;
+    std::atomic<bool> check_cancel_{false};  // the destructor stops a check still running
+    std::exception_ptr check_error_;
+    bool check_ok_ = true;
 };
 
 }  // namespace xpu::platform

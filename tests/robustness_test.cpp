@@ -182,6 +182,61 @@ TEST(CheckTrace, StopRequestEndsTheCheckWithoutAnError) {
     EXPECT_FALSE(sim.check_trace([] { return true; }));
 }
 
+// ---- the check beside the run (sim_main's way: Simulation::start_check) -----------------------
+
+// 20000 valid instructions, then one the check refuses (a register id past the scoreboard's).
+// Whatever the timing of the two threads, the run must stop before it (the gate never passes
+// it) and the error must be the check's own, as check_trace() names it.
+TEST(CheckBesideTheRun, TheRunNeverExecutesWhatTheCheckRefused) {
+    std::string body;
+    for (int i = 0; i < 20000; ++i) body += "salu d=s1 s0=s1\n";
+    std::string t = core0("late", body + "salu d=r200\n");
+    PlatformConfig cfg = load_platform(source_path(kXpu));
+    Simulation sim(cfg, t);
+    sim.start_check();
+    bool run_failed = false;
+    try {
+        sim.run();
+    } catch (const sc_core::sc_report& e) {
+        run_failed = true;
+        EXPECT_EQ(std::string(e.get_msg_type()), "xpusim/trace");
+    }
+    EXPECT_TRUE(run_failed) << "the run went past an instruction the check refused";
+    try {
+        sim.finish_check();
+        FAIL() << "finish_check() did not rethrow the check's TraceError";
+    } catch (const trace::TraceError& e) {
+        EXPECT_EQ(std::string(e.what()), t + ": stream 0 (chip 0, core 0), instruction 20000 (salu d=r200): "
+                                             "d=r200 is not a register (expected s0..s63, v0..v63 or m0..m63, ids 0..191)");
+    }
+}
+
+TEST(CheckBesideTheRun, AValidTraceRunsToTheEndAndTheCheckPasses) {
+    std::string body;
+    for (int i = 0; i < 20000; ++i) body += "salu d=s1 s0=s1\n";
+    std::string t = core0("fine", body);
+    PlatformConfig cfg = load_platform(source_path(kXpu));
+    Simulation sim(cfg, t);
+    sim.start_check();
+    RunResult r = sim.run();
+    EXPECT_TRUE(sim.finish_check());
+    EXPECT_EQ(r.stop, StopReason::Completed) << r.diagnosis;
+    EXPECT_EQ(r.instructions, 20001u);  // and the halt
+}
+
+TEST(CheckBesideTheRun, AStopRequestEndsTheCheckAndTheRunWithoutAnError) {
+    std::string t = core0("stopped", "salu d=s1\nsalu d=r200\n");  // would be an error
+    PlatformConfig cfg = load_platform(source_path(kXpu));
+    Simulation sim(cfg, t);
+    sim.start_check([] { return true; });
+    try {
+        sim.run();
+    } catch (const sc_core::sc_report&) {
+        // the gate closed: the run stops at its first batch
+    }
+    EXPECT_FALSE(sim.finish_check());
+}
+
 // ---- how runs end ----------------------------------------------------------------------------
 
 // An event further away than a run-loop slice (100 us): a 2^24-row matmul keeps the core

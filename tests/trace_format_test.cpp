@@ -11,14 +11,18 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <atomic>
+#include <chrono>
 #include <vector>
 
 #include "traces/instruction.h"
+#include "traces/check_progress.h"
 #include "traces/crc32.h"
 #include "traces/file_digest.h"
 #include "traces/sha256.h"
 #include "traces/trace_format.h"
 #include "traces/trace_reader.h"
+#include "traces/trace_text.h"
 #include "traces/trace_validate.h"
 #include "traces/trace_writer.h"
 
@@ -888,4 +892,76 @@ TEST_F(TraceTest, RandomCorruptionIsReportedNeverCrashes) {
         EXPECT_NO_THROW(validate(path));
     }
     EXPECT_GT(errors, 200);
+}
+
+// check_instruction's fast path (instruction_conforms, which every run takes for every
+// instruction) must accept exactly what the message path finds nothing wrong with. Reference:
+// the message path itself, on instructions drawn near the rules' edges (registers of every
+// class and past the last, spaces past Hbm, remote chips, zero sizes and dimensions, dtypes and
+// conds past the last, ann at the string count, bytes of unknown opcodes, the reserved bit),
+// so that each condition is met and missed many times; the test fails if either outcome is rare.
+TEST(TraceValidate, FastCheckAgreesWithTheMessages) {
+    std::mt19937_64 rng(20261124);
+    const std::uint32_t strings = 5;
+    std::size_t conforming = 0, not_conforming = 0;
+    for (int i = 0; i < 400000; ++i) {
+        Instruction in;
+        in.op = rng() % 16 == 0 ? static_cast<Opcode>(rng() & 0xff) : all_opcodes()[rng() % all_opcodes().size()];
+        // Mostly every field present (so that the register and operand rules decide), else random.
+        in.present = static_cast<std::uint16_t>(rng() % 4 == 0 ? (rng() & 0xffff) : (kAllFields & ~(rng() % 8 == 0 ? (1u << (rng() % 15)) : 0u)));
+        auto reg = [&] { return static_cast<std::uint8_t>(rng() % 8 == 0 ? rng() : rng() % kNumRegs); };
+        in.dst = reg();
+        for (auto& s : in.src) s = reg();
+        for (MemRef* m : {&in.mem_src, &in.mem_dst}) {
+            m->space = static_cast<Space>(rng() % 16 == 0 ? 2 + rng() % 3 : rng() % 2);
+            m->chip = rng() % 4 == 0 ? static_cast<std::uint16_t>(rng() % 3) : kLocalChip;
+            m->addr = rng() % 1024;
+        }
+        in.bytes = rng() % 8 == 0 ? 0 : 1 + rng() % 4096;
+        in.m = static_cast<std::uint32_t>(rng() % 8 == 0 ? 0 : 1 + rng() % 256);
+        in.n = static_cast<std::uint32_t>(rng() % 8 == 0 ? 0 : 1 + rng() % 256);
+        in.k = static_cast<std::uint32_t>(rng() % 8 == 0 ? 0 : 1 + rng() % 256);
+        in.dtype = static_cast<DType>(rng() % 8);
+        in.cond = static_cast<Cond>(rng() % 8);
+        in.ann = static_cast<std::uint32_t>(rng() % (strings + 2));
+        const int chip = static_cast<int>(rng() % 3) - 1;  // -1: not known
+        const bool fast = instruction_conforms(in, strings, chip);
+        const auto issues = instruction_problems(in, strings, chip);
+        ASSERT_EQ(fast, issues.empty()) << format_instruction(in) << (issues.empty() ? "" : ": " + issues.front());
+        (fast ? conforming : not_conforming)++;
+    }
+    EXPECT_GT(conforming, 40000u);
+    EXPECT_GT(not_conforming, 40000u);
+}
+
+// The gate between a check thread and the run (traces/check_progress.h). Reference: its
+// contract, stated in the header: nothing gated before start(); a reader returns once what it
+// asks for has passed, and with false as soon as the check ends without passing it.
+TEST(CheckProgress, ReadersWaitForWhatTheCheckPassedAndStopWhenItFails) {
+    CheckProgress open(2);
+    EXPECT_TRUE(open.wait_for(1, 1000000));  // not started: nothing is gated
+
+    CheckProgress p(2);
+    p.start();
+    p.passed(0, 100);
+    EXPECT_TRUE(p.wait_for(0, 100));
+    std::atomic<bool> got{false};
+    std::thread reader([&] { got = p.wait_for(1, 50); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_FALSE(got.load());  // stream 1 has passed nothing yet
+    p.passed(1, 60);
+    reader.join();
+    EXPECT_TRUE(got.load());
+
+    std::atomic<int> verdict{-1};
+    std::thread late([&] { verdict = p.wait_for(1, 61) ? 1 : 0; });
+    p.finish(false);  // a problem at instruction 60 of stream 1
+    late.join();
+    EXPECT_EQ(verdict.load(), 0);
+    EXPECT_FALSE(p.wait_for(0, 1));  // a failed check stops every reader
+
+    CheckProgress done(1);
+    done.start();
+    done.finish(true);
+    EXPECT_TRUE(done.wait_for(0, 1u << 30));
 }

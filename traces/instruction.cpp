@@ -34,9 +34,14 @@ UnitKind unit_kind(Opcode op) {
 }
 
 bool is_valid_opcode(std::uint8_t raw) {
-    for (const auto& o : kOps)
-        if (static_cast<std::uint8_t>(o.op) == raw) return true;
-    return false;
+    // A table: every instruction of every run is checked against it (a loop over kOps was a
+    // few percent of a run).
+    static const std::array<bool, 256> valid = [] {
+        std::array<bool, 256> v{};
+        for (const auto& o : kOps) v[static_cast<std::uint8_t>(o.op)] = true;
+        return v;
+    }();
+    return valid[raw];
 }
 
 std::string_view mnemonic(Opcode op) {

@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "traces/check_progress.h"
 #include "traces/crc32.h"
 #include "traces/file_digest.h"
 
@@ -175,6 +176,18 @@ std::string TraceFile::describe_stream(std::size_t index) const {
 }
 
 TraceFile TraceFile::open(const std::string& path) { return open(path, nullptr); }
+
+TraceFile TraceFile::with_digest(std::shared_ptr<FileDigest> digest) const {
+    TraceFile t = *this;
+    t.digest_ = std::move(digest);
+    return t;
+}
+
+TraceFile TraceFile::with_gate(std::shared_ptr<const CheckProgress> gate) const {
+    TraceFile t = *this;
+    t.gate_ = std::move(gate);
+    return t;
+}
 
 TraceFile TraceFile::open(const std::string& path, const std::shared_ptr<FileDigest>& digest) {
     TraceFile t;
@@ -386,6 +399,7 @@ StreamReader::StreamReader(const TraceFile& file, std::size_t stream_index)
     next_offset_ = info_.first_block_offset;
     block_offsets_ = file.block_offsets(stream_index);
     if (block_offsets_) index_ = file.block_index_;
+    gate_ = file.gate_;
     if (file_.size() != file.file_size())
         throw TraceError(file.path() + ": file changed size since it was opened (" + std::to_string(file.file_size()) +
                          " -> " + std::to_string(file_.size()) + " bytes)");
@@ -534,6 +548,10 @@ std::size_t StreamReader::read(Instruction* out, std::size_t max) {
                                        " bytes left in the block after its last instruction (instruction_count too "
                                        "small, or garbage)");
     }
+    // A gated trace: what the caller will execute must have passed the check first.
+    if (gate_ && n > 0 && !gate_->wait_for(stream_index_, position_))
+        throw TraceError(where_ + ": instruction " + std::to_string(position_ - 1) +
+                         " not run: the check of the trace ended without passing it");
     return n;
 }
 

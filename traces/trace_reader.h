@@ -15,6 +15,7 @@
 namespace xpu::trace {
 
 class FileDigest;
+class CheckProgress;
 
 // The metadata of a trace file. Opening reads and checks the header, the stream table and the
 // string table (not the blocks). Cheap to copy; immutable, so it can be shared between threads.
@@ -33,6 +34,11 @@ class TraceFile {
     std::uint16_t version_minor() const { return header_.version_minor; }
 
     // Extras for tools (info, validate).
+    // Copies of this TraceFile whose StreamReaders report every read to `digest`, or wait in
+    // read() for `gate` (traces/check_progress.h) to pass what they return; null: neither.
+    TraceFile with_digest(std::shared_ptr<FileDigest> digest) const;
+    TraceFile with_gate(std::shared_ptr<const CheckProgress> gate) const;
+
     const FileHeader& header() const { return header_; }
     std::uint64_t file_size() const { return header_.file_size; }
     std::uint32_t block_count() const { return header_.block_count; }
@@ -58,6 +64,7 @@ class TraceFile {
     std::uint64_t block_area_end_ = kHeaderSize;
     std::shared_ptr<const std::vector<std::vector<std::uint64_t>>> block_index_;
     std::shared_ptr<FileDigest> digest_;
+    std::shared_ptr<const CheckProgress> gate_;
 };
 
 namespace detail {
@@ -95,7 +102,8 @@ class StreamReader {
     StreamReader& operator=(StreamReader&&) noexcept;
 
     // Fills out[0..max) with the next instructions; returns how many (0 at the end of the
-    // stream). Throws TraceError on any corruption, naming the place.
+    // stream). Throws TraceError on any corruption, naming the place, and, for a gated
+    // TraceFile, when the check it waits for ended without passing them.
     std::size_t read(Instruction* out, std::size_t max);
     std::uint64_t position() const { return position_; }  // instructions read so far
     const StreamInfo& info() const { return info_; }
@@ -128,6 +136,7 @@ class StreamReader {
     std::uint64_t position_ = 0;
     const std::vector<std::uint64_t>* block_offsets_ = nullptr;  // TraceFile::block_offsets
     std::shared_ptr<const std::vector<std::vector<std::uint64_t>>> index_;  // keeps it alive
+    std::shared_ptr<const CheckProgress> gate_;  // TraceFile::with_gate
 };
 
 }  // namespace xpu::trace

@@ -1,5 +1,6 @@
 #include "traces/trace_validate.h"
 
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <iomanip>
@@ -77,6 +78,17 @@ Rule rule_for(Opcode op) {
     return r;
 }
 
+// rule_for, one entry per opcode byte, built once (the checks run on every instruction).
+const Rule& rule_of(Opcode op) {
+    static const std::array<Rule, 256> table = [] {
+        std::array<Rule, 256> t{};
+        for (unsigned i = 0; i < 256; ++i)
+            if (is_valid_opcode(static_cast<std::uint8_t>(i))) t[i] = rule_for(static_cast<Opcode>(i));
+        return t;
+    }();
+    return table[static_cast<std::uint8_t>(op)];
+}
+
 const char* field_name(std::uint16_t bit) {
     switch (bit) {
         case kDst: return "d";
@@ -131,14 +143,59 @@ void check_mem(std::vector<std::string>& out, const char* key, const MemRef& m, 
 
 }  // namespace
 
+namespace {
+
+bool reg_conforms(std::uint8_t r, RC want) {
+    if (r >= kNumRegs) return false;
+    const RC have = r < kVectorRegBase ? RC::S : r < kMatrixRegBase ? RC::V : RC::M;
+    return want == RC::Any || want == have;
+}
+
+bool mem_conforms(const MemRef& m, bool local_vmem) {
+    if (static_cast<unsigned>(m.space) > static_cast<unsigned>(Space::Hbm)) return false;
+    return !local_vmem || (m.space == Space::Vmem && m.chip == kLocalChip);
+}
+
+}  // namespace
+
+// The conditions of check_instruction below, without building a message: that function takes
+// the slow path (the messages) only when this says no. The two must agree on every
+// instruction (test: TraceValidate.FastCheckAgreesWithTheMessages).
+bool instruction_conforms(const Instruction& in, std::size_t string_count, int stream_chip) {
+    if (!is_valid_opcode(static_cast<std::uint8_t>(in.op))) return false;
+    if (in.present & kReservedFieldBits) return false;
+    const Rule& r = rule_of(in.op);
+    if (r.required & ~in.present) return false;
+    if (in.has(kDst) && !reg_conforms(in.dst, r.d)) return false;
+    if (in.has(kSrc0) && !reg_conforms(in.src[0], r.s0)) return false;
+    if (in.has(kSrc1) && !reg_conforms(in.src[1], r.s1)) return false;
+    if (in.has(kSrc2) && !reg_conforms(in.src[2], r.s2)) return false;
+    if (in.has(kMemSrc) && !mem_conforms(in.mem_src, r.local_vmem_src)) return false;
+    if (in.has(kMemDst) && !mem_conforms(in.mem_dst, r.local_vmem_dst)) return false;
+    if (in.has(kBytes) && r.bytes_positive && in.bytes == 0) return false;
+    if (in.has(kShape) && ((r.dim_m && in.m == 0) || (r.dim_n && in.n == 0) || (r.dim_k && in.k == 0))) return false;
+    if (in.has(kDtype) && dtype_name(in.dtype) == "?") return false;
+    if (in.has(kCond) && cond_name(in.cond) == "?") return false;
+    if (in.op == Opcode::Dma && in.has(kMemSrc) && in.mem_src.chip != kLocalChip && stream_chip >= 0 &&
+        in.mem_src.chip != static_cast<unsigned>(stream_chip))
+        return false;
+    if (in.has(kAnn) && in.ann >= string_count) return false;
+    return true;
+}
+
 std::vector<std::string> check_instruction(const Instruction& in, std::size_t string_count, int stream_chip) {
+    if (instruction_conforms(in, string_count, stream_chip)) return {};
+    return instruction_problems(in, string_count, stream_chip);
+}
+
+std::vector<std::string> instruction_problems(const Instruction& in, std::size_t string_count, int stream_chip) {
     std::vector<std::string> out;
     if (!is_valid_opcode(static_cast<std::uint8_t>(in.op))) {
         out.push_back("unknown opcode " + hex(static_cast<std::uint8_t>(in.op)));
         return out;
     }
     if (in.present & kReservedFieldBits) out.push_back("reserved present bit 15 is set");
-    const Rule r = rule_for(in.op);
+    const Rule& r = rule_of(in.op);
     for (std::uint16_t bit = 1; bit < kReservedFieldBits; bit = static_cast<std::uint16_t>(bit << 1))
         if ((r.required & bit) && !in.has(static_cast<Field>(bit)))
             out.push_back(std::string("missing required operand ") + field_name(bit));

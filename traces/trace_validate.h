@@ -36,6 +36,10 @@ std::vector<Problem> validate(const std::string& bin_path, std::size_t max_probl
 // instruction's stream, if known (a DMA reads from its own chip only). The one checker of
 // these rules: validate() and sim_main's check of a trace before a run both call it.
 std::vector<std::string> check_instruction(const Instruction& in, std::size_t string_count, int stream_chip = -1);
+// check_instruction is these two: a test without messages (true: nothing to report; every
+// instruction of every run goes through it), then, only if it fails, the messages.
+bool instruction_conforms(const Instruction& in, std::size_t string_count, int stream_chip = -1);
+std::vector<std::string> instruction_problems(const Instruction& in, std::size_t string_count, int stream_chip = -1);
 
 // The problems of the string table (duplicates, NUL bytes, invalid UTF-8), at most `max`, each
 // a message "PATH: string table, string I: ...". Shared by validate() and sim_main.

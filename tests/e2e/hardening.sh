@@ -75,6 +75,27 @@ cmp -s out/stats.json before.json || fail "5: the previous run's stats.json chan
 [[ -z "$(find out -name '*.tmp')" ]] || fail "5: *.tmp in out"
 pass "5, 18#4: a run that fails at run time (exit 4) leaves the previous outputs untouched, no staging left"
 
+# ---- 5, 13: an instruction the check refuses, late in a long trace ------------------------------
+# sim_main checks the trace on a second thread while the run goes (traces/check_progress.h): the
+# run must stop before the refused instruction, fail with the check's message (naming it, exit
+# 4), and leave the previous outputs as they were.
+"$GEN" transformer --model llama2-7b --phase decode --batch 1 --seq 512 --layers 1 -o layer.bin >/dev/null
+"$TOOL" dis layer.bin -o layer.xtr
+n=$(grep -c -v -E '^(\.|#|$)' layer.xtr)  # instructions
+# Before the halt: a vld from past the end of the core's VMEM.
+sed -i '$ i vld d=v1 src=vmem:0x7ffffff000 bytes=4096' layer.xtr
+"$TOOL" asm layer.xtr -o late-bad.bin
+set +e
+"$SIM" --platform "$XPU" --trace late-bad.bin --out out --quiet 2>err.txt
+rc=$?
+set -e
+[[ $rc -eq 4 ]] || fail "5: an instruction refused late: exit $rc, expected 4: $(cat err.txt)"
+grep -q "late-bad.bin: stream 0 (chip 0, core 0), instruction $((n - 1)) (vld d=v1 src=vmem:0x7ffffff000 bytes=4096): src=vmem:0x7ffffff000 bytes=4096: global range" err.txt ||
+    fail "5: the message does not name the refused instruction $((n - 1)): $(cat err.txt)"
+cmp -s out/stats.json before.json || fail "5: the previous run's stats.json changed after a refused trace"
+[[ -z "$(ls -A | grep -E '^\.out\.(staging-|lock)')" ]] || fail "5: staging folder or lock left: $(ls -A)"
+pass "5, 13: an instruction the check refuses after $((n - 1)) good ones fails the run with the check's message (exit 4), previous outputs untouched"
+
 # ---- 18#4: --vcd creates its folder -------------------------------------------------------------
 "$SIM" --platform "$XPU" --trace base.bin --out out3 --vcd fresh/deeper/wave.vcd --quiet --no-analysis
 [[ -s fresh/deeper/wave.vcd && -s fresh/deeper/wave.gtkw ]] || fail "18#4: --vcd into a new folder wrote nothing"

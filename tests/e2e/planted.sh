@@ -17,6 +17,14 @@ e2e_tools "$BUILD_DIR"
 e2e_workdir planted
 
 PLATFORM="$SOURCE_DIR/configs/xpu.yaml"
+# PLANTED_PLATFORM=FILE (environment): another platform, for which the GEMM and transformer
+# traces are also generated (xpu_tracegen --platform: its matrix units, vector units, DMA
+# engines and VMEM); the bar holds on every platform, not only on the default one.
+GEN_PLATFORM=()
+if [[ -n ${PLANTED_PLATFORM:-} ]]; then
+    PLATFORM=$PLANTED_PLATFORM
+    GEN_PLATFORM=(--platform "$PLATFORM")
+fi
 # CASE@SIZE: the same planted cause at another size (the bar holds at every size, not only at
 # the sizes above): gemm-...@MxNxK, decode-...@MODEL:BATCH:SEQ:LAYERS.
 SIZE=
@@ -69,8 +77,9 @@ case "$CASE" in
     *split-dma) want_kind=merge_dma want_where=load_a ;;
 esac
 
-"$GEN" "${gen[@]}" -o "$WORK/clean.bin" > /dev/null
-"$GEN" "${gen[@]}" "${opt[@]}" -o "$WORK/planted.bin" > /dev/null
+[[ $CASE == collective-* ]] && GEN_PLATFORM=()
+"$GEN" "${gen[@]}" "${GEN_PLATFORM[@]}" -o "$WORK/clean.bin" > /dev/null
+"$GEN" "${gen[@]}" "${GEN_PLATFORM[@]}" "${opt[@]}" -o "$WORK/planted.bin" > /dev/null
 "$SIM" --platform "$PLATFORM" --trace "$WORK/clean.bin" --out "$WORK/clean" -q --no-analysis
 "$SIM" --platform "$PLATFORM" --trace "$WORK/planted.bin" --out "$WORK/planted" -q
 [[ -s "$WORK/planted/analysis.json" ]] || fail "sim_main wrote no analysis.json"
