@@ -333,12 +333,14 @@ void BufferRenamer::find_steps(std::uint32_t s) const {
         if (!in.has(kFlag) || !parent.count(in.flag)) continue;
         std::uint64_t& n = waits[root(in.flag)];
         if (in.op == Opcode::SWait) {
+            out.first_wait.emplace(std::make_pair(root(in.flag), n), j);
             out.wait[j] = n++;
             for (const Raiser& r : plan_.covered(s, j))  // the fills it is the first to wait for
                 if (r.stream == s && local_fill(st.code[r.index]) && !out.fill.count(r.index)) out.fill[r.index] = out.wait[j];
         } else if (local_fill(in)) {
             before[j] = n;
         }
+        if (local_fill(in)) out.fill_class[j] = root(in.flag);
     }
     for (const auto& [j, n] : before) out.fill.emplace(j, n);  // never waited for: the waits before it
 }
@@ -348,6 +350,16 @@ std::uint64_t BufferRenamer::step_of(std::uint32_t s, std::uint64_t k) const {
     const auto& m = steps_.at(s).fill;
     auto j = m.find(k);
     return j == m.end() ? 0 : j->second;
+}
+
+std::uint64_t BufferRenamer::step_floor(std::uint32_t s, std::uint64_t k) const {
+    find_steps(s);
+    const Steps& st = steps_.at(s);
+    auto f = st.fill.find(k);
+    auto c = st.fill_class.find(k);
+    if (f == st.fill.end() || c == st.fill_class.end() || f->second < kBufferCopies - 1) return 0;
+    auto w = st.first_wait.find({c->second, 0});
+    return w == st.first_wait.end() ? 0 : w->second + 1;
 }
 
 }  // namespace xpu::analysis

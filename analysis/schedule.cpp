@@ -233,6 +233,10 @@ Model warm_model(const Measured& ms, const Context& cx, std::uint32_t s, const s
 // must stay after it.
 struct Graph {
     std::vector<std::vector<std::uint32_t>> succ;
+    // Per edge of succ: true where the later instruction needs the earlier one complete (a
+    // register read after its write, a wait after a DMA it covers); the others (write after
+    // write or read, memory, sync order) only keep the issue order, as the model times them.
+    std::vector<std::vector<bool>> data;
     std::vector<std::uint32_t> indeg;
 };
 
@@ -241,6 +245,7 @@ public:
     GraphBuilder(const Context& cx, const Planner& plan, std::uint32_t s, std::uint64_t begin, std::size_t n, bool all_pairs)
         : all_pairs_(all_pairs), run_(cx.run), plan_(plan), s_(s), st_(cx.run.streams[s]), begin_(begin), n_(n), blocks_(plan, s, begin, waits_in(st_, begin, n)) {
         g_.succ.resize(n);
+        g_.data.resize(n);
         g_.indeg.assign(n, 0);
         last_target_.assign(n, n);
         writer_.fill(-1);
@@ -309,10 +314,14 @@ private:
     // each source's last target. A repeated edge would change neither the heights (a maximum)
     // nor when an instruction becomes ready (its last predecessor placed), only the cost: two
     // accesses that share many 4 KiB pages gave one edge per page (3.7 edges in 4 on a decode).
-    void edge(std::size_t a, std::size_t b) {
-        if (last_target_[a] == b) return;
+    void edge(std::size_t a, std::size_t b, bool data = false) {
+        if (last_target_[a] == b) {
+            if (data) g_.data[a].back() = true;
+            return;
+        }
         last_target_[a] = b;
         g_.succ[a].push_back(static_cast<std::uint32_t>(b));
+        g_.data[a].push_back(data);
         ++g_.indeg[b];
     }
 
@@ -392,7 +401,7 @@ private:
     // Registers: read after write, write after write, write after read.
     void registers(std::size_t k, const Instruction& in) {
         for_each_reg_read(in, [&](std::uint8_t r) {
-            if (writer_[r] >= 0) edge(static_cast<std::size_t>(writer_[r]), k);
+            if (writer_[r] >= 0) edge(static_cast<std::size_t>(writer_[r]), k, true);
         });
         if (in.has(kDst)) {
             const std::uint8_t r = in.dst;
@@ -412,8 +421,9 @@ private:
     // access that conflicts with one of them there touches a byte the write wrote, so it gets an
     // edge from the write (or from a later write that dropped it in turn), which already follows
     // the dropped one. The graph keeps its transitive closure, and with it the schedule: an
-    // instruction becomes ready when all its ancestors are placed, and a height (costs are not
-    // negative) is the longest over all descendants. Without it a page written and read by every
+    // instruction becomes ready when all its ancestors are placed, and neither height counts a
+    // dropped edge (memory edges are not data edges: through one a height is at least the later
+    // instruction's, which the path through the write already gives, costs being non-negative). Without it a page written and read by every
     // step of a window was scanned in full by each (83 M touches compared on a 32-layer decode).
     void memory(std::size_t k, const Access* acc, int na) {
         if (all_pairs_) {
@@ -461,7 +471,7 @@ private:
         for (std::uint32_t w : same_flag) edge(w, k);
         auto it = raisers_.find(f);
         if (it != raisers_.end())
-            for (std::uint32_t d : it->second) edge(d, k);
+            for (std::uint32_t d : it->second) edge(d, k, true);
         same_flag.push_back(static_cast<std::uint32_t>(k));
         // A DMA whose flag another stream may wait for (a remote one, or any when the chip has
         // several cores) stays above every later swait: sunk below a wait that needs that
@@ -489,18 +499,37 @@ private:
 };
 
 // Priority: the longest path to the end of the window, through dependencies and through the
-// pipeline time queued behind an instruction on its unit.
-std::vector<Tick> heights(const Graph& g, const std::vector<Cost>& cost) {
-    const std::size_t n = cost.size();
+// pipeline time queued behind an instruction on its unit, in one of two ways (the scheduler
+// tries both, schedule()):
+// - `Every`: through every edge an instruction's whole time (occupancy and latency) counts, and
+//   the pipeline behind it is every later instruction of its unit's pipeline.
+// - `Data`: its latency counts only through the edges whose later instruction needs it complete
+//   (as the model times them), and the pipeline behind it only its own opcode's instructions.
+//   Through every edge, a matmul accumulating into the register the previous one wrote (it
+//   issues behind it without waiting for its ~250 ns drain) added that drain once per matmul:
+//   over a window of a 1200x1200x3000 GEMM, an edge block's chain of 370 into each of 4
+//   accumulators made every height ~90 us (the window lasts 10 us). And the load/store pipeline
+//   in program order put every store of the held-back epilogue "ahead of" the next step's loads
+//   that feed the matmuls, so the stores went first and the matrix units waited for their loads
+//   behind them (planted --bad-order there: 72.7% of the loss recovered; 86.8% with both).
+enum class Through : std::uint8_t { Every, Data };
+
+std::vector<Tick> heights(const Graph& g, const std::vector<Cost>& cost, const std::vector<Opcode>& op, Through through) {
+    const std::size_t n = g.succ.size();  // the scheduled part of the window
     std::vector<Tick> height(n, 0);
     std::unordered_map<std::uint64_t, std::uint32_t> next_on_pipe;
     for (std::size_t k = n; k-- > 0;) {
         const Cost& c = cost[k];
-        Tick after = 0;
-        for (std::uint32_t j : g.succ[k]) after = std::max(after, height[j]);
-        height[k] = c.occupancy + c.latency + after;
+        const Tick own = c.occupancy + c.latency;
+        Tick h = own;
+        for (std::size_t e = 0; e < g.succ[k].size(); ++e) {
+            const Tick after = height[g.succ[k][e]];
+            h = std::max(h, through == Through::Every || g.data[k][e] ? own + after : after);
+        }
+        height[k] = h;
         if (c.kind == Kind::Unit) {
-            const std::uint64_t key = (std::uint64_t(c.unit) << 8) | c.pipe;
+            std::uint64_t key = (std::uint64_t(c.unit) << 16) | (std::uint64_t(c.pipe) << 8);
+            if (through == Through::Data) key |= static_cast<std::uint8_t>(op[k]);
             auto it = next_on_pipe.find(key);
             if (it != next_on_pipe.end()) height[k] = std::max(height[k], c.occupancy + height[it->second]);
             next_on_pipe[key] = static_cast<std::uint32_t>(k);
@@ -543,17 +572,27 @@ struct Window {
     Outcome evaluate(const Model& m, std::size_t k) const { return m.evaluate(cx.run.streams[s].code[begin + k], cost[k], flag_ready(k)); }
 };
 
-// The model's finish of the window in program order.
-Tick modelled_in_order(Window& w, Model m) {
+// The model's finish of the first n instructions of the window in program order.
+Tick modelled_in_order(Window& w, Model m, std::size_t n) {
     std::fill(w.done.begin(), w.done.end(), 0);
-    for (std::size_t k = 0; k < w.cost.size(); ++k) w.place(m, k, w.evaluate(m, k));
+    for (std::size_t k = 0; k < n; ++k) w.place(m, k, w.evaluate(m, k));
+    return m.finish;
+}
+
+// The model's finish of the scheduled part in `order`, then of what follows it in program order
+// (the rest of w): an order that ends its window sooner may leave the units and queues in a
+// state that costs the instructions after it more.
+Tick modelled_with_tail(Window& w, Model m, const std::vector<std::uint64_t>& order) {
+    std::fill(w.done.begin(), w.done.end(), 0);
+    for (std::uint64_t i : order) w.place(m, i - w.begin, w.evaluate(m, i - w.begin));
+    for (std::size_t k = order.size(); k < w.cost.size(); ++k) w.place(m, k, w.evaluate(m, k));
     return m.finish;
 }
 
 // Greedy list scheduling (schedule.h): the window's order (empty if the graph had a cycle,
 // which cannot happen: edges go forward) and the model's finish of it.
 Tick list_schedule(Window& w, Model m, Graph g, const std::vector<Tick>& height, std::vector<std::uint64_t>& order) {
-    const std::size_t n = w.cost.size();
+    const std::size_t n = g.succ.size();  // the scheduled part of the window
     auto before = [&](std::uint32_t a, std::uint32_t b) { return height[a] != height[b] ? height[a] > height[b] : a < b; };
     std::set<std::uint32_t, decltype(before)> ready(before);
     for (std::size_t k = 0; k < n; ++k)
@@ -621,19 +660,34 @@ WindowSchedule WindowScheduler::schedule(std::uint32_t s, std::uint64_t begin, s
     const Measured ms(cx_, s);
     Model base = warm_model(ms, cx_, s, queue_depth_, warm, begin);
     const std::size_t n = static_cast<std::size_t>(end - begin);
-    Window w{cx_, plan_, s, begin, end, std::vector<Cost>(n), std::vector<Tick>(n, 0)};
-    w.covers.assign(n, nullptr);
-    for (std::size_t k = 0; k < n; ++k) {
+    // The window, and after it as many instructions again (as far as the run saw them and the
+    // model can time them), by which two orders are compared.
+    std::size_t total = n;
+    Cost probe;
+    while (total < 2 * n && begin + total < st.code.size() && st.life[begin + total].seen && ms.cost_of(begin + total, probe)) ++total;
+    Window w{cx_, plan_, s, begin, begin + total, std::vector<Cost>(total), std::vector<Tick>(total, 0)};
+    w.covers.assign(total, nullptr);
+    for (std::size_t k = 0; k < total; ++k) {
         if (!ms.cost_of(begin + k, w.cost[k])) return out;
         if (w.cost[k].kind == Kind::Unit) ensure_unit(base, queue_depth_, w.cost[k].unit);
         if (w.cost[k].kind == Kind::Wait) w.covers[k] = &plan_.covered(s, begin + k);
     }
     Graph g = GraphBuilder(cx_, plan_, s, begin, n, memory_edges_ == MemoryEdges::AllPairs).build();
-    const std::vector<Tick> height = heights(g, w.cost);
-    out.modelled_before = modelled_in_order(w, base);
+    std::vector<Opcode> ops(n);
+    for (std::size_t k = 0; k < n; ++k) ops[k] = st.code[begin + k].op;
+    out.modelled_before = modelled_in_order(w, base, n);
     out.start = st.life[begin].issue;
     for (std::uint64_t i = begin; i < end; ++i) out.measured = std::max({out.measured, st.life[i].issue, ms.complete(i)});
-    out.modelled_after = list_schedule(w, base, std::move(g), height, out.order);
+    // Each priority; the order kept is the one the model finishes sooner together with the
+    // instructions after the window (ties: the first).
+    const std::vector<Tick> every = heights(g, w.cost, ops, Through::Every), data = heights(g, w.cost, ops, Through::Data);
+    out.modelled_after = list_schedule(w, base, g, every, out.order);
+    std::vector<std::uint64_t> other;
+    const Tick by_data = list_schedule(w, base, std::move(g), data, other);
+    if (!other.empty() && (out.order.empty() || modelled_with_tail(w, base, other) < modelled_with_tail(w, base, out.order))) {
+        out.modelled_after = by_data;
+        out.order = std::move(other);
+    }
     return out;
 }
 

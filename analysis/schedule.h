@@ -19,6 +19,9 @@
 // those whose predecessors are placed, one that can issue earliest, and among those the one
 // with the longest path to the end of the window (dependencies plus the pipeline time queued
 // behind it), so that the bottleneck unit is fed first and other work fills the slots it leaves.
+// That path is measured two ways (through every edge, or through true data dependencies only:
+// schedule.cpp, heights), and of the two orders the one kept is the one the model finishes
+// sooner together with as many instructions after the window again, in program order.
 #pragma once
 
 #include <cstdint>

@@ -22,6 +22,19 @@ NeedOrder::NeedOrder(const RunData& run, const Planner& plan) : need_(run.stream
     }
 }
 
+std::uint64_t NeedOrder::floor(std::uint32_t s, std::uint64_t k, std::uint64_t p) const {
+    if (s >= need_.size() || p >= k) return p;
+    const auto& v = need_[s];
+    const auto self = std::lower_bound(v.begin(), v.end(), std::make_pair(k, std::uint64_t{0}));
+    if (self == v.end() || self->first != k || self->second == kNever) return p;
+    for (auto it = self; it != v.begin();) {
+        --it;
+        if (it->first < p) break;
+        if (it->second < self->second) return it->first + 1;
+    }
+    return p;
+}
+
 void NeedOrder::keep(std::vector<Move>& moves) const {
     // Per stream, in program order of the moved DMAs: a DMA needed sooner is placed first.
     std::map<std::uint32_t, std::vector<Move*>> per;

@@ -27,6 +27,11 @@ public:
     // nothing back. Moves left with nowhere to go are dropped. Deterministic: the same moves
     // give the same result.
     void keep(std::vector<Move>& moves) const;
+    // Where DMA k of stream s may move up to, from `p`, if the DMAs its stream needs sooner
+    // stayed in their places: just below the nearest of them in [p, k), else p. What the
+    // estimates of a hoist count on before the whole suggestion is known (keep() then lets the
+    // DMA pass those that move too).
+    std::uint64_t floor(std::uint32_t s, std::uint64_t k, std::uint64_t p) const;
 
 private:
     static constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();

@@ -188,7 +188,23 @@ HoistOption hoist_option(const SuggestContext& sc, const WaitStall& w, const Chi
     Tick cost = 0;  // what the hoisted DMAs take from DMAs their engines would now serve later
     bool any_dma = false;
     Tick new_issue = lw.ready;  // the earliest a hoisted local DMA would now issue
-    for (const Raiser& r : sc.plan.covered(w.stream, w.index)) {
+    const auto& covered = sc.plan.covered(w.stream, w.index);
+    // The local DMAs the wait waits for share their chip's HBM: issued together, the last of them
+    // is done no sooner than all their bytes at the HBM's peak after the first issue. Per DMA: the
+    // bytes of the covered local DMAs of its chip issued no earlier than it (itself included).
+    auto local_bytes_from = [&](const Raiser& r) {
+        const Dma& d = sc.run.dmas[r.dma];
+        const int chip = sc.run.streams[r.stream].chip;
+        std::uint64_t bytes = 0;
+        for (const Raiser& o : covered) {
+            if (o.dma == kNone) continue;
+            const Dma& od = sc.run.dmas[o.dma];
+            const Stream& os = sc.run.streams[o.stream];
+            if (os.chip == chip && !sc.cx.ix.dma_remote(os.code[o.index], os.chip) && od.issue >= d.issue) bytes += od.bytes;
+        }
+        return sc.hbm.transfer(chip, bytes);
+    };
+    for (const Raiser& r : covered) {
         if (r.dma == kNone) {
             latest_new = std::max(latest_new, lw.issue);  // a raiser we cannot move: no gain
             continue;
@@ -201,16 +217,24 @@ HoistOption hoist_option(const SuggestContext& sc, const WaitStall& w, const Chi
         // Issued late, or slowed by contention? A DMA issued at least its shortest duration
         // before the wait began was not late: its wait is bandwidth, and moving it earlier only
         // takes bandwidth from DMAs needed sooner. What a hoist can win is its lead-time deficit.
-        const Tick shortest = sc.dma_timing.shortest(d, remote);
+        // Its shortest duration: alone, or behind the bytes of the wait's other DMAs issued with
+        // or after it, whichever is longer (four 256 KiB loads issued together just before
+        // their wait each wait for all four: measured on a GEMM tiled for 256x256 matrix units,
+        // where a deficit counted alone moved a fifth of the late loads).
+        const Tick shortest = std::max(sc.dma_timing.shortest(d, remote), remote ? Tick{0} : local_bytes_from(r));
         const Tick lead = lw.ready > d.issue ? lw.ready - d.issue : 0;
         const Tick deficit = shortest > lead ? shortest - lead : 0;
         bool renamed = false;
         const std::uint64_t p = hoist_target(sc, r, deficit, rename, renamed);
+        // What it overtakes: the suggestion keeps need order (need_order.h), so it never passes
+        // a DMA of its stream needed sooner; on its engine it is queued ahead of those issued
+        // between the nearest of them (in its place) and it, not of all since p.
+        const std::uint64_t passes_from = sc.need_order.floor(r.stream, r.index, p);
         if (renamed) o.renamed = true;
         const Tick gain = hoist_gain(sc, r, p, deficit, remote);
         latest_new = std::max(latest_new, d.complete - std::min(d.complete, gain));
         if (gain == 0) continue;
-        cost += overtaking_cost(sc, r, p, remote, others);
+        cost += overtaking_cost(sc, r, passes_from, remote, others);
         o.hoists.push_back({r.stream, r.index, p, renamed});
         o.dmas.push_back(r.dma);
         if (!remote) new_issue = std::min(new_issue, rs.life[p].issue);

@@ -8,7 +8,8 @@
 # CASE: gemm-late-dma gemm-no-double-buffer gemm-false-dep gemm-bad-order decode-late-dma
 #       decode-false-dep decode-no-double-buffer decode-bad-order collective-serial
 #       gemm-split-dma (each tile load as 64 DMAs of 4 KiB); CASE@SIZE: at another size,
-#       gemm-...@MxNxK or decode-...@MODEL:BATCH:SEQ:LAYERS
+#       gemm-...@MxNxK or decode-...@MODEL:BATCH:SEQ:LAYERS; CASE%NAME (after any @SIZE): on
+#       configs/NAME.yaml, the traces generated for it
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 e2e_args 4 "BUILD_DIR SOURCE_DIR CASE MIN_RECOVERY_PERCENT" "$@"
@@ -17,9 +18,15 @@ e2e_tools "$BUILD_DIR"
 e2e_workdir planted
 
 PLATFORM="$SOURCE_DIR/configs/xpu.yaml"
-# PLANTED_PLATFORM=FILE (environment): another platform, for which the GEMM and transformer
-# traces are also generated (xpu_tracegen --platform: its matrix units, vector units, DMA
-# engines and VMEM); the bar holds on every platform, not only on the default one.
+# CASE%NAME (after any @SIZE), or PLANTED_PLATFORM=FILE (environment): on another platform
+# (configs/NAME.yaml), for which the GEMM and transformer traces are also generated
+# (xpu_tracegen --platform: its matrix units, vector units, DMA engines and VMEM); the bar holds
+# on every platform, not only on the default one.
+if [[ $CASE == *%* ]]; then
+    PLANTED_PLATFORM="$SOURCE_DIR/configs/${CASE#*%}.yaml"
+    CASE=${CASE%%%*}
+    [[ -f $PLANTED_PLATFORM ]] || fail "no platform $PLANTED_PLATFORM"
+fi
 GEN_PLATFORM=()
 if [[ -n ${PLANTED_PLATFORM:-} ]]; then
     PLATFORM=$PLANTED_PLATFORM
