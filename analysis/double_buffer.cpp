@@ -109,10 +109,9 @@ bool BufferRenamer::can_rename(std::uint32_t s, std::uint64_t k) const {
     std::size_t exact = 0;
     for (const Fill& x : f->second) exact += x.addr == d.mem_dst.addr && x.bytes == d.bytes;
     bool ok = chips_.at(st.chip).streams == 1 && exact >= 2;  // a second fill to rename
-    if (ok) {  // and nothing straddles it (the renaming itself, its edits thrown away)
-        Planner::Edited scratch;
+    if (ok) {  // and nothing straddles it (the renaming itself, its edits not recorded)
         std::string why;
-        ok = rename(s, {k}, scratch, why);
+        ok = rename_into(s, {k}, nullptr, why);
     }
     return renamable_[key] = ok;
 }
@@ -133,6 +132,10 @@ std::uint64_t BufferRenamer::renamed_point(std::uint32_t s, std::uint64_t k) con
 }
 
 bool BufferRenamer::rename(std::uint32_t s, const std::vector<std::uint64_t>& dmas, Planner::Edited& edited, std::string& why) const {
+    return rename_into(s, dmas, &edited, why);
+}
+
+bool BufferRenamer::rename_into(std::uint32_t s, const std::vector<std::uint64_t>& dmas, Planner::Edited* edited, std::string& why) const {
     const Stream& st = run_.streams[s];
     find_tops();
     const ChipRoom& room = chips_.at(st.chip);
@@ -145,6 +148,11 @@ bool BufferRenamer::rename(std::uint32_t s, const std::vector<std::uint64_t>& dm
     for (std::uint64_t k : dmas) buffers.push_back({st.code[k].mem_dst.addr, st.code[k].bytes});
     std::sort(buffers.begin(), buffers.end());
     buffers.erase(std::unique(buffers.begin(), buffers.end()), buffers.end());
+    // Only checking (no `edited`): one buffer's exact fills rewrite disjoint ranges, each
+    // instruction once, so nothing this call rewrites is looked at again and the rewrites need
+    // not be kept. Several buffers: a later one sees what an earlier one moved.
+    Planner::Edited scratch;
+    if (!edited && buffers.size() > 1) edited = &scratch;
     std::uint64_t next = align_up(room.top);
     for (const auto& buffer : buffers) {
         // Not a structured binding: C++17 does not let a lambda capture one (clang rejects it).
@@ -192,8 +200,14 @@ bool BufferRenamer::rename(std::uint32_t s, const std::vector<std::uint64_t>& dm
             const std::uint64_t end = at + 1 < over.size() ? over[at + 1] : st.code.size();
             if (at + 1 < over.size() && !rest_unread(st, over, at + 1, lo, hi)) continue;
             for (std::uint64_t j = over[at]; j < end; ++j) {
-                auto it = edited.find(j);
-                Instruction in = it == edited.end() ? st.code[j] : it->second;
+                const Instruction* current = &st.code[j];
+                if (edited && !edited->empty()) {
+                    auto it = edited->find(j);
+                    if (it != edited->end()) current = &it->second;
+                }
+                // Only these have VMEM operands (for_each_vmem_field): the rest stay as they are.
+                if (current->op != Opcode::VLoad && current->op != Opcode::VStore && current->op != Opcode::Dma) continue;
+                Instruction in = *current;
                 bool changed = false, straddles = false;
                 const std::uint64_t n = in.has(kBytes) ? in.bytes : 0;
                 for_each_vmem_field(in, st.chip, [&](MemRef& r) {
@@ -209,7 +223,7 @@ bool BufferRenamer::rename(std::uint32_t s, const std::vector<std::uint64_t>& dm
                     why = "an access straddles the buffer";
                     return false;
                 }
-                if (changed) edited[j] = in;
+                if (changed && edited) (*edited)[j] = in;
             }
         }
     }

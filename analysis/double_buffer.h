@@ -98,6 +98,8 @@ private:
     };
     mutable std::map<std::uint32_t, Steps> steps_;  // per stream (find_steps)
     void find_steps(std::uint32_t s) const;
+    // rename() into `edited`; null: only whether it can (can_rename), nothing recorded.
+    bool rename_into(std::uint32_t s, const std::vector<std::uint64_t>& dmas, Planner::Edited* edited, std::string& why) const;
 };
 
 }  // namespace xpu::analysis

@@ -9,51 +9,89 @@
 
 namespace xpu::analysis {
 
+// Sorted vectors rather than sets and maps: the finders count every candidate they build
+// (reorder: a list-scheduled window moves each of its instructions, ~1.3 M moves on a 32-layer
+// decode), and the tree nodes were most of the cost.
 PatchCount count_changes(const RunData& run, const Suggestion& s) {
     PatchCount c;
-    struct PerStream {
-        std::vector<std::uint64_t> gone, deleted;                                       // sorted
-        std::map<std::uint64_t, std::vector<std::pair<std::uint64_t, std::uint64_t>>> before;  // at -> (rank, from)
-        std::set<std::uint64_t> seen;
+    struct Taken {  // a move that counts: the first one of its instruction (as the patch applies it)
+        std::uint32_t stream;
+        std::uint64_t from, before, rank;
+        std::size_t order;  // its position in s.moves
     };
-    std::map<std::uint32_t, PerStream> per;
-    for (const Move& m : s.moves) {
+    std::vector<Taken> taken;
+    taken.reserve(s.moves.size());
+    for (std::size_t i = 0; i < s.moves.size(); ++i) {
+        const Move& m = s.moves[i];
         if (m.stream >= run.streams.size() || m.from >= run.streams[m.stream].code.size()) continue;
-        PerStream& p = per[m.stream];
-        if (!p.seen.insert(m.from).second) continue;  // the first move of an instruction counts (as the patch applies it)
-        p.gone.push_back(m.from);
-        if (m.before == Move::kDelete) p.deleted.push_back(m.from);
-        else p.before[m.before].push_back({m.rank, m.from});
+        taken.push_back({m.stream, m.from, m.before, m.rank, i});
     }
-    std::map<std::uint32_t, std::set<std::uint64_t>> changed_place;
-    for (auto& [stream, p] : per) {
-        std::sort(p.gone.begin(), p.gone.end());
-        std::sort(p.deleted.begin(), p.deleted.end());
+    std::sort(taken.begin(), taken.end(), [](const Taken& a, const Taken& b) {
+        return a.stream != b.stream ? a.stream < b.stream : a.from != b.from ? a.from < b.from : a.order < b.order;
+    });
+    taken.erase(std::unique(taken.begin(), taken.end(), [](const Taken& a, const Taken& b) { return a.stream == b.stream && a.from == b.from; }),
+                taken.end());
+    // Per stream (a run of `taken`): the instructions that leave their place and those deleted
+    // (both sorted, as `taken` is by from), and the changed ones.
+    struct PerStream {
+        std::uint32_t stream;
+        std::vector<std::uint64_t> deleted, changed_place;  // sorted
+    };
+    std::vector<PerStream> per;
+    std::vector<std::uint64_t> gone;
+    struct Insert {
+        std::uint64_t at, rank, from;
+    };
+    std::vector<Insert> before;
+    for (std::size_t a = 0; a < taken.size();) {
+        std::size_t b = a;
+        while (b < taken.size() && taken[b].stream == taken[a].stream) ++b;
+        PerStream p{taken[a].stream, {}, {}};
+        gone.clear();
+        before.clear();
+        for (std::size_t i = a; i < b; ++i) {
+            gone.push_back(taken[i].from);
+            if (taken[i].before == Move::kDelete) p.deleted.push_back(taken[i].from);
+            else before.push_back({taken[i].before, taken[i].rank, taken[i].from});
+        }
         c.deleted += p.deleted.size();
         auto below = [](const std::vector<std::uint64_t>& v, std::uint64_t x) {
             return static_cast<std::uint64_t>(std::lower_bound(v.begin(), v.end(), x) - v.begin());
         };
         // Position in the patched stream among the instructions that are not deleted, against the
-        // position in the original among the same instructions.
+        // position in the original among the same instructions. In front of one index, moved
+        // instructions go in rank order, then program order.
+        std::sort(before.begin(), before.end(), [](const Insert& x, const Insert& y) {
+            return x.at != y.at ? x.at < y.at : x.rank != y.rank ? x.rank < y.rank : x.from < y.from;
+        });
         std::uint64_t inserted_before = 0;  // moved instructions put in front of an earlier index
-        for (auto& [at, v] : p.before) {
-            std::sort(v.begin(), v.end());
-            const std::uint64_t base = at - below(p.gone, at) + inserted_before;
-            for (std::size_t k = 0; k < v.size(); ++k) {
-                const std::uint64_t from = v[k].second;
-                if (base + k != from - below(p.deleted, from)) changed_place[stream].insert(from);
+        for (std::size_t i = 0; i < before.size();) {
+            std::size_t j = i;
+            while (j < before.size() && before[j].at == before[i].at) ++j;
+            const std::uint64_t base = before[i].at - below(gone, before[i].at) + inserted_before;
+            for (std::size_t k = i; k < j; ++k) {
+                const std::uint64_t from = before[k].from;
+                if (base + (k - i) != from - below(p.deleted, from)) p.changed_place.push_back(from);
             }
-            inserted_before += v.size();
+            inserted_before += j - i;
+            i = j;
         }
-        c.moved += changed_place[stream].size();
+        std::sort(p.changed_place.begin(), p.changed_place.end());  // each from at most once: froms are distinct
+        c.moved += p.changed_place.size();
+        per.push_back(std::move(p));
+        a = b;
     }
-    std::set<std::pair<std::uint32_t, std::uint64_t>> edited;
-    for (const Edit& e : s.edits) {
-        if (!edited.insert({e.stream, e.index}).second) continue;
-        auto p = per.find(e.stream);
-        if (p != per.end() && std::binary_search(p->second.deleted.begin(), p->second.deleted.end(), e.index)) continue;
-        auto ch = changed_place.find(e.stream);
-        if (ch != changed_place.end() && ch->second.count(e.index)) continue;
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> edited;
+    edited.reserve(s.edits.size());
+    for (const Edit& e : s.edits) edited.push_back({e.stream, e.index});
+    std::sort(edited.begin(), edited.end());
+    edited.erase(std::unique(edited.begin(), edited.end()), edited.end());
+    for (const auto& [stream, index] : edited) {
+        auto p = std::lower_bound(per.begin(), per.end(), stream, [](const PerStream& x, std::uint32_t v) { return x.stream < v; });
+        if (p != per.end() && p->stream == stream &&
+            (std::binary_search(p->deleted.begin(), p->deleted.end(), index) ||
+             std::binary_search(p->changed_place.begin(), p->changed_place.end(), index)))
+            continue;
         ++c.rewritten;
     }
     return c;

@@ -11,7 +11,6 @@
 #include "analysis/wait_index.h"
 
 namespace xpu::analysis {
-
 namespace {
 
 enum class Kind : std::uint8_t { Scalar, Unit, Dma, Wait };
@@ -243,8 +242,8 @@ struct Graph {
 
 class GraphBuilder {
 public:
-    GraphBuilder(const Context& cx, const Planner& plan, std::uint32_t s, std::uint64_t begin, std::size_t n)
-        : run_(cx.run), plan_(plan), s_(s), st_(cx.run.streams[s]), begin_(begin), n_(n), blocks_(plan, s, begin, waits_in(st_, begin, n)) {
+    GraphBuilder(const Context& cx, const Planner& plan, std::uint32_t s, std::uint64_t begin, std::size_t n, bool all_pairs)
+        : all_pairs_(all_pairs), run_(cx.run), plan_(plan), s_(s), st_(cx.run.streams[s]), begin_(begin), n_(n), blocks_(plan, s, begin, waits_in(st_, begin, n)) {
         g_.succ.resize(n);
         g_.data.resize(n);
         g_.indeg.assign(n, 0);
@@ -255,6 +254,7 @@ public:
     }
 
     Graph build() {
+        if (!all_pairs_) find_written_pages();
         for (std::size_t k = 0; k < n_; ++k) {
             const Instruction& in = st_.code[begin_ + k];
             if (is_barrier_like(in.op)) {
@@ -277,6 +277,8 @@ private:
         Access a;
         std::uint32_t k;
     };
+    bool all_pairs_;          // WindowScheduler::MemoryEdges::AllPairs
+    std::vector<Touch> all_;  // ... its accesses so far
     const RunData& run_;
     const Planner& plan_;
     std::uint32_t s_;
@@ -288,10 +290,18 @@ private:
     std::array<std::int64_t, kNumRegs> writer_;
     std::array<std::vector<std::uint32_t>, kNumRegs> readers_;
     // Accesses by 4 KiB page, so that an access is compared only with those that share a page.
-    struct PageTouches {
-        std::vector<Touch> reads, writes;
+    // Only pages some write of the window touches hold any (for_each_page), so they are numbered
+    // densely from written_; each page's reads and writes are lists threaded through one pool.
+    static constexpr std::uint32_t kEnd = ~std::uint32_t{0};
+    struct Node {
+        Touch t;
+        std::uint32_t next;
     };
-    std::unordered_map<std::uint64_t, PageTouches> touches_;
+    struct PageTouches {
+        std::uint32_t reads = kEnd, writes = kEnd;
+    };
+    std::vector<PageTouches> touches_;
+    std::vector<Node> pool_;
     std::unordered_map<std::uint16_t, std::vector<std::uint32_t>> waits_on_;  // flag -> the swaits on it so far
     WaitBlockIndex blocks_;                                                  // which waits order an access
     std::vector<std::uint32_t> hits_;                                        // after_waits' scratch
@@ -315,11 +325,60 @@ private:
         ++g_.indeg[b];
     }
 
+    static std::uint64_t page_tag(const Access& a) { return (std::uint64_t(a.space) << 62) | (std::uint64_t(a.chip) << 44); }
+    // The pages an access touches: [first, last] (one page for an empty access).
+    static std::pair<std::uint64_t, std::uint64_t> page_span(const Access& a) {
+        return {a.lo >> 12, a.hi > a.lo ? (a.hi - 1) >> 12 : a.lo >> 12};
+    }
+
+    // Calls f(page key, page's first byte) for each page of `a`. A read only on the pages some
+    // write of the window touches: a read is compared with writes only, and the reads a page
+    // records are compared only with the writes that come to it, so on a page no write of the
+    // window touches there is nothing to find (a DMA's source in HBM, read and never written,
+    // was most of the pages looked up on a decode).
     template <typename F>
-    static void for_each_page(const Access& a, F f) {
-        const std::uint64_t tag = (std::uint64_t(a.space) << 62) | (std::uint64_t(a.chip) << 44);
-        const std::uint64_t last = a.hi > a.lo ? (a.hi - 1) >> 12 : a.lo >> 12;
-        for (std::uint64_t p = a.lo >> 12; p <= last; ++p) f(tag | p);
+    void for_each_page(const Access& a, F f) {
+        const std::uint64_t tag = page_tag(a);
+        const auto [first, last] = page_span(a);
+        auto it = std::lower_bound(written_.begin(), written_.end(), PageRange{tag, first, first, 0},
+                                   [](const PageRange& x, const PageRange& y) { return x.tag != y.tag ? x.tag < y.tag : x.last < y.first; });
+        // (a write's pages are all in one range: the ranges are the merged spans of the writes)
+        for (; it != written_.end() && it->tag == tag && it->first <= last; ++it)
+            for (std::uint64_t p = std::max(first, it->first); p <= std::min(last, it->last); ++p)
+                f(touches_[it->index + (p - it->first)], p << 12);
+    }
+
+    // The pages the window's writes touch, as disjoint ranges sorted by (tag, first).
+    struct PageRange {
+        std::uint64_t tag, first, last;
+        std::size_t index;  // the dense number of its first page
+    };
+    std::vector<PageRange> written_;
+    void find_written_pages() {
+        for (std::size_t k = 0; k < n_; ++k) {
+            Access acc[2];
+            const int na = accesses(st_.code[begin_ + k], st_, acc);
+            for (int x = 0; x < na; ++x)
+                if (acc[x].write) {
+                    const auto [first, last] = page_span(acc[x]);
+                    written_.push_back({page_tag(acc[x]), first, last, 0});
+                }
+        }
+        std::sort(written_.begin(), written_.end(),
+                  [](const PageRange& x, const PageRange& y) { return x.tag != y.tag ? x.tag < y.tag : x.first < y.first; });
+        std::size_t out = 0;
+        for (const PageRange& r : written_) {
+            if (out > 0 && written_[out - 1].tag == r.tag && r.first <= written_[out - 1].last + 1)
+                written_[out - 1].last = std::max(written_[out - 1].last, r.last);
+            else written_[out++] = r;
+        }
+        written_.resize(out);
+        std::size_t pages = 0;
+        for (PageRange& r : written_) {
+            r.index = pages;
+            pages += r.last - r.first + 1;
+        }
+        touches_.assign(pages, PageTouches{});
     }
 
     static std::uint16_t flag_of(const Instruction& in) { return in.has(kFlag) ? in.flag : 0; }
@@ -357,19 +416,52 @@ private:
 
     // Memory: overlapping accesses, one a write.
     // A page's reads and writes are kept apart: a read is compared with the writes only (a page
-    // read by many instructions of a window made this quadratic in them).
+    // read by many instructions of a window made this quadratic in them). A write drops from a
+    // page's lists the accesses it conflicts with whose part in the page it covers: a later
+    // access that conflicts with one of them there touches a byte the write wrote, so it gets an
+    // edge from the write (or from a later write that dropped it in turn), which already follows
+    // the dropped one. The graph keeps its transitive closure, and with it the schedule: an
+    // instruction becomes ready when all its ancestors are placed, and neither height counts a
+    // dropped edge (memory edges are not data edges: through one a height is at least the later
+    // instruction's, which the path through the write already gives, costs being non-negative). Without it a page written and read by every
+    // step of a window was scanned in full by each (83 M touches compared on a 32-layer decode).
     void memory(std::size_t k, const Access* acc, int na) {
-        for (int x = 0; x < na; ++x)
-            for_each_page(acc[x], [&](std::uint64_t page) {
-                PageTouches& p = touches_[page];
-                auto check = [&](const std::vector<Touch>& v) {
-                    for (const Touch& t : v)
-                        if (t.k != k && conflict(&t.a, 1, &acc[x], 1)) edge(t.k, k);
+        if (all_pairs_) {
+            for (int x = 0; x < na; ++x) {
+                for (const Touch& t : all_)
+                    if (t.k != k && conflict(&t.a, 1, &acc[x], 1)) edge(t.k, k);
+                all_.push_back({acc[x], static_cast<std::uint32_t>(k)});
+            }
+            return;
+        }
+        for (int x = 0; x < na; ++x) {
+            const Access& a = acc[x];
+            for_each_page(a, [&](PageTouches& p, std::uint64_t page_lo) {
+                const std::uint64_t page_hi = page_lo + 4096;
+                const std::uint64_t a_lo = std::max(a.lo, page_lo), a_hi = std::min(a.hi, page_hi);
+                // (No access is empty: a run's DMAs move at least a byte, and a vld or vst counts
+                // one at least. An empty one at a page's first byte would overlap an access that
+                // starts before the page but not one that starts there.)
+                auto check = [&](std::uint32_t& head, bool drop) {
+                    for (std::uint32_t* link = &head; *link != kEnd;) {
+                        const Touch& t = pool_[*link].t;
+                        if (t.k != k && conflict(&t.a, 1, &a, 1)) {
+                            edge(t.k, k);
+                            if (drop && std::max(t.a.lo, page_lo) >= a_lo && std::min(t.a.hi, page_hi) <= a_hi) {
+                                *link = pool_[*link].next;  // dropped
+                                continue;
+                            }
+                        }
+                        link = &pool_[*link].next;
+                    }
                 };
-                check(p.writes);
-                if (acc[x].write) check(p.reads);
-                (acc[x].write ? p.writes : p.reads).push_back({acc[x], static_cast<std::uint32_t>(k)});
+                check(p.writes, a.write);
+                if (a.write) check(p.reads, true);
+                std::uint32_t& head = a.write ? p.writes : p.reads;
+                pool_.push_back({{a, static_cast<std::uint32_t>(k)}, head});
+                head = static_cast<std::uint32_t>(pool_.size() - 1);
             });
+        }
     }
 
     // A swait: after the earlier waits on its flag and the window's DMAs that raise it.
@@ -532,7 +624,8 @@ Tick list_schedule(Window& w, Model m, Graph g, const std::vector<Tick>& height,
 
 }  // namespace
 
-WindowScheduler::WindowScheduler(const Context& cx, const Planner& plan) : cx_(cx), plan_(plan) {}
+WindowScheduler::WindowScheduler(const Context& cx, const Planner& plan, MemoryEdges memory_edges)
+    : cx_(cx), plan_(plan), memory_edges_(memory_edges) {}
 WindowScheduler::~WindowScheduler() = default;
 
 // A unit takes instruction k only once instruction k - depth has started (models/unit_command.h
@@ -579,7 +672,7 @@ WindowSchedule WindowScheduler::schedule(std::uint32_t s, std::uint64_t begin, s
         if (w.cost[k].kind == Kind::Unit) ensure_unit(base, queue_depth_, w.cost[k].unit);
         if (w.cost[k].kind == Kind::Wait) w.covers[k] = &plan_.covered(s, begin + k);
     }
-    Graph g = GraphBuilder(cx_, plan_, s, begin, n).build();
+    Graph g = GraphBuilder(cx_, plan_, s, begin, n, memory_edges_ == MemoryEdges::AllPairs).build();
     std::vector<Opcode> ops(n);
     for (std::size_t k = 0; k < n; ++k) ops[k] = st.code[begin + k].op;
     out.modelled_before = modelled_in_order(w, base, n);
@@ -596,6 +689,14 @@ WindowSchedule WindowScheduler::schedule(std::uint32_t s, std::uint64_t begin, s
         out.order = std::move(other);
     }
     return out;
+}
+
+std::vector<std::vector<std::uint32_t>> window_dependencies(const Context& cx, const Planner& plan, std::uint32_t s, std::uint64_t begin,
+                                                            std::uint64_t end, WindowScheduler::MemoryEdges memory_edges) {
+    end = std::min<std::uint64_t>(end, cx.run.streams[s].code.size());
+    if (begin >= end) return {};
+    const std::size_t n = static_cast<std::size_t>(end - begin);
+    return GraphBuilder(cx, plan, s, begin, n, memory_edges == WindowScheduler::MemoryEdges::AllPairs).build().succ;
 }
 
 }  // namespace xpu::analysis

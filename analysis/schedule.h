@@ -43,7 +43,13 @@ struct WindowSchedule {
 
 class WindowScheduler {
 public:
-    WindowScheduler(const Context& cx, const Planner& plan);
+    // How the window's memory dependencies are found. Pages (the default): accesses indexed by
+    // 4 KiB page, an access dropped from a page once a later write covers its part of it (the
+    // graph keeps its transitive closure, which is all the schedule depends on). AllPairs:
+    // every access compared with every earlier one, an edge per conflicting pair; the
+    // reference the tests hold Pages to (quadratic: small windows only).
+    enum class MemoryEdges { Pages, AllPairs };
+    WindowScheduler(const Context& cx, const Planner& plan, MemoryEdges memory_edges = MemoryEdges::Pages);
     ~WindowScheduler();
     // List-schedules [begin, end) of stream s. An empty order if the window cannot be modelled
     // (an instruction of it never issued in the run).
@@ -52,8 +58,15 @@ public:
 private:
     const Context& cx_;
     const Planner& plan_;
+    MemoryEdges memory_edges_;
     std::vector<unsigned> queue_depth_;  // per unit, the most the run showed so far
     void measure_queue_depths(std::uint32_t s, std::uint64_t from, std::uint64_t to);
 };
+
+// The dependency graph the scheduler builds for [begin, end) of stream s: for each instruction
+// of the window (by position), the positions that must stay after it. For the tests, which
+// hold MemoryEdges::Pages to AllPairs.
+std::vector<std::vector<std::uint32_t>> window_dependencies(const Context& cx, const Planner& plan, std::uint32_t s, std::uint64_t begin,
+                                                            std::uint64_t end, WindowScheduler::MemoryEdges memory_edges);
 
 }  // namespace xpu::analysis

@@ -22,8 +22,8 @@
 
 #include <tlm_utils/peq_with_get.h>
 #include <tlm_utils/simple_initiator_socket.h>
-#include <tlm_utils/simple_target_socket.h>
 
+#include "models/lt_target_socket.h"
 #include "models/busy_tracker.h"
 #include "models/params.h"
 #include "models/quantum.h"
@@ -69,7 +69,7 @@ struct DmaEngineConfig : DmaEngineParams {
 
 class DmaEngine : public XpuModule {
 public:
-    tlm_utils::simple_target_socket<DmaEngine> cmd;
+    LtTargetSocket<DmaEngine> cmd;
     tlm_utils::simple_initiator_socket<DmaEngine> mem;            // -> Interconnect
     tlm_utils::simple_initiator_socket_optional<DmaEngine> flags;  // -> SyncFlags
 

@@ -17,8 +17,8 @@
 #include <tlm_utils/multi_passthrough_initiator_socket.h>
 #include <tlm_utils/multi_passthrough_target_socket.h>
 #include <tlm_utils/simple_initiator_socket.h>
-#include <tlm_utils/simple_target_socket.h>
 
+#include "models/lt_target_socket.h"
 #include "models/bandwidth_calendar.h"
 #include "models/params.h"
 #include "models/unit_command.h"
@@ -100,7 +100,7 @@ struct IciLinkConfig : IciLinkParams {};
 
 class IciLink : public XpuModule {
 public:
-    tlm_utils::simple_target_socket<IciLink> in;
+    LtTargetSocket<IciLink> in;
     tlm_utils::simple_initiator_socket<IciLink> out;  // -> the next chip's IciPort.in
 
     IciLink(const sc_core::sc_module_name& n, const IciLinkConfig& cfg);

@@ -35,8 +35,8 @@
 
 #include <string>
 
-#include <tlm_utils/simple_target_socket.h>
 
+#include "models/lt_target_socket.h"
 #include "models/busy_tracker.h"
 #include "models/params.h"
 #include "models/unit_command.h"
@@ -78,7 +78,7 @@ struct MatrixUnitConfig : MatrixUnitParams {
 
 class MatrixUnit : public XpuModule {
 public:
-    tlm_utils::simple_target_socket<MatrixUnit> cmd;
+    LtTargetSocket<MatrixUnit> cmd;
 
     MatrixUnit(const sc_core::sc_module_name& n, const MatrixUnitConfig& cfg);
     const char* kind() const override { return "MatrixUnit"; }

@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include <tlm_utils/simple_target_socket.h>
 
+#include "models/lt_target_socket.h"
 #include "models/params.h"
 #include "models/xpu_module.h"
 #include "traces/trace_reader.h"
@@ -30,7 +30,7 @@ struct TraceInjectorConfig : TraceInjectorParams {
 
 class TraceInjector : public XpuModule {
 public:
-    tlm_utils::simple_target_socket<TraceInjector> port;
+    LtTargetSocket<TraceInjector> port;
 
     TraceInjector(const sc_core::sc_module_name& n, const TraceInjectorConfig& cfg);
     const char* kind() const override { return "TraceInjector"; }

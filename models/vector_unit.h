@@ -6,8 +6,8 @@
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>
-#include <tlm_utils/simple_target_socket.h>
 
+#include "models/lt_target_socket.h"
 #include "models/busy_tracker.h"
 #include "models/params.h"
 #include "models/unit_command.h"
@@ -48,7 +48,7 @@ struct VectorUnitConfig : VectorUnitParams {
 
 class VectorUnit : public XpuModule {
 public:
-    tlm_utils::simple_target_socket<VectorUnit> cmd;
+    LtTargetSocket<VectorUnit> cmd;
     tlm_utils::simple_initiator_socket_optional<VectorUnit> mem;  // -> Vmem (loads, stores)
 
     VectorUnit(const sc_core::sc_module_name& n, const VectorUnitConfig& cfg);

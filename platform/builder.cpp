@@ -270,6 +270,7 @@ Platform::Platform(const PlatformConfig& cfg, const trace::TraceFile* trace, con
     plan.stream_of = streams_of(cfg, trace);
     plan.tree = tree_of(cfg);
     chip_modules_.resize(cfg.chips);
+    chip_by_path_.resize(cfg.chips);
 
     owned_.push_back(std::make_unique<Container>("xpu", [&] {
         for (unsigned c = 0; c < cfg.chips; ++c) {
@@ -325,7 +326,7 @@ void Platform::build_chip(const PlatformConfig& cfg, const Plan& plan, unsigned 
             modules_.push_back(raw);
             chip_modules_[chip].push_back(raw);
             if (auto* core = dynamic_cast<ScalarCore*>(raw)) cores_.push_back(core);
-            by_path_["chip" + std::to_string(chip) + "/" + d.path] = raw;
+            chip_by_path_[chip][d.path] = raw;
             owned_.push_back(std::move(mod));
         }
     };
@@ -435,21 +436,21 @@ void Platform::connect_links(const PlatformConfig& cfg) {
 // Binds one chip's sockets in the order the description gives (multi sockets: in index
 // order), then checks that every required socket of the chip is bound.
 void Platform::bind_chip(const PlatformConfig& cfg, const Plan& plan, unsigned chip) {
-    const std::string prefix = "chip" + std::to_string(chip) + "/";
+    const auto& by_path = chip_by_path_[chip];
     for (const auto& [sock, list] : plan.order)
         for (const BindingDecl* b : list) {
-            XpuModule* from = by_path_.at(prefix + b->from.module);
-            XpuModule* to = by_path_.at(prefix + b->to.module);
+            XpuModule* from = by_path.at(b->from.module);
+            XpuModule* to = by_path.at(b->to.module);
             SocketPort* fp = from->port(b->from.socket);
             SocketPort* tp = to->port(b->to.socket);
-            std::string where = b->where + ": binding '" + b->text + "': ";
-            if (!fp) throw ConfigError(where + b->from.module + " (" + from->kind() + ") has no socket '" + b->from.socket + "' (sockets: " + sockets_of(from) + ")");
-            if (!tp) throw ConfigError(where + b->to.module + " (" + to->kind() + ") has no socket '" + b->to.socket + "' (sockets: " + sockets_of(to) + ")");
-            if (!fp->initiator) throw ConfigError(where + b->from.text() + " is a target socket; a binding goes initiator -> target");
-            if (tp->initiator) throw ConfigError(where + b->to.text() + " is an initiator socket; a binding goes initiator -> target");
+            auto where = [&] { return b->where + ": binding '" + b->text + "': "; };  // made only for an error
+            if (!fp) throw ConfigError(where() + b->from.module + " (" + from->kind() + ") has no socket '" + b->from.socket + "' (sockets: " + sockets_of(from) + ")");
+            if (!tp) throw ConfigError(where() + b->to.module + " (" + to->kind() + ") has no socket '" + b->to.socket + "' (sockets: " + sockets_of(to) + ")");
+            if (!fp->initiator) throw ConfigError(where() + b->from.text() + " is a target socket; a binding goes initiator -> target");
+            if (tp->initiator) throw ConfigError(where() + b->to.text() + " is an initiator socket; a binding goes initiator -> target");
             if (!fp->multi && (fp->bound || b->from.index > 0))
-                throw ConfigError(where + b->from.text() + " takes a single binding");
-            if (!tp->multi && tp->bound) throw ConfigError(where + b->to.text() + " is already bound; it takes a single binding");
+                throw ConfigError(where() + b->from.text() + " takes a single binding");
+            if (!tp->multi && tp->bound) throw ConfigError(where() + b->to.text() + " is already bound; it takes a single binding");
             fp->bind(*tp->target);
             ++fp->bound;
             ++tp->bound;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "models/scalar_core.h"
@@ -95,7 +96,7 @@ private:
     std::vector<XpuModule*> modules_;
     std::vector<std::vector<XpuModule*>> chip_modules_;  // per chip: binding checks stay linear in the chip count
     std::vector<ScalarCore*> cores_;
-    std::map<std::string, XpuModule*> by_path_;  // "chipN/" + path in the description
+    std::vector<std::unordered_map<std::string, XpuModule*>> chip_by_path_;  // per chip: path in the description -> module
     std::vector<LinkPlan> link_plan_;
     IciSwitch* switch_ = nullptr;  // topology switch: the crossbar
     SpaceBases spaces_;

@@ -1,5 +1,6 @@
 #include "traces/json_writer.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -69,78 +70,116 @@ std::string JsonWriter::escape(const std::string& s) {
     return o;
 }
 
-std::string JsonWriter::number(double v) {
-    if (!std::isfinite(v)) return "null";
-    if (v == std::floor(v) && std::fabs(v) < 1e15) {
-        char b[32];
-        std::snprintf(b, sizeof b, "%.0f", v);
-        return b;
+void JsonWriter::append_number(std::string& out, double v) {
+    if (!std::isfinite(v)) {
+        out += "null";
+        return;
     }
     char b[32];
-    std::snprintf(b, sizeof b, "%.9g", v);
-    return b;
+    const int n = v == std::floor(v) && std::fabs(v) < 1e15 ? std::snprintf(b, sizeof b, "%.0f", v) : std::snprintf(b, sizeof b, "%.9g", v);
+    out.append(b, static_cast<std::size_t>(n));
+}
+
+std::string JsonWriter::number(double v) {
+    std::string o;
+    append_number(o, v);
+    return o;
+}
+
+// The text collects in `out_` and goes to the stream in blocks of 64 KiB and when the
+// top-level value is complete (flush): no stream operation per member, no temporary strings
+// (the writer was most of the cost of stats.json for a 256-chip platform).
+JsonWriter::~JsonWriter() {
+    if (!out_.empty()) os_.write(out_.data(), static_cast<std::streamsize>(out_.size()));
 }
 
 void JsonWriter::prefix(const char* key) {
     if (!first_.empty()) {
-        if (!first_.back()) os_ << ",";
+        if (!first_.back()) out_ += ',';
         first_.back() = false;
-        os_ << "\n" << std::string(first_.size() * 2, ' ');
+        out_ += '\n';
+        out_.append(first_.size() * 2, ' ');
     }
-    if (key) os_ << escape(key) << ": ";
+    if (key) {
+        json_escape_to(out_, key);
+        out_ += ": ";
+    }
+}
+
+void JsonWriter::flush() {
+    if (!first_.empty() && out_.size() < (std::size_t{1} << 16)) return;
+    os_.write(out_.data(), static_cast<std::streamsize>(out_.size()));
+    out_.clear();
 }
 
 JsonWriter& JsonWriter::begin_object(const char* key) {
     prefix(key);
-    os_ << "{";
+    out_ += '{';
+    flush();
     first_.push_back(true);
     return *this;
 }
 JsonWriter& JsonWriter::end_object() {
     bool empty = first_.back();
     first_.pop_back();
-    if (!empty) os_ << "\n" << std::string(first_.size() * 2, ' ');
-    os_ << "}";
-    if (first_.empty()) os_ << "\n";
+    if (!empty) {
+        out_ += '\n';
+        out_.append(first_.size() * 2, ' ');
+    }
+    out_ += '}';
+    if (first_.empty()) out_ += '\n';
+    flush();
     return *this;
 }
 JsonWriter& JsonWriter::begin_array(const char* key) {
     prefix(key);
-    os_ << "[";
+    out_ += '[';
+    flush();
     first_.push_back(true);
     return *this;
 }
 JsonWriter& JsonWriter::end_array() {
     bool empty = first_.back();
     first_.pop_back();
-    if (!empty) os_ << "\n" << std::string(first_.size() * 2, ' ');
-    os_ << "]";
+    if (!empty) {
+        out_ += '\n';
+        out_.append(first_.size() * 2, ' ');
+    }
+    out_ += ']';
+    flush();
     return *this;
 }
 JsonWriter& JsonWriter::field(const char* key, const std::string& v) {
     prefix(key);
-    os_ << escape(v);
+    json_escape_to(out_, v);
+    flush();
     return *this;
 }
 JsonWriter& JsonWriter::field(const char* key, double v) {
     prefix(key);
-    os_ << number(v);
+    append_number(out_, v);
+    flush();
     return *this;
 }
 JsonWriter& JsonWriter::field(const char* key, std::uint64_t v) {
     prefix(key);
-    os_ << v;
+    char b[24];
+    const auto r = std::to_chars(b, b + sizeof b, v);
+    out_.append(b, r.ptr);
+    flush();
     return *this;
 }
 JsonWriter& JsonWriter::field(const char* key, bool v) {
     prefix(key);
-    os_ << (v ? "true" : "false");
+    out_ += v ? "true" : "false";
+    flush();
     return *this;
 }
 
 JsonWriter& JsonWriter::null_field(const char* key) {
     prefix(key);
-    os_ << "null";
+    out_ += "null";
+    flush();
     return *this;
 }
 

@@ -21,7 +21,11 @@ void json_escape_to(std::string& out, std::string_view s);
 
 class JsonWriter {
 public:
+    // The stream has the text once the top-level value is complete (or the writer destroyed).
     explicit JsonWriter(std::ostream& os) : os_(os) {}
+    ~JsonWriter();
+    JsonWriter(const JsonWriter&) = delete;
+    JsonWriter& operator=(const JsonWriter&) = delete;
     JsonWriter& begin_object(const char* key = nullptr);
     JsonWriter& end_object();
     JsonWriter& begin_array(const char* key = nullptr);
@@ -35,10 +39,13 @@ public:
     JsonWriter& value(const std::string& v) { return field(nullptr, v); }
     static std::string escape(const std::string& s);  // json_escape_to, as a string
     static std::string number(double v);
+    static void append_number(std::string& out, double v);  // number(v), appended
 
 private:
-    void prefix(const char* key);
+    void prefix(const char* key);  // starts out_ with the separator, indent and key
+    void flush();                  // writes out_ to the stream if the top-level value is complete or out_ is large
     std::ostream& os_;
+    std::string out_;
     std::vector<bool> first_;  // per open container: no member written yet
 };
 
