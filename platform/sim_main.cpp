@@ -371,7 +371,16 @@ int sc_main(int argc, char* argv[]) {
         if (g_signal) return interrupted(outs, " before the run");
         // The check of every instruction runs on a second thread beside the run, which waits for
         // it instruction by instruction; its verdict comes first below, whatever the run did.
-        sim->start_check(stop_requested);
+        // Only for a trace long enough for the check to cost something (~40 ns an instruction:
+        // from 1 M instructions on): the thread's own stack and heap are a few more memory
+        // mappings, and a 4096-chip ring's SystemC thread stacks need all but a few of the
+        // 65,530 Linux allows by default (vm.max_map_count), so it failed to start with it.
+        constexpr std::uint64_t kCheckBesideFrom = 1'000'000;
+        if (sim->trace().total_instructions() >= kCheckBesideFrom) {
+            sim->start_check(stop_requested);
+        } else if (!sim->check_trace(stop_requested)) {
+            return interrupted(outs, " while checking the trace");
+        }
         if (!vcd_path.empty()) {
             VcdOptions o;
             o.path = vcd_write;
