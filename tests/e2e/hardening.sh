@@ -188,7 +188,7 @@ ms=$(($(now_ms) - t0))
 [[ $rc -eq 130 ]] || fail "4: SIGINT while building 4096 chips: exit $rc ($(cat big.err))"
 grep -q "^sim_main: interrupted (SIGINT) while building the platform; no outputs written$" big.err ||
     grep -q "^sim_main: interrupted (SIGINT)" big.err || fail "4: no 'interrupted' message: $(cat big.err)"
-[[ $ms -lt 10000 ]] || fail "4: took $ms ms to stop"  # building takes minutes: seconds mean at once, even loaded
+[[ $ms -lt 3000 ]] || fail "4: took $ms ms to stop"  # ~0.1 s; tearing the half-built platform down took 5-9 s
 [[ ! -e big ]] || fail "4: an output folder after the interrupt"
 pass "4: SIGINT while building a 4096-chip platform: exit 130 in $ms ms ($(head -n 1 big.err | cut -c 1-80))"
 
