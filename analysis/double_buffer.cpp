@@ -96,24 +96,27 @@ bool BufferRenamer::can_rename(std::uint32_t s, std::uint64_t k) const {
     auto it = renamable_.find(key);
     if (it != renamable_.end()) return it->second;
     const Stream& st = run_.streams[s];
-    auto f = fills_.find(s);
-    if (f == fills_.end()) {
-        std::vector<Fill>& v = fills_[s];
-        for (std::uint64_t j : plan_.sync_and_dma(s)) {
-            const Instruction& in = st.code[j];
-            if (in.op == Opcode::Dma && in.mem_dst.space == Space::Vmem && (in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip))
-                v.push_back({in.mem_dst.addr, in.bytes});
-        }
-        f = fills_.find(s);
-    }
     std::size_t exact = 0;
-    for (const Fill& x : f->second) exact += x.addr == d.mem_dst.addr && x.bytes == d.bytes;
+    for (const Fill& x : local_fills(s)) exact += x.addr == d.mem_dst.addr && x.bytes == d.bytes;
     bool ok = chips_.at(st.chip).streams == 1 && exact >= 2;  // a second fill to rename
     if (ok) {  // and nothing straddles it (the renaming itself, its edits not recorded)
         std::string why;
         ok = rename_into(s, {k}, nullptr, why);
     }
     return renamable_[key] = ok;
+}
+
+const std::vector<BufferRenamer::Fill>& BufferRenamer::local_fills(std::uint32_t s) const {
+    auto f = fills_.find(s);
+    if (f != fills_.end()) return f->second;
+    const Stream& st = run_.streams[s];
+    std::vector<Fill>& v = fills_[s];
+    for (std::uint64_t j : plan_.sync_and_dma(s)) {
+        const Instruction& in = st.code[j];
+        if (in.op == Opcode::Dma && in.mem_dst.space == Space::Vmem && (in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip))
+            v.push_back({j, in.mem_dst.addr, in.bytes});
+    }
+    return v;
 }
 
 std::uint64_t BufferRenamer::renamed_point(std::uint32_t s, std::uint64_t k) const {
@@ -127,7 +130,7 @@ std::uint64_t BufferRenamer::renamed_point(std::uint32_t s, std::uint64_t k) con
     if (c == chips_.end() || c->second.streams != 1 || shadow + d.bytes > c->second.capacity) return k;
     d.mem_dst.addr = shadow;
     Planner::Edited e;
-    e.emplace(k, d);
+    e.set(k, d);
     return renamed_point_[{s, k}] = plan_.hoist_point(s, k, e);
 }
 
@@ -185,13 +188,10 @@ bool BufferRenamer::rename_into(std::uint32_t s, const std::vector<std::uint64_t
         // would still want the copy's bytes).
         std::vector<std::uint64_t> over;
         std::vector<std::size_t> exact;  // positions in `over`
-        for (std::uint64_t j : plan_.sync_and_dma(s)) {  // the DMAs are among these
-            const Instruction& in = st.code[j];
-            if (in.op != Opcode::Dma || in.mem_dst.space != Space::Vmem || !(in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip))
-                continue;
-            if (in.mem_dst.addr >= hi || lo >= in.mem_dst.addr + in.bytes) continue;
-            if (in.mem_dst.addr == lo && in.bytes == bytes) exact.push_back(over.size());
-            over.push_back(j);
+        for (const Fill& f : local_fills(s)) {
+            if (f.addr >= hi || lo >= f.addr + f.bytes) continue;
+            if (f.addr == lo && f.bytes == bytes) exact.push_back(over.size());
+            over.push_back(f.index);
         }
         for (std::size_t x = 0; x < exact.size(); ++x) {
             const std::size_t at = exact[x];
@@ -200,13 +200,13 @@ bool BufferRenamer::rename_into(std::uint32_t s, const std::vector<std::uint64_t
             const std::uint64_t end = at + 1 < over.size() ? over[at + 1] : st.code.size();
             if (at + 1 < over.size() && !rest_unread(st, over, at + 1, lo, hi)) continue;
             for (std::uint64_t j = over[at]; j < end; ++j) {
-                const Instruction* current = &st.code[j];
-                if (edited && !edited->empty()) {
-                    auto it = edited->find(j);
-                    if (it != edited->end()) current = &it->second;
-                }
                 // Only these have VMEM operands (for_each_vmem_field): the rest stay as they are.
-                if (current->op != Opcode::VLoad && current->op != Opcode::VStore && current->op != Opcode::Dma) continue;
+                // (An edit keeps the opcode, Planner::Edited: the original's says, unlooked-up.)
+                const Opcode op = st.code[j].op;
+                if (op != Opcode::VLoad && op != Opcode::VStore && op != Opcode::Dma) continue;
+                const Instruction* current = &st.code[j];
+                if (edited && !edited->empty())
+                    if (const Instruction* e = edited->find(j)) current = e;
                 Instruction in = *current;
                 bool changed = false, straddles = false;
                 const std::uint64_t n = in.has(kBytes) ? in.bytes : 0;
@@ -223,7 +223,7 @@ bool BufferRenamer::rename_into(std::uint32_t s, const std::vector<std::uint64_t
                     why = "an access straddles the buffer";
                     return false;
                 }
-                if (changed && edited) (*edited)[j] = in;
+                if (changed && edited) edited->set(j, in);
             }
         }
     }
@@ -235,8 +235,8 @@ std::size_t BufferRenamer::split_flags(std::uint32_t s, const std::vector<std::u
     const ChipRoom& room = chips_.at(st.chip);
     if (room.streams != 1 || room.flags == 0) return 0;
     auto current = [&](std::uint64_t j) -> Instruction {
-        auto it = edited.find(j);
-        return it == edited.end() ? st.code[j] : it->second;
+        const Instruction* e = edited.find(j);
+        return e ? *e : st.code[j];
     };
     auto local = [&](const Instruction& in) { return in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip; };
     // Every flag of this chip the program names (flags are only on syncs and DMAs).
@@ -287,7 +287,7 @@ std::size_t BufferRenamer::split_flags(std::uint32_t s, const std::vector<std::u
             in.flag = flag_of[c];
             if (dma) count[c] += flag_increment(in);
             else in.value = count[c];
-            edited[j] = in;
+            edited.set(j, in);
         }
         ++split;
     }

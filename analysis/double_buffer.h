@@ -17,6 +17,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -73,6 +74,14 @@ public:
     // A floor two steps back at every step cost the decodes ~0.1% of their loss.
     std::uint64_t step_floor(std::uint32_t s, std::uint64_t k) const;
 
+    // Stream s's DMAs into its chip's VMEM, in program order (found once: each buffer renamed
+    // looks for its fills among them, and a scan of the stream's syncs and DMAs per buffer read
+    // every one of those instructions again).
+    struct Fill {
+        std::uint64_t index, addr, bytes;
+    };
+    const std::vector<Fill>& local_fills(std::uint32_t s) const;
+
 private:
     struct ChipRoom {
         std::uint64_t top = 0;       // end of the highest VMEM byte the chip's instructions touch
@@ -87,13 +96,10 @@ private:
     void find_tops() const;
     mutable std::map<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>, bool> renamable_;  // (stream, addr, bytes)
     mutable std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> renamed_point_;
-    struct Fill {
-        std::uint64_t addr, bytes;
-    };
-    mutable std::map<std::uint32_t, std::vector<Fill>> fills_;  // per stream: its DMAs into local VMEM
-    struct Steps {
-        std::map<std::uint64_t, std::uint64_t> fill, wait;  // fill DMA -> its step; swait -> its step
-        std::map<std::uint64_t, std::uint16_t> fill_class;  // fill DMA -> its flags' class
+    mutable std::map<std::uint32_t, std::vector<Fill>> fills_;  // local_fills, per stream
+    struct Steps {  // looked up, never walked in order: hashed (rename looks up every fill of each buffer)
+        std::unordered_map<std::uint64_t, std::uint64_t> fill, wait;  // fill DMA -> its step; swait -> its step
+        std::unordered_map<std::uint64_t, std::uint16_t> fill_class;  // fill DMA -> its flags' class
         std::map<std::pair<std::uint16_t, std::uint64_t>, std::uint64_t> first_wait;  // (class, step) -> its first swait
     };
     mutable std::map<std::uint32_t, Steps> steps_;  // per stream (find_steps)

@@ -591,12 +591,13 @@ Tick modelled_with_tail(Window& w, Model m, const std::vector<std::uint64_t>& or
 
 // Greedy list scheduling (schedule.h): the window's order (empty if the graph had a cycle,
 // which cannot happen: edges go forward) and the model's finish of it.
-Tick list_schedule(Window& w, Model m, Graph g, const std::vector<Tick>& height, std::vector<std::uint64_t>& order) {
+Tick list_schedule(Window& w, Model m, const Graph& g, const std::vector<Tick>& height, std::vector<std::uint64_t>& order) {
     const std::size_t n = g.succ.size();  // the scheduled part of the window
+    std::vector<std::uint32_t> indeg = g.indeg;  // predecessors not yet placed (the graph itself is shared by both priorities)
     auto before = [&](std::uint32_t a, std::uint32_t b) { return height[a] != height[b] ? height[a] > height[b] : a < b; };
     std::set<std::uint32_t, decltype(before)> ready(before);
     for (std::size_t k = 0; k < n; ++k)
-        if (g.indeg[k] == 0) ready.insert(static_cast<std::uint32_t>(k));
+        if (indeg[k] == 0) ready.insert(static_cast<std::uint32_t>(k));
     std::fill(w.done.begin(), w.done.end(), 0);
     order.reserve(n);
     while (!ready.empty()) {
@@ -616,7 +617,7 @@ Tick list_schedule(Window& w, Model m, Graph g, const std::vector<Tick>& height,
         w.place(m, best, best_o);
         order.push_back(w.begin + best);
         for (std::uint32_t j : g.succ[best])
-            if (--g.indeg[j] == 0) ready.insert(j);
+            if (--indeg[j] == 0) ready.insert(j);
     }
     if (order.size() != n) order.clear();
     return m.finish;
@@ -682,9 +683,13 @@ WindowSchedule WindowScheduler::schedule(std::uint32_t s, std::uint64_t begin, s
     // instructions after the window (ties: the first).
     const std::vector<Tick> every = heights(g, w.cost, ops, Through::Every), data = heights(g, w.cost, ops, Through::Data);
     out.modelled_after = list_schedule(w, base, g, every, out.order);
+    // Equal heights give the same order (the schedule depends on the graph, the model and the
+    // priority alone), and the same order the same finish: the first is kept either way.
+    if (data == every) return out;
     std::vector<std::uint64_t> other;
-    const Tick by_data = list_schedule(w, base, std::move(g), data, other);
-    if (!other.empty() && (out.order.empty() || modelled_with_tail(w, base, other) < modelled_with_tail(w, base, out.order))) {
+    const Tick by_data = list_schedule(w, base, g, data, other);
+    if (!other.empty() && other != out.order &&
+        (out.order.empty() || modelled_with_tail(w, base, other) < modelled_with_tail(w, base, out.order))) {
         out.modelled_after = by_data;
         out.order = std::move(other);
     }
