@@ -119,6 +119,22 @@ const std::vector<BufferRenamer::Fill>& BufferRenamer::local_fills(std::uint32_t
     return v;
 }
 
+const std::vector<BufferRenamer::VmemUse>& BufferRenamer::vmem_uses(std::uint32_t s) const {
+    auto f = uses_.find(s);
+    if (f != uses_.end()) return f->second;
+    const Stream& st = run_.streams[s];
+    std::vector<VmemUse>& v = uses_[s];
+    for (std::uint64_t j = 0; j < st.code.size(); ++j) {
+        const Instruction& in = st.code[j];
+        if (in.op != Opcode::VLoad && in.op != Opcode::VStore && in.op != Opcode::Dma) continue;
+        VmemUse u{j, {0, 0}, in.has(kBytes) ? in.bytes : 0, 0};
+        Instruction copy = in;
+        for_each_vmem_field(copy, st.chip, [&](MemRef& r) { u.addr[u.fields++] = r.addr; });
+        if (u.fields) v.push_back(u);
+    }
+    return v;
+}
+
 std::uint64_t BufferRenamer::renamed_point(std::uint32_t s, std::uint64_t k) const {
     auto cached = renamed_point_.find({s, k});
     if (cached != renamed_point_.end()) return cached->second;
@@ -199,14 +215,27 @@ bool BufferRenamer::rename_into(std::uint32_t s, const std::vector<std::uint64_t
             if (copy == 0) continue;
             const std::uint64_t end = at + 1 < over.size() ? over[at + 1] : st.code.size();
             if (at + 1 < over.size() && !rest_unread(st, over, at + 1, lo, hi)) continue;
-            for (std::uint64_t j = over[at]; j < end; ++j) {
-                // Only these have VMEM operands (for_each_vmem_field): the rest stay as they are.
-                // (An edit keeps the opcode, Planner::Edited: the original's says, unlooked-up.)
-                const Opcode op = st.code[j].op;
-                if (op != Opcode::VLoad && op != Opcode::VStore && op != Opcode::Dma) continue;
-                const Instruction* current = &st.code[j];
-                if (edited && !edited->empty())
-                    if (const Instruction* e = edited->find(j)) current = e;
+            // Only instructions with VMEM operands can change (for_each_vmem_field): those of
+            // the stream, from its index of them, each first looked at in that index's copy.
+            const std::vector<VmemUse>& uses = vmem_uses(s);
+            auto u = std::lower_bound(uses.begin(), uses.end(), over[at], [](const VmemUse& a, std::uint64_t j) { return a.index < j; });
+            for (; u != uses.end() && u->index < end; ++u) {
+                const std::uint64_t j = u->index;
+                const Instruction* current = nullptr;
+                if (edited && !edited->empty()) current = edited->find(j);
+                if (!current) {  // as the program has it: its index entry says whether it touches the buffer
+                    bool touches = false;
+                    for (unsigned f = 0; f < u->fields; ++f) {
+                        if (u->addr[f] >= hi || lo >= u->addr[f] + std::max<std::uint64_t>(u->bytes, 1)) continue;
+                        if (u->addr[f] < lo || u->addr[f] + u->bytes > hi) {
+                            why = "an access straddles the buffer";
+                            return false;
+                        }
+                        touches = true;
+                    }
+                    if (!touches || !edited) continue;
+                    current = &st.code[j];
+                }
                 Instruction in = *current;
                 bool changed = false, straddles = false;
                 const std::uint64_t n = in.has(kBytes) ? in.bytes : 0;

@@ -97,6 +97,17 @@ private:
     mutable std::map<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>, bool> renamable_;  // (stream, addr, bytes)
     mutable std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> renamed_point_;
     mutable std::map<std::uint32_t, std::vector<Fill>> fills_;  // local_fills, per stream
+    // Per stream, its instructions with operands in the chip's VMEM (the fields rename() moves),
+    // in program order: a buffer's renaming looks only at these, in this compact copy (a scan of
+    // every instruction per buffer, each ~100 bytes, was most of double_buffer's time on a decode).
+    struct VmemUse {
+        std::uint64_t index;
+        std::uint64_t addr[2];  // the fields' addresses, source first
+        std::uint64_t bytes;
+        unsigned fields;
+    };
+    mutable std::map<std::uint32_t, std::vector<VmemUse>> uses_;
+    const std::vector<VmemUse>& vmem_uses(std::uint32_t s) const;
     struct Steps {  // looked up, never walked in order: hashed (rename looks up every fill of each buffer)
         std::unordered_map<std::uint64_t, std::uint64_t> fill, wait;  // fill DMA -> its step; swait -> its step
         std::unordered_map<std::uint64_t, std::uint16_t> fill_class;  // fill DMA -> its flags' class
