@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <functional>
-#include <queue>
 #include <unordered_map>
 
 #include "analysis/bounds.h"
@@ -657,15 +656,22 @@ WindowScheduler::~WindowScheduler() = default;
 void WindowScheduler::measure_queue_depths(std::uint32_t s, std::uint64_t from, std::uint64_t to) {
     const RunData& run = cx_.run;
     if (queue_depth_.empty()) queue_depth_.assign(run.units.size(), 1);
-    std::unordered_map<std::uint32_t, std::priority_queue<Tick, std::vector<Tick>, std::greater<Tick>>> waiting;
+    // Per unit, the starts of the instructions accepted and not yet started: min-heaps, kept
+    // between calls (emptied here) so that each window's pass allocates nothing.
+    waiting_.resize(run.units.size());
+    for (std::vector<Tick>& h : waiting_) h.clear();
     for (std::uint64_t i = from; i < to && i < run.streams[s].code.size(); ++i) {
         const std::uint32_t op = cx_.ix.op_of(s, i);
         if (op == kNone) continue;
         const UnitOp& u = run.unit_ops[op];
-        auto& h = waiting[u.unit];
-        while (!h.empty() && h.top() <= u.accept) h.pop();
+        std::vector<Tick>& h = waiting_[u.unit];
+        while (!h.empty() && h.front() <= u.accept) {
+            std::pop_heap(h.begin(), h.end(), std::greater<Tick>());
+            h.pop_back();
+        }
         queue_depth_[u.unit] = std::max<unsigned>(queue_depth_[u.unit], static_cast<unsigned>(h.size() + 1));
-        h.push(u.start);
+        h.push_back(u.start);
+        std::push_heap(h.begin(), h.end(), std::greater<Tick>());
     }
 }
 

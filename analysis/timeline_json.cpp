@@ -197,8 +197,12 @@ void emit(Writer& w, Track& t, const Src& src, std::size_t n, std::size_t cap, c
         }
     } else {
         std::size_t runs = 0;
-        for (std::size_t k = 0; k < n; ++k)
-            if (k == 0 || src.name(k) != src.name(k - 1)) ++runs;
+        std::string_view previous;  // name(k - 1), each item's name found once (a random read of its instruction)
+        for (std::size_t k = 0; k < n; ++k) {
+            const std::string_view nm = src.name(k);
+            if (k == 0 || nm != previous) ++runs;
+            previous = nm;
+        }
         const std::size_t group = runs <= cap ? 1 : (runs + cap - 1) / cap;
         std::size_t slices = 0;
         // the current group: [gb, ge), its runs, its items, and its most numerous run's name
