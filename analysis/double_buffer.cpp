@@ -311,8 +311,8 @@ std::size_t BufferRenamer::split_flags(std::uint32_t s, const std::vector<std::u
         for (std::uint64_t j : uses) {
             Instruction in = current(j);
             const bool dma = in.op == Opcode::Dma;
-            auto at = dma ? steps.fill.find(j) : steps.wait.find(j);
-            const unsigned c = static_cast<unsigned>((at == (dma ? steps.fill.end() : steps.wait.end()) ? 0 : at->second) % kBufferCopies);
+            const std::uint64_t step = (dma ? steps.fill : steps.wait)[position(s, j)];  // uses are in sync_and_dma
+            const unsigned c = static_cast<unsigned>((step == Steps::kNone ? 0 : step) % kBufferCopies);
             in.flag = flag_of[c];
             if (dma) count[c] += flag_increment(in);
             else in.value = count[c];
@@ -336,7 +336,11 @@ std::size_t BufferRenamer::split_flags(std::uint32_t s, const std::vector<std::u
 void BufferRenamer::find_steps(std::uint32_t s) const {
     if (steps_.count(s)) return;
     const Stream& st = run_.streams[s];
+    const std::vector<std::uint64_t>& sd = plan_.sync_and_dma(s);
     Steps& out = steps_[s];
+    out.fill.assign(sd.size(), Steps::kNone);
+    out.wait.assign(sd.size(), Steps::kNone);
+    out.fill_class.assign(sd.size(), Steps::kNoClass);
     auto local_fill = [&](const Instruction& in) {
         return in.op == Opcode::Dma && in.has(kFlag) && flag_chip(in, st.chip) == st.chip && in.mem_dst.space == Space::Vmem &&
                (in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip);
@@ -348,7 +352,7 @@ void BufferRenamer::find_steps(std::uint32_t s) const {
         return f;
     };
     std::map<std::uint64_t, std::uint16_t> size_flag;  // a flag of each size
-    for (std::uint64_t j : plan_.sync_and_dma(s)) {
+    for (std::uint64_t j : sd) {
         const Instruction& in = st.code[j];
         if (!local_fill(in)) continue;
         parent.emplace(in.flag, in.flag);
@@ -356,38 +360,48 @@ void BufferRenamer::find_steps(std::uint32_t s) const {
         if (!fresh) parent[root(in.flag)] = root(it->second);
     }
     std::map<std::uint16_t, std::uint64_t> waits;  // per class: swaits so far
-    std::map<std::uint64_t, std::uint64_t> before;  // fill -> its class's swaits before it
-    for (std::uint64_t j : plan_.sync_and_dma(s)) {
+    std::vector<std::pair<std::size_t, std::uint64_t>> before;  // fill (position) -> its class's swaits before it
+    for (std::size_t p = 0; p < sd.size(); ++p) {
+        const std::uint64_t j = sd[p];
         const Instruction& in = st.code[j];
         if (!in.has(kFlag) || !parent.count(in.flag)) continue;
         std::uint64_t& n = waits[root(in.flag)];
         if (in.op == Opcode::SWait) {
             out.first_wait.emplace(std::make_pair(root(in.flag), n), j);
-            out.wait[j] = n++;
+            out.wait[p] = n++;
             for (const Raiser& r : plan_.covered(s, j))  // the fills it is the first to wait for
-                if (r.stream == s && local_fill(st.code[r.index]) && !out.fill.count(r.index)) out.fill[r.index] = out.wait[j];
+                if (r.stream == s && local_fill(st.code[r.index])) {
+                    const std::size_t q = position(s, r.index);  // a DMA: in sync_and_dma
+                    if (out.fill[q] == Steps::kNone) out.fill[q] = out.wait[p];
+                }
         } else if (local_fill(in)) {
-            before[j] = n;
+            before.push_back({p, n});
         }
-        if (local_fill(in)) out.fill_class[j] = root(in.flag);
+        if (local_fill(in)) out.fill_class[p] = root(in.flag);
     }
-    for (const auto& [j, n] : before) out.fill.emplace(j, n);  // never waited for: the waits before it
+    for (const auto& [p, n] : before)  // never waited for: the waits before it
+        if (out.fill[p] == Steps::kNone) out.fill[p] = n;
+}
+
+std::size_t BufferRenamer::position(std::uint32_t s, std::uint64_t j) const {
+    const std::vector<std::uint64_t>& sd = plan_.sync_and_dma(s);
+    const auto it = std::lower_bound(sd.begin(), sd.end(), j);
+    return it != sd.end() && *it == j ? static_cast<std::size_t>(it - sd.begin()) : sd.size();
 }
 
 std::uint64_t BufferRenamer::step_of(std::uint32_t s, std::uint64_t k) const {
     find_steps(s);
-    const auto& m = steps_.at(s).fill;
-    auto j = m.find(k);
-    return j == m.end() ? 0 : j->second;
+    const Steps& st = steps_.at(s);
+    const std::size_t p = position(s, k);
+    return p == st.fill.size() || st.fill[p] == Steps::kNone ? 0 : st.fill[p];
 }
 
 std::uint64_t BufferRenamer::step_floor(std::uint32_t s, std::uint64_t k) const {
     find_steps(s);
     const Steps& st = steps_.at(s);
-    auto f = st.fill.find(k);
-    auto c = st.fill_class.find(k);
-    if (f == st.fill.end() || c == st.fill_class.end() || f->second < kBufferCopies - 1) return 0;
-    auto w = st.first_wait.find({c->second, 0});
+    const std::size_t p = position(s, k);
+    if (p == st.fill.size() || st.fill[p] == Steps::kNone || st.fill_class[p] == Steps::kNoClass || st.fill[p] < kBufferCopies - 1) return 0;
+    auto w = st.first_wait.find({static_cast<std::uint16_t>(st.fill_class[p]), 0});
     return w == st.first_wait.end() ? 0 : w->second + 1;
 }
 
