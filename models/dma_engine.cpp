@@ -29,7 +29,11 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& n, const DmaEngineConfig& cf
     flag_cmd_.op = FlagCommand::Op::Add;
     SC_HAS_PROCESS(DmaEngine);
     SC_THREAD(engine);
-    SC_THREAD(completer);
+    // A method, not a thread: it never waits, and every SystemC thread costs two memory mappings
+    // (its stack and the stack's guard page); a 4096-chip platform must fit in vm.max_map_count.
+    SC_METHOD(completer);
+    sensitive << done_peq_.get_event();
+    dont_initialize();
 }
 
 void DmaEngine::fail(const std::string& what, const Descriptor& d) {
@@ -199,7 +203,7 @@ void DmaEngine::engine() {
             }
             Tick read_stall = 0, write_stall = 0;
             const Tick now = src_path || dst_path ? now_ticks() : 0;
-            // Per chunk: the completer thread (which ran during the sync above) reuses origin_.
+            // Per chunk: the completer (which may have run during the sync above) reuses origin_.
             origin_.core = d.core;
             origin_.index = d.index;
             Tick read_done = src_path ? direct(*src_path, false, false, src + off, len, t, now, &read_stall, !batch)
@@ -264,42 +268,41 @@ void DmaEngine::post_remote_flag(const Descriptor& d, Tick behind, Tick landed) 
     ++remote_flags_;
 }
 
+// Runs when done_peq_'s event fires: every descriptor due now (the queue notifies itself again
+// for those due later).
 void DmaEngine::completer() {
-    for (;;) {
-        wait(done_peq_.get_event());
-        while (Descriptor* d = done_peq_.get_next_transaction()) {
-            const bool remote = d->in.mem_dst.chip != kLocalChip && d->in.mem_dst.chip != cfg_.chip;
-            if (d->in.has(kFlag) && !remote) {  // a remote one was posted behind its data (engine)
-                if (flags.get_base_port().size() == 0) fail("no SyncFlags bound to raise the completion flag", *d);
-                flag_cmd_.flag = d->in.flag;
-                flag_cmd_.value = d->in.has(kValue) ? d->in.value : 1;
-                flag_cmd_.in = &d->in;
-                flag_cmd_.core = d->core;
-                flag_cmd_.index = d->index;
-                flag_gp_.set_address(d->in.flag);
-                flag_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-                sc_core::sc_time zero = sc_core::SC_ZERO_TIME;
-                flags->b_transport(flag_gp_, zero);
-                if (flag_gp_.is_response_error()) fail("completion flag id out of range", *d);
-            }
-            if (recorder_) {
-                DmaEvent ev;
-                ev.chip = cfg_.chip;
-                ev.core = d->core;
-                ev.index = d->index;
-                ev.engine = name();
-                ev.issue = d->issue;
-                ev.start = d->start;
-                ev.complete = d->done;
-                ev.bytes = d->in.bytes;
-                recorder_->on_dma(ev);
-            }
-            for (auto it = finishing_.begin(); it != finishing_.end(); ++it)
-                if (&*it == d) {
-                    finishing_.erase(it);
-                    break;
-                }
+    while (Descriptor* d = done_peq_.get_next_transaction()) {
+        const bool remote = d->in.mem_dst.chip != kLocalChip && d->in.mem_dst.chip != cfg_.chip;
+        if (d->in.has(kFlag) && !remote) {  // a remote one was posted behind its data (engine)
+            if (flags.get_base_port().size() == 0) fail("no SyncFlags bound to raise the completion flag", *d);
+            flag_cmd_.flag = d->in.flag;
+            flag_cmd_.value = d->in.has(kValue) ? d->in.value : 1;
+            flag_cmd_.in = &d->in;
+            flag_cmd_.core = d->core;
+            flag_cmd_.index = d->index;
+            flag_gp_.set_address(d->in.flag);
+            flag_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+            sc_core::sc_time zero = sc_core::SC_ZERO_TIME;
+            flags->b_transport(flag_gp_, zero);
+            if (flag_gp_.is_response_error()) fail("completion flag id out of range", *d);
         }
+        if (recorder_) {
+            DmaEvent ev;
+            ev.chip = cfg_.chip;
+            ev.core = d->core;
+            ev.index = d->index;
+            ev.engine = name();
+            ev.issue = d->issue;
+            ev.start = d->start;
+            ev.complete = d->done;
+            ev.bytes = d->in.bytes;
+            recorder_->on_dma(ev);
+        }
+        for (auto it = finishing_.begin(); it != finishing_.end(); ++it)
+            if (&*it == d) {
+                finishing_.erase(it);
+                break;
+            }
     }
 }
 

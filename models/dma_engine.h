@@ -95,7 +95,7 @@ private:
     };
     void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     void engine();
-    void completer();
+    void completer();  // an SC_METHOD on done_peq_: raises the flags and records the DMAs now due
     void post_remote_flag(const Descriptor& d, Tick behind, Tick landed);
     // The global address of a DMA operand: its space's base (the issuing core's VMEM) + offset.
     std::uint64_t global_address(const MemRef& r, const Descriptor& d);

@@ -253,38 +253,48 @@ Platform::Platform(const PlatformConfig& cfg, const trace::TraceFile* trace, con
     auto check_stop = [&] {
         if (stop_requested && stop_requested()) throw BuildInterrupted{};
     };
-    check_time_resolution();
-    // Temporal decoupling: the TLM-2.0 global quantum, set here once for every initiator
-    // (models/quantum.h).
-    tlm_utils::tlm_quantumkeeper::set_global_quantum(to_sc(ns_to_ticks(cfg.quantum_ns)));
-    Plan plan;
-    plan.trace = trace;
-    plan.spaces = space_bases(cfg);
-    spaces_ = plan.spaces;
-    for (const auto& m : cfg.modules)
-        if (m.spec->core_id()) ++plan.cores_per_chip;
-    plan.order = binding_order(cfg);
-    plan.routes = routes_of(cfg, plan.order);
-    plan.injector_core = injector_cores(cfg);
-    plan.unit_core = unit_cores(cfg);
-    plan.stream_of = streams_of(cfg, trace);
-    plan.tree = tree_of(cfg);
-    chip_modules_.resize(cfg.chips);
-    chip_by_path_.resize(cfg.chips);
+    // A build that fails or is interrupted leaves what it made to the process's end: SystemC
+    // unregisters each object from a list as it is destroyed, quadratic in their number (a
+    // 4096-chip platform took seconds to tear down after a Ctrl-C), and a process can elaborate
+    // only once anyway. Kept reachable, so leak checkers see no leak.
+    try {
+        check_time_resolution();
+        // Temporal decoupling: the TLM-2.0 global quantum, set here once for every initiator
+        // (models/quantum.h).
+        tlm_utils::tlm_quantumkeeper::set_global_quantum(to_sc(ns_to_ticks(cfg.quantum_ns)));
+        Plan plan;
+        plan.trace = trace;
+        plan.spaces = space_bases(cfg);
+        spaces_ = plan.spaces;
+        for (const auto& m : cfg.modules)
+            if (m.spec->core_id()) ++plan.cores_per_chip;
+        plan.order = binding_order(cfg);
+        plan.routes = routes_of(cfg, plan.order);
+        plan.injector_core = injector_cores(cfg);
+        plan.unit_core = unit_cores(cfg);
+        plan.stream_of = streams_of(cfg, trace);
+        plan.tree = tree_of(cfg);
+        chip_modules_.resize(cfg.chips);
+        chip_by_path_.resize(cfg.chips);
 
-    owned_.push_back(std::make_unique<Container>("xpu", [&] {
-        for (unsigned c = 0; c < cfg.chips; ++c) {
+        owned_.push_back(std::make_unique<Container>("xpu", [&] {
+            for (unsigned c = 0; c < cfg.chips; ++c) {
+                check_stop();
+                owned_.push_back(std::make_unique<Container>(("chip" + std::to_string(c)).c_str(), [&] { build_chip(cfg, plan, c); }));
+            }
             check_stop();
-            owned_.push_back(std::make_unique<Container>(("chip" + std::to_string(c)).c_str(), [&] { build_chip(cfg, plan, c); }));
+            if (cfg.chips > 1) owned_.push_back(std::make_unique<Container>("links", [&] { build_links(cfg); }));
+        }));
+        check_stop();
+        if (cfg.chips > 1) connect_links(cfg);
+        for (unsigned chip = 0; chip < cfg.chips; ++chip) {
+            check_stop();
+            bind_chip(cfg, plan, chip);
         }
-        check_stop();
-        if (cfg.chips > 1) owned_.push_back(std::make_unique<Container>("links", [&] { build_links(cfg); }));
-    }));
-    check_stop();
-    if (cfg.chips > 1) connect_links(cfg);
-    for (unsigned chip = 0; chip < cfg.chips; ++chip) {
-        check_stop();
-        bind_chip(cfg, plan, chip);
+    } catch (...) {
+        static auto* kept = new std::vector<std::unique_ptr<sc_core::sc_module>>;
+        for (auto& m : owned_) kept->push_back(std::move(m));
+        throw;
     }
 }
 

@@ -351,6 +351,16 @@ int sc_main(int argc, char* argv[]) {
     }
 
     std::unique_ptr<Simulation> sim;
+    // Whichever way sc_main returns, the platform (thousands of modules on a large torus) is not
+    // torn down: SystemC removes each process from a list, quadratic in their number, and the
+    // process ends right after anyway.
+    struct KeepToExit {
+        std::unique_ptr<Simulation>& sim;
+        ~KeepToExit() {
+            [[maybe_unused]] static Simulation* kept = nullptr;
+            if (sim) kept = sim.release();
+        }
+    } keep_to_exit{sim};
     // stats.json's trace_sha256, from the reads of the check and the run (no pass of its own).
     const auto trace_digest = std::make_shared<xpu::trace::FileDigest>();
     std::unique_ptr<VcdWriter> vcd;
@@ -534,11 +544,6 @@ int sc_main(int argc, char* argv[]) {
     } catch (const std::exception& e) {
         return fail_run(kOutput, e.what());
     }
-    // The platform (thousands of modules on a large torus) is not torn down: SystemC removes
-    // each process from a list, quadratic in their number, and the process ends here anyway.
-    static Simulation* leaked = nullptr;
-    leaked = sim.release();
-    (void)leaked;
     switch (result.stop) {
         case StopReason::Deadlock:
             std::cerr << "sim_main: " << trace_file << ": the run did not complete: " << result.diagnosis;

@@ -1,4 +1,5 @@
 #include "platform/simulation.h"
+#include "platform/thread_stacks.h"
 
 #include "traces/trace_validate.h"
 
@@ -366,6 +367,28 @@ Simulation::Simulation(const PlatformConfig& cfg, const std::string& trace_path,
     check_progress_ = std::make_shared<trace::CheckProgress>(trace_.streams().size());
     trace_ = trace_.with_digest(nullptr).with_gate(check_progress_);
     platform_ = std::make_unique<Platform>(cfg_, &trace_, stop_requested);
+    try {
+        check_thread_stacks();
+    } catch (...) {
+        // Not torn down (seconds for thousands of chips, as Platform's own build failures say).
+        [[maybe_unused]] static Platform* kept = nullptr;
+        kept = platform_.release();
+        throw;
+    }
+}
+
+// Before any thread's stack exists (they are made when the simulation starts): do they fit the
+// kernel's limit on memory mappings? (thread_stacks.h)
+void Simulation::check_thread_stacks() const {
+    const auto held = memory_mappings_held();
+    const auto limit = kernel_max_map_count();
+    if (!held || !limit) return;
+    ThreadStackDemand d;
+    d.chips = cfg_.chips;
+    d.threads = count_thread_processes();
+    d.mappings_held = *held;
+    d.max_map_count = *limit;
+    if (const auto problem = thread_stack_problem(d)) throw ConfigError(cfg_.file + ": chips: " + *problem);
 }
 
 Simulation::~Simulation() {

@@ -110,6 +110,8 @@ public:
     RunResult run(const std::function<void(std::uint64_t retired, double sim_ns)>& progress = {});
 
 private:
+    // Throws ConfigError when the threads' stacks would exceed the host's memory-mapping limit.
+    void check_thread_stacks() const;
     std::string deadlock_diagnosis() const;
     std::string position_diagnosis(const char* why) const;
     void collect_figures(RunResult& r) const;

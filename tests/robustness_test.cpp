@@ -13,6 +13,7 @@
 #include "platform/config_error.h"
 #include "platform/platform_config.h"
 #include "platform/simulation.h"
+#include "platform/thread_stacks.h"
 #include "tests/sim_fixture.h"
 #include "traces/trace_text.h"
 
@@ -242,6 +243,59 @@ TEST(CheckBesideTheRun, AStopRequestEndsTheCheckAndTheRunWithoutAnError) {
 // An event further away than a run-loop slice (100 us): a 2^24-row matmul keeps the core
 // draining for ~16 ms with no event in between. The run must reach it (it used to spin for
 // ever without advancing the time); ctest's timeout catches a regression.
+// ---- The host's limit on memory mappings (platform/thread_stacks.h) -----------------------------
+// Reference: the count the model says (one SystemC thread per ScalarCore and per DmaEngine, a
+// stack and a guard page each) against what the kernel shows: /proc/self/maps grows by two
+// mappings per thread once the simulation has started.
+
+TEST(ThreadStacks, TheElaboratedThreadsAreTheCoresAndDmaEngines) {
+    PlatformConfig cfg = load_platform(source_path(kTwoCore));
+    Simulation sim(cfg, core0("ts", "nop\n"));
+    std::size_t cores = 0, engines = 0;
+    for (const auto& m : cfg.modules) {
+        if (m.spec->core_id()) ++cores;
+        if (m.type == "DmaEngine") ++engines;
+    }
+    ASSERT_GT(cores, 1u);
+    ASSERT_GT(engines, 0u);
+    EXPECT_EQ(count_thread_processes(), cfg.chips * (cores + engines));
+}
+
+TEST(ThreadStacks, EachThreadAddsTwoMappingsWhenTheRunStarts) {
+    PlatformConfig cfg = load_platform(source_path(kTwoCore));
+    Simulation sim(cfg, core0("tm", "nop\n"));
+    const std::size_t threads = count_thread_processes();
+    const auto before = memory_mappings_held();
+    ASSERT_TRUE(before.has_value());
+    sc_core::sc_start(sc_core::SC_ZERO_TIME);  // the stacks are made here
+    const auto after = memory_mappings_held();
+    // Adjacent mappings with equal permissions may merge, and malloc may map more: the stacks
+    // add at most two each and, with their guard pages between them, at least one each.
+    EXPECT_GE(*after - *before, threads);
+    EXPECT_LE(*after - *before, threads * kMappingsPerThread + 64);
+}
+
+TEST(ThreadStacks, ThreadsOverTheLimitAreAProblemThatSaysHowManyChipsFit) {
+    ThreadStackDemand d;
+    d.chips = 4096;
+    d.threads = 4096 * 9;  // a core and four engines with two threads each: the platform before
+    d.mappings_held = 60;
+    d.max_map_count = 65530;
+    const auto p = thread_stack_problem(d);
+    ASSERT_TRUE(p.has_value());
+    EXPECT_TRUE(contains(*p, "4096 chips elaborate 36864 SystemC threads"));
+    EXPECT_TRUE(contains(*p, "need 73728 memory mappings"));
+    EXPECT_TRUE(contains(*p, "that is 74812, over this machine's limit of 65530"));
+    // (65530 - 60 - 1024) / 18 per chip = 3580 chips
+    EXPECT_TRUE(contains(*p, "expected at most 3580 chips of this kind"));
+    EXPECT_TRUE(contains(*p, "sysctl -w vm.max_map_count=131072"));
+    d.threads = 4096 * 5;  // one thread per engine: fits
+    EXPECT_FALSE(thread_stack_problem(d).has_value());
+    d.max_map_count = 0;  // unknown limit: nothing to check
+    d.threads = 1u << 30;
+    EXPECT_FALSE(thread_stack_problem(d).has_value());
+}
+
 TEST(RunEnd, IdleGapLongerThanASliceIsCrossed) {
     alarm(120);  // a hang fails the test (SIGALRM) instead of waiting for ctest's timeout
     auto run = simulate(core0("gap", "matmul d=m0 s0=v1 shape=16777216x128x128 dtype=bf16\n"), {}, kXpu, false);
