@@ -1,6 +1,7 @@
 #include "analysis/dependencies.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace xpu::analysis {
 
@@ -76,13 +77,33 @@ const std::vector<Raiser>& Planner::covered(std::uint32_t s, std::uint64_t i) co
     return it == covered_at_[s].end() ? none_ : covered_[it->second];
 }
 
+void Planner::Edited::set(std::uint64_t j, const Instruction& in) {
+    if (Instruction* e = const_cast<Instruction*>(find(j))) {
+        *e = in;
+        return;
+    }
+    index_.push_back(j);
+    in_.push_back(in);
+    if (slot_.empty() && index_.size() < kDense) return;
+    if (slot_.empty()) {  // the table, from now on
+        slot_.assign(*std::max_element(index_.begin(), index_.end()) + 1, 0);
+        for (std::size_t x = 0; x < index_.size(); ++x) slot_[index_[x]] = static_cast<std::uint32_t>(x + 1);
+        return;
+    }
+    if (j >= slot_.size()) slot_.resize(std::max<std::uint64_t>(j + 1, slot_.size() * 2), 0);
+    slot_[j] = static_cast<std::uint32_t>(index_.size());
+}
+
+const Instruction& Planner::Edited::at(std::uint64_t j) const {
+    const Instruction* e = find(j);
+    if (!e) throw std::out_of_range("Planner::Edited::at: instruction not edited");
+    return *e;
+}
+
 bool Planner::raiser_accesses(const Raiser& r, Access out[2], int& n, const Edited* edited, std::uint32_t edited_stream) const {
     const Stream& st = run_.streams[r.stream];
     const Instruction* e = nullptr;
-    if (edited && edited_stream == r.stream) {
-        auto it = edited->find(r.index);
-        if (it != edited->end()) e = &it->second;
-    }
+    if (edited && edited_stream == r.stream) e = edited->find(r.index);
     const Instruction& in = e ? *e : st.code[r.index];
     if (in.op != Opcode::Dma) return false;
     n = accesses(in, st, out);
@@ -118,10 +139,8 @@ std::uint64_t Planner::hoist_point(std::uint32_t s, std::uint64_t k, const Edite
 std::uint64_t Planner::scan_up(std::uint32_t s, std::uint64_t k, const Edited* edited) const {
     const Stream& st = run_.streams[s];
     auto code = [&](std::uint64_t j) -> const Instruction& {
-        if (edited) {
-            auto e = edited->find(j);
-            if (e != edited->end()) return e->second;
-        }
+        if (edited && may_be_edited(st.code[j].op))
+            if (const Instruction* e = edited->find(j)) return *e;
         return st.code[j];
     };
     const Instruction& d = code(k);

@@ -82,8 +82,33 @@ public:
     const std::vector<Raiser>& covered(std::uint32_t s, std::uint64_t i) const;
     // Accesses of a raiser, in its own chip's terms; false if it is not a DMA (then a wait on
     // it orders everything: we do not know what the raiser's stream wrote before raising).
-    // Instructions of one stream rewritten by a transformation (index -> new instruction).
-    using Edited = std::unordered_map<std::uint64_t, Instruction>;
+    // Instructions of one stream rewritten by a transformation (index -> new instruction). An
+    // edit keeps the instruction's opcode and rewrites only operands, flags and counts, and only
+    // of instructions may_be_edited admits: the scans look an index up only where the original
+    // may have been edited. Looked up once per instruction a hoist scans: a few edits are
+    // compared in a row, many are found through a table by index (a hash lookup per
+    // instruction scanned was a tenth of a decode's analysis, with its ~390 k edits).
+    class Edited {
+    public:
+        const Instruction* find(std::uint64_t j) const {
+            if (!slot_.empty()) return j < slot_.size() && slot_[j] ? &in_[slot_[j] - 1] : nullptr;
+            for (std::size_t x = 0; x < index_.size(); ++x)
+                if (index_[x] == j) return &in_[x];
+            return nullptr;
+        }
+        void set(std::uint64_t j, const Instruction& in);
+        bool empty() const { return index_.empty(); }
+        std::size_t size() const { return index_.size(); }
+        const std::vector<std::uint64_t>& indices() const { return index_; }  // in the order first set
+        const Instruction& at(std::uint64_t j) const;
+
+    private:
+        static constexpr std::size_t kDense = 32;  // from this many edits on, the table
+        std::vector<std::uint64_t> index_;
+        std::vector<Instruction> in_;
+        std::vector<std::uint32_t> slot_;  // per index, 1 + its position in in_ (0: not edited); empty below kDense
+    };
+    static bool may_be_edited(Opcode op) { return op == Opcode::VLoad || op == Opcode::VStore || op == Opcode::Dma || op == Opcode::SWait; }
     bool raiser_accesses(const Raiser& r, Access out[2], int& n, const Edited* edited = nullptr, std::uint32_t edited_stream = 0) const;
     // Does swait `w` (stream s) order something with these accesses? (With `edited`: in stream
     // s's program with those instructions rewritten.)

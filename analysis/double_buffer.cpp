@@ -96,24 +96,43 @@ bool BufferRenamer::can_rename(std::uint32_t s, std::uint64_t k) const {
     auto it = renamable_.find(key);
     if (it != renamable_.end()) return it->second;
     const Stream& st = run_.streams[s];
-    auto f = fills_.find(s);
-    if (f == fills_.end()) {
-        std::vector<Fill>& v = fills_[s];
-        for (std::uint64_t j : plan_.sync_and_dma(s)) {
-            const Instruction& in = st.code[j];
-            if (in.op == Opcode::Dma && in.mem_dst.space == Space::Vmem && (in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip))
-                v.push_back({in.mem_dst.addr, in.bytes});
-        }
-        f = fills_.find(s);
-    }
     std::size_t exact = 0;
-    for (const Fill& x : f->second) exact += x.addr == d.mem_dst.addr && x.bytes == d.bytes;
+    for (const Fill& x : local_fills(s)) exact += x.addr == d.mem_dst.addr && x.bytes == d.bytes;
     bool ok = chips_.at(st.chip).streams == 1 && exact >= 2;  // a second fill to rename
     if (ok) {  // and nothing straddles it (the renaming itself, its edits not recorded)
         std::string why;
         ok = rename_into(s, {k}, nullptr, why);
     }
     return renamable_[key] = ok;
+}
+
+const std::vector<BufferRenamer::Fill>& BufferRenamer::local_fills(std::uint32_t s) const {
+    auto f = fills_.find(s);
+    if (f != fills_.end()) return f->second;
+    const Stream& st = run_.streams[s];
+    std::vector<Fill>& v = fills_[s];
+    for (std::uint64_t j : plan_.sync_and_dma(s)) {
+        const Instruction& in = st.code[j];
+        if (in.op == Opcode::Dma && in.mem_dst.space == Space::Vmem && (in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip))
+            v.push_back({j, in.mem_dst.addr, in.bytes});
+    }
+    return v;
+}
+
+const std::vector<BufferRenamer::VmemUse>& BufferRenamer::vmem_uses(std::uint32_t s) const {
+    auto f = uses_.find(s);
+    if (f != uses_.end()) return f->second;
+    const Stream& st = run_.streams[s];
+    std::vector<VmemUse>& v = uses_[s];
+    for (std::uint64_t j = 0; j < st.code.size(); ++j) {
+        const Instruction& in = st.code[j];
+        if (in.op != Opcode::VLoad && in.op != Opcode::VStore && in.op != Opcode::Dma) continue;
+        VmemUse u{j, {0, 0}, in.has(kBytes) ? in.bytes : 0, 0};
+        Instruction copy = in;
+        for_each_vmem_field(copy, st.chip, [&](MemRef& r) { u.addr[u.fields++] = r.addr; });
+        if (u.fields) v.push_back(u);
+    }
+    return v;
 }
 
 std::uint64_t BufferRenamer::renamed_point(std::uint32_t s, std::uint64_t k) const {
@@ -127,7 +146,7 @@ std::uint64_t BufferRenamer::renamed_point(std::uint32_t s, std::uint64_t k) con
     if (c == chips_.end() || c->second.streams != 1 || shadow + d.bytes > c->second.capacity) return k;
     d.mem_dst.addr = shadow;
     Planner::Edited e;
-    e.emplace(k, d);
+    e.set(k, d);
     return renamed_point_[{s, k}] = plan_.hoist_point(s, k, e);
 }
 
@@ -185,13 +204,10 @@ bool BufferRenamer::rename_into(std::uint32_t s, const std::vector<std::uint64_t
         // would still want the copy's bytes).
         std::vector<std::uint64_t> over;
         std::vector<std::size_t> exact;  // positions in `over`
-        for (std::uint64_t j : plan_.sync_and_dma(s)) {  // the DMAs are among these
-            const Instruction& in = st.code[j];
-            if (in.op != Opcode::Dma || in.mem_dst.space != Space::Vmem || !(in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip))
-                continue;
-            if (in.mem_dst.addr >= hi || lo >= in.mem_dst.addr + in.bytes) continue;
-            if (in.mem_dst.addr == lo && in.bytes == bytes) exact.push_back(over.size());
-            over.push_back(j);
+        for (const Fill& f : local_fills(s)) {
+            if (f.addr >= hi || lo >= f.addr + f.bytes) continue;
+            if (f.addr == lo && f.bytes == bytes) exact.push_back(over.size());
+            over.push_back(f.index);
         }
         for (std::size_t x = 0; x < exact.size(); ++x) {
             const std::size_t at = exact[x];
@@ -199,14 +215,27 @@ bool BufferRenamer::rename_into(std::uint32_t s, const std::vector<std::uint64_t
             if (copy == 0) continue;
             const std::uint64_t end = at + 1 < over.size() ? over[at + 1] : st.code.size();
             if (at + 1 < over.size() && !rest_unread(st, over, at + 1, lo, hi)) continue;
-            for (std::uint64_t j = over[at]; j < end; ++j) {
-                const Instruction* current = &st.code[j];
-                if (edited && !edited->empty()) {
-                    auto it = edited->find(j);
-                    if (it != edited->end()) current = &it->second;
+            // Only instructions with VMEM operands can change (for_each_vmem_field): those of
+            // the stream, from its index of them, each first looked at in that index's copy.
+            const std::vector<VmemUse>& uses = vmem_uses(s);
+            auto u = std::lower_bound(uses.begin(), uses.end(), over[at], [](const VmemUse& a, std::uint64_t j) { return a.index < j; });
+            for (; u != uses.end() && u->index < end; ++u) {
+                const std::uint64_t j = u->index;
+                const Instruction* current = nullptr;
+                if (edited && !edited->empty()) current = edited->find(j);
+                if (!current) {  // as the program has it: its index entry says whether it touches the buffer
+                    bool touches = false;
+                    for (unsigned f = 0; f < u->fields; ++f) {
+                        if (u->addr[f] >= hi || lo >= u->addr[f] + std::max<std::uint64_t>(u->bytes, 1)) continue;
+                        if (u->addr[f] < lo || u->addr[f] + u->bytes > hi) {
+                            why = "an access straddles the buffer";
+                            return false;
+                        }
+                        touches = true;
+                    }
+                    if (!touches || !edited) continue;
+                    current = &st.code[j];
                 }
-                // Only these have VMEM operands (for_each_vmem_field): the rest stay as they are.
-                if (current->op != Opcode::VLoad && current->op != Opcode::VStore && current->op != Opcode::Dma) continue;
                 Instruction in = *current;
                 bool changed = false, straddles = false;
                 const std::uint64_t n = in.has(kBytes) ? in.bytes : 0;
@@ -223,7 +252,7 @@ bool BufferRenamer::rename_into(std::uint32_t s, const std::vector<std::uint64_t
                     why = "an access straddles the buffer";
                     return false;
                 }
-                if (changed && edited) (*edited)[j] = in;
+                if (changed && edited) edited->set(j, in);
             }
         }
     }
@@ -235,8 +264,8 @@ std::size_t BufferRenamer::split_flags(std::uint32_t s, const std::vector<std::u
     const ChipRoom& room = chips_.at(st.chip);
     if (room.streams != 1 || room.flags == 0) return 0;
     auto current = [&](std::uint64_t j) -> Instruction {
-        auto it = edited.find(j);
-        return it == edited.end() ? st.code[j] : it->second;
+        const Instruction* e = edited.find(j);
+        return e ? *e : st.code[j];
     };
     auto local = [&](const Instruction& in) { return in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip; };
     // Every flag of this chip the program names (flags are only on syncs and DMAs).
@@ -282,12 +311,12 @@ std::size_t BufferRenamer::split_flags(std::uint32_t s, const std::vector<std::u
         for (std::uint64_t j : uses) {
             Instruction in = current(j);
             const bool dma = in.op == Opcode::Dma;
-            auto at = dma ? steps.fill.find(j) : steps.wait.find(j);
-            const unsigned c = static_cast<unsigned>((at == (dma ? steps.fill.end() : steps.wait.end()) ? 0 : at->second) % kBufferCopies);
+            const std::uint64_t step = (dma ? steps.fill : steps.wait)[position(s, j)];  // uses are in sync_and_dma
+            const unsigned c = static_cast<unsigned>((step == Steps::kNone ? 0 : step) % kBufferCopies);
             in.flag = flag_of[c];
             if (dma) count[c] += flag_increment(in);
             else in.value = count[c];
-            edited[j] = in;
+            edited.set(j, in);
         }
         ++split;
     }
@@ -307,7 +336,11 @@ std::size_t BufferRenamer::split_flags(std::uint32_t s, const std::vector<std::u
 void BufferRenamer::find_steps(std::uint32_t s) const {
     if (steps_.count(s)) return;
     const Stream& st = run_.streams[s];
+    const std::vector<std::uint64_t>& sd = plan_.sync_and_dma(s);
     Steps& out = steps_[s];
+    out.fill.assign(sd.size(), Steps::kNone);
+    out.wait.assign(sd.size(), Steps::kNone);
+    out.fill_class.assign(sd.size(), Steps::kNoClass);
     auto local_fill = [&](const Instruction& in) {
         return in.op == Opcode::Dma && in.has(kFlag) && flag_chip(in, st.chip) == st.chip && in.mem_dst.space == Space::Vmem &&
                (in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip);
@@ -319,7 +352,7 @@ void BufferRenamer::find_steps(std::uint32_t s) const {
         return f;
     };
     std::map<std::uint64_t, std::uint16_t> size_flag;  // a flag of each size
-    for (std::uint64_t j : plan_.sync_and_dma(s)) {
+    for (std::uint64_t j : sd) {
         const Instruction& in = st.code[j];
         if (!local_fill(in)) continue;
         parent.emplace(in.flag, in.flag);
@@ -327,38 +360,48 @@ void BufferRenamer::find_steps(std::uint32_t s) const {
         if (!fresh) parent[root(in.flag)] = root(it->second);
     }
     std::map<std::uint16_t, std::uint64_t> waits;  // per class: swaits so far
-    std::map<std::uint64_t, std::uint64_t> before;  // fill -> its class's swaits before it
-    for (std::uint64_t j : plan_.sync_and_dma(s)) {
+    std::vector<std::pair<std::size_t, std::uint64_t>> before;  // fill (position) -> its class's swaits before it
+    for (std::size_t p = 0; p < sd.size(); ++p) {
+        const std::uint64_t j = sd[p];
         const Instruction& in = st.code[j];
         if (!in.has(kFlag) || !parent.count(in.flag)) continue;
         std::uint64_t& n = waits[root(in.flag)];
         if (in.op == Opcode::SWait) {
             out.first_wait.emplace(std::make_pair(root(in.flag), n), j);
-            out.wait[j] = n++;
+            out.wait[p] = n++;
             for (const Raiser& r : plan_.covered(s, j))  // the fills it is the first to wait for
-                if (r.stream == s && local_fill(st.code[r.index]) && !out.fill.count(r.index)) out.fill[r.index] = out.wait[j];
+                if (r.stream == s && local_fill(st.code[r.index])) {
+                    const std::size_t q = position(s, r.index);  // a DMA: in sync_and_dma
+                    if (out.fill[q] == Steps::kNone) out.fill[q] = out.wait[p];
+                }
         } else if (local_fill(in)) {
-            before[j] = n;
+            before.push_back({p, n});
         }
-        if (local_fill(in)) out.fill_class[j] = root(in.flag);
+        if (local_fill(in)) out.fill_class[p] = root(in.flag);
     }
-    for (const auto& [j, n] : before) out.fill.emplace(j, n);  // never waited for: the waits before it
+    for (const auto& [p, n] : before)  // never waited for: the waits before it
+        if (out.fill[p] == Steps::kNone) out.fill[p] = n;
+}
+
+std::size_t BufferRenamer::position(std::uint32_t s, std::uint64_t j) const {
+    const std::vector<std::uint64_t>& sd = plan_.sync_and_dma(s);
+    const auto it = std::lower_bound(sd.begin(), sd.end(), j);
+    return it != sd.end() && *it == j ? static_cast<std::size_t>(it - sd.begin()) : sd.size();
 }
 
 std::uint64_t BufferRenamer::step_of(std::uint32_t s, std::uint64_t k) const {
     find_steps(s);
-    const auto& m = steps_.at(s).fill;
-    auto j = m.find(k);
-    return j == m.end() ? 0 : j->second;
+    const Steps& st = steps_.at(s);
+    const std::size_t p = position(s, k);
+    return p == st.fill.size() || st.fill[p] == Steps::kNone ? 0 : st.fill[p];
 }
 
 std::uint64_t BufferRenamer::step_floor(std::uint32_t s, std::uint64_t k) const {
     find_steps(s);
     const Steps& st = steps_.at(s);
-    auto f = st.fill.find(k);
-    auto c = st.fill_class.find(k);
-    if (f == st.fill.end() || c == st.fill_class.end() || f->second < kBufferCopies - 1) return 0;
-    auto w = st.first_wait.find({c->second, 0});
+    const std::size_t p = position(s, k);
+    if (p == st.fill.size() || st.fill[p] == Steps::kNone || st.fill_class[p] == Steps::kNoClass || st.fill[p] < kBufferCopies - 1) return 0;
+    auto w = st.first_wait.find({static_cast<std::uint16_t>(st.fill_class[p]), 0});
     return w == st.first_wait.end() ? 0 : w->second + 1;
 }
 

@@ -73,6 +73,14 @@ public:
     // A floor two steps back at every step cost the decodes ~0.1% of their loss.
     std::uint64_t step_floor(std::uint32_t s, std::uint64_t k) const;
 
+    // Stream s's DMAs into its chip's VMEM, in program order (found once: each buffer renamed
+    // looks for its fills among them, and a scan of the stream's syncs and DMAs per buffer read
+    // every one of those instructions again).
+    struct Fill {
+        std::uint64_t index, addr, bytes;
+    };
+    const std::vector<Fill>& local_fills(std::uint32_t s) const;
+
 private:
     struct ChipRoom {
         std::uint64_t top = 0;       // end of the highest VMEM byte the chip's instructions touch
@@ -87,15 +95,30 @@ private:
     void find_tops() const;
     mutable std::map<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>, bool> renamable_;  // (stream, addr, bytes)
     mutable std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> renamed_point_;
-    struct Fill {
-        std::uint64_t addr, bytes;
+    mutable std::map<std::uint32_t, std::vector<Fill>> fills_;  // local_fills, per stream
+    // Per stream, its instructions with operands in the chip's VMEM (the fields rename() moves),
+    // in program order: a buffer's renaming looks only at these, in this compact copy (a scan of
+    // every instruction per buffer, each ~100 bytes, was most of double_buffer's time on a decode).
+    struct VmemUse {
+        std::uint64_t index;
+        std::uint64_t addr[2];  // the fields' addresses, source first
+        std::uint64_t bytes;
+        unsigned fields;
     };
-    mutable std::map<std::uint32_t, std::vector<Fill>> fills_;  // per stream: its DMAs into local VMEM
+    mutable std::map<std::uint32_t, std::vector<VmemUse>> uses_;
+    const std::vector<VmemUse>& vmem_uses(std::uint32_t s) const;
+    // Arrays by position in the stream's sync_and_dma (where every fill and swait is): hash maps
+    // by instruction index cost a decode's analysis ~5% to fill and look up (rename looks up
+    // every fill of each buffer).
     struct Steps {
-        std::map<std::uint64_t, std::uint64_t> fill, wait;  // fill DMA -> its step; swait -> its step
-        std::map<std::uint64_t, std::uint16_t> fill_class;  // fill DMA -> its flags' class
+        static constexpr std::uint64_t kNone = ~std::uint64_t{0};
+        static constexpr std::uint32_t kNoClass = ~std::uint32_t{0};
+        std::vector<std::uint64_t> fill, wait;  // a fill DMA's step; a swait's step (kNone: neither)
+        std::vector<std::uint32_t> fill_class;  // a fill DMA's flags' class (kNoClass: not a fill)
         std::map<std::pair<std::uint16_t, std::uint64_t>, std::uint64_t> first_wait;  // (class, step) -> its first swait
     };
+    // Instruction j's position in stream s's sync_and_dma (its size if j is not there).
+    std::size_t position(std::uint32_t s, std::uint64_t j) const;
     mutable std::map<std::uint32_t, Steps> steps_;  // per stream (find_steps)
     void find_steps(std::uint32_t s) const;
     // rename() into `edited`; null: only whether it can (can_rename), nothing recorded.

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <functional>
-#include <queue>
-#include <set>
 #include <unordered_map>
 
 #include "analysis/bounds.h"
@@ -230,24 +228,26 @@ Model warm_model(const Measured& ms, const Context& cx, std::uint32_t s, const s
 }
 
 // The window's dependency graph (schedule.h): edges go forward, from an instruction to one that
-// must stay after it.
+// must stay after it. Compressed rows: instruction k's edges are to[first[k] .. first[k + 1]),
+// in the order they were found (three arrays per window, not two per instruction: the vectors
+// per instruction were a fifth of the scheduler's time on a decode, mostly malloc and free).
 struct Graph {
-    std::vector<std::vector<std::uint32_t>> succ;
-    // Per edge of succ: true where the later instruction needs the earlier one complete (a
-    // register read after its write, a wait after a DMA it covers); the others (write after
-    // write or read, memory, sync order) only keep the issue order, as the model times them.
-    std::vector<std::vector<bool>> data;
+    std::vector<std::uint32_t> first, to;
+    // Per edge: true where the later instruction needs the earlier one complete (a register
+    // read after its write, a wait after a DMA it covers); the others (write after write or
+    // read, memory, sync order) only keep the issue order, as the model times them.
+    std::vector<std::uint8_t> data;
     std::vector<std::uint32_t> indeg;
+    std::size_t size() const { return indeg.size(); }
 };
 
 class GraphBuilder {
 public:
     GraphBuilder(const Context& cx, const Planner& plan, std::uint32_t s, std::uint64_t begin, std::size_t n, bool all_pairs)
         : all_pairs_(all_pairs), run_(cx.run), plan_(plan), s_(s), st_(cx.run.streams[s]), begin_(begin), n_(n), blocks_(plan, s, begin, waits_in(st_, begin, n)) {
-        g_.succ.resize(n);
-        g_.data.resize(n);
         g_.indeg.assign(n, 0);
         last_target_.assign(n, n);
+        last_edge_.assign(n, 0);
         writer_.fill(-1);
         for (std::uint32_t o = 0; o < run_.streams.size(); ++o)
             if (o != s && run_.streams[o].chip == st_.chip) shared_chip_ = true;
@@ -269,6 +269,18 @@ public:
             if (in.op == Opcode::SWait) wait(k, in);
             else after_waits(k, in, acc, na);
         }
+        // The edges by source (a counting sort, stable: each source's edges stay in the order found).
+        g_.first.assign(n_ + 1, 0);
+        for (std::uint32_t a : from_) ++g_.first[a + 1];
+        for (std::size_t k = 0; k < n_; ++k) g_.first[k + 1] += g_.first[k];
+        g_.to.resize(from_.size());
+        g_.data.resize(from_.size());
+        std::vector<std::uint32_t> at(g_.first.begin(), g_.first.end() - 1);
+        for (std::size_t e = 0; e < from_.size(); ++e) {
+            const std::uint32_t x = at[from_[e]]++;
+            g_.to[x] = to_[e];
+            g_.data[x] = data_[e];
+        }
         return std::move(g_);
     }
 
@@ -287,6 +299,9 @@ private:
     std::size_t n_;
     Graph g_;
     std::vector<std::size_t> last_target_;  // per instruction, the last one an edge from it went to (n: none)
+    std::vector<std::size_t> last_edge_;    // ... and that edge's place in from_
+    std::vector<std::uint32_t> from_, to_;  // the edges in the order found (build() sorts them by source)
+    std::vector<std::uint8_t> data_;
     std::array<std::int64_t, kNumRegs> writer_;
     std::array<std::vector<std::uint32_t>, kNumRegs> readers_;
     // Accesses by 4 KiB page, so that an access is compared only with those that share a page.
@@ -316,12 +331,14 @@ private:
     // accesses that share many 4 KiB pages gave one edge per page (3.7 edges in 4 on a decode).
     void edge(std::size_t a, std::size_t b, bool data = false) {
         if (last_target_[a] == b) {
-            if (data) g_.data[a].back() = true;
+            if (data) data_[last_edge_[a]] = 1;
             return;
         }
         last_target_[a] = b;
-        g_.succ[a].push_back(static_cast<std::uint32_t>(b));
-        g_.data[a].push_back(data);
+        last_edge_[a] = from_.size();
+        from_.push_back(static_cast<std::uint32_t>(a));
+        to_.push_back(static_cast<std::uint32_t>(b));
+        data_.push_back(data);
         ++g_.indeg[b];
     }
 
@@ -515,16 +532,16 @@ private:
 enum class Through : std::uint8_t { Every, Data };
 
 std::vector<Tick> heights(const Graph& g, const std::vector<Cost>& cost, const std::vector<Opcode>& op, Through through) {
-    const std::size_t n = g.succ.size();  // the scheduled part of the window
+    const std::size_t n = g.size();  // the scheduled part of the window
     std::vector<Tick> height(n, 0);
     std::unordered_map<std::uint64_t, std::uint32_t> next_on_pipe;
     for (std::size_t k = n; k-- > 0;) {
         const Cost& c = cost[k];
         const Tick own = c.occupancy + c.latency;
         Tick h = own;
-        for (std::size_t e = 0; e < g.succ[k].size(); ++e) {
-            const Tick after = height[g.succ[k][e]];
-            h = std::max(h, through == Through::Every || g.data[k][e] ? own + after : after);
+        for (std::uint32_t e = g.first[k]; e < g.first[k + 1]; ++e) {
+            const Tick after = height[g.to[e]];
+            h = std::max(h, through == Through::Every || g.data[e] ? own + after : after);
         }
         height[k] = h;
         if (c.kind == Kind::Unit) {
@@ -591,32 +608,35 @@ Tick modelled_with_tail(Window& w, Model m, const std::vector<std::uint64_t>& or
 
 // Greedy list scheduling (schedule.h): the window's order (empty if the graph had a cycle,
 // which cannot happen: edges go forward) and the model's finish of it.
-Tick list_schedule(Window& w, Model m, Graph g, const std::vector<Tick>& height, std::vector<std::uint64_t>& order) {
-    const std::size_t n = g.succ.size();  // the scheduled part of the window
+Tick list_schedule(Window& w, Model m, const Graph& g, const std::vector<Tick>& height, std::vector<std::uint64_t>& order) {
+    const std::size_t n = g.size();  // the scheduled part of the window
+    std::vector<std::uint32_t> indeg = g.indeg;  // predecessors not yet placed (the graph itself is shared by both priorities)
     auto before = [&](std::uint32_t a, std::uint32_t b) { return height[a] != height[b] ? height[a] > height[b] : a < b; };
-    std::set<std::uint32_t, decltype(before)> ready(before);
+    // The ready instructions, best first: a sorted array (what a std::set in that order gives,
+    // without a node allocated and freed per instruction placed).
+    std::vector<std::uint32_t> ready;
+    auto make_ready = [&](std::uint32_t k) { ready.insert(std::upper_bound(ready.begin(), ready.end(), k, before), k); };
     for (std::size_t k = 0; k < n; ++k)
-        if (g.indeg[k] == 0) ready.insert(static_cast<std::uint32_t>(k));
+        if (indeg[k] == 0) make_ready(static_cast<std::uint32_t>(k));
     std::fill(w.done.begin(), w.done.end(), 0);
     order.reserve(n);
     while (!ready.empty()) {
-        std::uint32_t best = 0;
+        std::size_t best = 0;
         Outcome best_o;
-        bool found = false;
-        for (std::uint32_t k : ready) {
-            const Outcome o = w.evaluate(m, k);
-            if (!found || o.issue < best_o.issue) {
-                best = k;
+        for (std::size_t x = 0; x < ready.size(); ++x) {
+            const Outcome o = w.evaluate(m, ready[x]);
+            if (x == 0 || o.issue < best_o.issue) {
+                best = x;
                 best_o = o;
-                found = true;
             }
             if (o.issue <= m.cur) break;  // nothing issues earlier than the next slot
         }
-        ready.erase(best);
-        w.place(m, best, best_o);
-        order.push_back(w.begin + best);
-        for (std::uint32_t j : g.succ[best])
-            if (--g.indeg[j] == 0) ready.insert(j);
+        const std::uint32_t k = ready[best];
+        ready.erase(ready.begin() + static_cast<std::ptrdiff_t>(best));
+        w.place(m, k, best_o);
+        order.push_back(w.begin + k);
+        for (std::uint32_t e = g.first[k]; e < g.first[k + 1]; ++e)
+            if (--indeg[g.to[e]] == 0) make_ready(g.to[e]);
     }
     if (order.size() != n) order.clear();
     return m.finish;
@@ -636,15 +656,22 @@ WindowScheduler::~WindowScheduler() = default;
 void WindowScheduler::measure_queue_depths(std::uint32_t s, std::uint64_t from, std::uint64_t to) {
     const RunData& run = cx_.run;
     if (queue_depth_.empty()) queue_depth_.assign(run.units.size(), 1);
-    std::unordered_map<std::uint32_t, std::priority_queue<Tick, std::vector<Tick>, std::greater<Tick>>> waiting;
+    // Per unit, the starts of the instructions accepted and not yet started: min-heaps, kept
+    // between calls (emptied here) so that each window's pass allocates nothing.
+    waiting_.resize(run.units.size());
+    for (std::vector<Tick>& h : waiting_) h.clear();
     for (std::uint64_t i = from; i < to && i < run.streams[s].code.size(); ++i) {
         const std::uint32_t op = cx_.ix.op_of(s, i);
         if (op == kNone) continue;
         const UnitOp& u = run.unit_ops[op];
-        auto& h = waiting[u.unit];
-        while (!h.empty() && h.top() <= u.accept) h.pop();
+        std::vector<Tick>& h = waiting_[u.unit];
+        while (!h.empty() && h.front() <= u.accept) {
+            std::pop_heap(h.begin(), h.end(), std::greater<Tick>());
+            h.pop_back();
+        }
         queue_depth_[u.unit] = std::max<unsigned>(queue_depth_[u.unit], static_cast<unsigned>(h.size() + 1));
-        h.push(u.start);
+        h.push_back(u.start);
+        std::push_heap(h.begin(), h.end(), std::greater<Tick>());
     }
 }
 
@@ -682,9 +709,13 @@ WindowSchedule WindowScheduler::schedule(std::uint32_t s, std::uint64_t begin, s
     // instructions after the window (ties: the first).
     const std::vector<Tick> every = heights(g, w.cost, ops, Through::Every), data = heights(g, w.cost, ops, Through::Data);
     out.modelled_after = list_schedule(w, base, g, every, out.order);
+    // Equal heights give the same order (the schedule depends on the graph, the model and the
+    // priority alone), and the same order the same finish: the first is kept either way.
+    if (data == every) return out;
     std::vector<std::uint64_t> other;
-    const Tick by_data = list_schedule(w, base, std::move(g), data, other);
-    if (!other.empty() && (out.order.empty() || modelled_with_tail(w, base, other) < modelled_with_tail(w, base, out.order))) {
+    const Tick by_data = list_schedule(w, base, g, data, other);
+    if (!other.empty() && other != out.order &&
+        (out.order.empty() || modelled_with_tail(w, base, other) < modelled_with_tail(w, base, out.order))) {
         out.modelled_after = by_data;
         out.order = std::move(other);
     }
@@ -696,7 +727,10 @@ std::vector<std::vector<std::uint32_t>> window_dependencies(const Context& cx, c
     end = std::min<std::uint64_t>(end, cx.run.streams[s].code.size());
     if (begin >= end) return {};
     const std::size_t n = static_cast<std::size_t>(end - begin);
-    return GraphBuilder(cx, plan, s, begin, n, memory_edges == WindowScheduler::MemoryEdges::AllPairs).build().succ;
+    const Graph g = GraphBuilder(cx, plan, s, begin, n, memory_edges == WindowScheduler::MemoryEdges::AllPairs).build();
+    std::vector<std::vector<std::uint32_t>> succ(n);
+    for (std::size_t k = 0; k < n; ++k) succ[k].assign(g.to.begin() + g.first[k], g.to.begin() + g.first[k + 1]);
+    return succ;
 }
 
 }  // namespace xpu::analysis

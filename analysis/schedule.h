@@ -60,6 +60,7 @@ private:
     const Planner& plan_;
     MemoryEdges memory_edges_;
     std::vector<unsigned> queue_depth_;  // per unit, the most the run showed so far
+    std::vector<std::vector<Tick>> waiting_;  // measure_queue_depths' scratch
     void measure_queue_depths(std::uint32_t s, std::uint64_t from, std::uint64_t to);
 };
 

@@ -24,16 +24,12 @@ std::vector<std::uint64_t> fills_of(const SuggestContext& sc, std::uint32_t s, c
     std::sort(buffers.begin(), buffers.end());  // a buffer once, however many of its fills are listed
     buffers.erase(std::unique(buffers.begin(), buffers.end()), buffers.end());
     std::vector<std::uint64_t> out;
-    for (std::uint64_t j : sc.plan.sync_and_dma(s)) {
-        const Instruction& in = st.code[j];
-        if (in.op != Opcode::Dma || in.mem_dst.space != Space::Vmem || !(in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip))
-            continue;
+    for (const BufferRenamer::Fill& f : sc.renamer.local_fills(s))
         for (const auto& [lo, hi] : buffers)
-            if (in.mem_dst.addr < hi && lo < in.mem_dst.addr + in.bytes) {
-                out.push_back(j);
+            if (f.addr < hi && lo < f.addr + f.bytes) {
+                out.push_back(f.index);
                 break;
             }
-    }
     return out;
 }
 
@@ -76,9 +72,9 @@ bool rename_and_hoist(const SuggestContext& sc, WaitGroup& g) {
                 g.passed += k - p;
             }
         }
-        std::vector<std::uint64_t> at;
-        for (const auto& [index, in] : edited) at.push_back(index);
+        std::vector<std::uint64_t> at = edited.indices();
         std::sort(at.begin(), at.end());  // the edits in program order (deterministic output)
+        g.s.edits.reserve(g.s.edits.size() + at.size());
         for (std::uint64_t index : at) g.s.edits.push_back({stream, index, edited.at(index), {}});
     }
     sc.need_order.keep(moves);
