@@ -358,7 +358,9 @@ int sc_main(int argc, char* argv[]) {
         std::unique_ptr<Simulation>& sim;
         ~KeepToExit() {
             [[maybe_unused]] static Simulation* kept = nullptr;
-            if (sim) kept = sim.release();
+            if (!sim) return;
+            sim->stop_check();  // a check beside the run still going (a failure before the run)
+            kept = sim.release();
         }
     } keep_to_exit{sim};
     // stats.json's trace_sha256, from the reads of the check and the run (no pass of its own).

@@ -391,7 +391,9 @@ void Simulation::check_thread_stacks() const {
     if (const auto problem = thread_stack_problem(d)) throw ConfigError(cfg_.file + ": chips: " + *problem);
 }
 
-Simulation::~Simulation() {
+Simulation::~Simulation() { stop_check(); }
+
+void Simulation::stop_check() {
     if (check_thread_.joinable()) {
         check_cancel_ = true;
         check_thread_.join();

@@ -102,6 +102,10 @@ public:
     // false if it stopped because `stop_requested` said so, true if every instruction passed or
     // no check was started.
     bool finish_check();
+    // Stops a check still running (its outcome no longer wanted) and waits for its thread: the
+    // destructor does it, and so must whoever leaves a Simulation undestroyed at the process's
+    // end (sim_main), or the thread would still read the trace while the process exits.
+    void stop_check();
     ~Simulation();
 
     // Runs to the end, a deadlock, the time limit or an interrupt.
