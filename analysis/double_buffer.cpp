@@ -79,6 +79,18 @@ void BufferRenamer::find_tops() const {
         }
 }
 
+BufferRenamer::Room BufferRenamer::room(std::uint16_t chip) const {
+    find_tops();
+    Room r;
+    auto it = chips_.find(chip);
+    if (it == chips_.end()) return r;
+    r.top = it->second.top;
+    r.capacity = it->second.capacity;
+    r.flags = it->second.flags;
+    r.one_stream = it->second.streams == 1;
+    return r;
+}
+
 bool BufferRenamer::blocked_by_buffer(std::uint32_t s, std::uint64_t k, std::uint64_t p) const {
     const Stream& st = run_.streams[s];
     if (p == 0 || st.code[k].op != Opcode::Dma || st.code[k].mem_dst.space != Space::Vmem) return false;

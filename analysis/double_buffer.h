@@ -60,6 +60,15 @@ public:
     // flags were split.
     std::size_t split_flags(std::uint32_t s, const std::vector<std::uint64_t>& renamed, Planner::Edited& edited) const;
 
+    // A chip's VMEM nothing on it uses (from `top`, the end of the highest byte its instructions
+    // touch, to `capacity`; capacity 0: unknown, or several VMEMs), its flag count, and whether
+    // one stream alone runs on it (prefetch_ahead's buffers and flag).
+    struct Room {
+        std::uint64_t top = 0, capacity = 0, flags = 0;
+        bool one_stream = false;
+    };
+    Room room(std::uint16_t chip) const;
+
     // The pipeline step DMA (s, k) fills a buffer for: the step of the first swait that waits
     // for it (double_buffer.cpp: find_steps).
     std::uint64_t step_of(std::uint32_t s, std::uint64_t k) const;

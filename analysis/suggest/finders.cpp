@@ -10,6 +10,7 @@ std::unique_ptr<SuggestionFinder> double_buffer_finder();
 std::unique_ptr<SuggestionFinder> drop_wait_finder();
 std::unique_ptr<SuggestionFinder> hoist_dma_finder();
 std::unique_ptr<SuggestionFinder> pipeline_collective_finder();
+std::unique_ptr<SuggestionFinder> prefetch_ahead_finder();
 std::unique_ptr<SuggestionFinder> reorder_finder();
 std::unique_ptr<SuggestionFinder> merge_dma_finder();
 std::unique_ptr<SuggestionFinder> split_dma_finder();
@@ -22,6 +23,7 @@ const std::vector<std::unique_ptr<SuggestionFinder>>& suggestion_finders() {
         v.push_back(drop_wait_finder());
         v.push_back(hoist_dma_finder());
         v.push_back(pipeline_collective_finder());
+        v.push_back(prefetch_ahead_finder());
         v.push_back(reorder_finder());
         v.push_back(merge_dma_finder());
         v.push_back(split_dma_finder());

@@ -1,0 +1,57 @@
+// prefetch_ahead's plan: load data earlier, into VMEM nothing uses, in the time the HBM idles.
+//
+// hoist_dma moves a late DMA as far up as its buffer allows; the buffer is the previous step's
+// (or the previous op's), so a prefetch can go at most a step or two ahead, and where the HBM
+// idles for longer (a vector pass between two matmul ops, a matmul phase whose steps each cost
+// a DMA latency) nothing fills it. This plan gives each late load a buffer of its own and moves
+// it to where the HBM had the idle time to move its bytes before they were needed:
+//  - candidates: the local HBM -> VMEM DMAs that a stalled wait of their stream waits for (the
+//    first wait covering them), on a chip with one stream and one VMEM, whose flag is counted
+//    the plain way (FlagCounting: monotone, one stream, each wait waits for all DMAs so far);
+//  - placement (an HBM occupancy model): taken last-needed first, each DMA claims the latest
+//    idle HBM time (the run's own traffic, HbmLoad) not claimed yet that ends a DMA latency
+//    before its wait began, as much as its bytes take at the HBM's peak; it is issued where the
+//    core was when that claim began. Claims never overlap, so the moved loads fill idle
+//    bandwidth instead of contending with the traffic that was there, and they keep the order
+//    in which they are needed (NeedOrder::keep);
+//  - legality (the rules of dependencies.h, for a DMA whose destination is renamed): it does
+//    not pass a sset, sadd, barrier or halt, a DMA writing what it reads, or a wait covering
+//    a raiser that writes what it reads (its source must be there); its destination is a new
+//    buffer, so the readers of the old contents no longer stop it;
+//  - its buffer: a range of the VMEM above the highest address the chip's instructions touch,
+//    live from its new place to the last reader of its data (the instructions reading inside
+//    its destination up to the next DMA or store overwriting all of it; none may straddle it,
+//    and that overwrite must come within kScan instructions), first fit among the ranges live
+//    at the same time; no room: the DMA stays;
+//  - its completion: on a flag the chip never uses; the first wait that covered it keeps its
+//    flag with its count less the moved DMAs' increments issued before it (every wait on that
+//    flag is recounted alike), and is followed by a wait on the new flag for every moved DMA
+//    issued before it (the new flag is counted the plain way: the same completions are waited
+//    for before the same reads).
+// The estimate: per stalled wait, how much earlier its latest DMA completes (claimed end plus
+// the DMA's fixed latency, never before its new issue plus its shortest time); per stream their
+// sum, at most the moved bytes at the HBM's peak (the time the HBM's idle bandwidth absorbs).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+
+#include "analysis/analysis.h"
+
+namespace xpu::analysis {
+
+struct SuggestContext;
+
+struct PrefetchPlan {
+    Suggestion s;                              // moves and edits (kind, texts: the finder)
+    std::map<std::uint32_t, Tick> saving_on;   // per stream: the suggestion saves the largest
+    std::set<std::string> wait_ops, dma_ops;   // annotations of the waits served and the DMAs moved
+    std::uint64_t waits = 0, dmas = 0, bytes = 0;
+    std::uint64_t peak_vmem = 0;               // the most VMEM its buffers take at once (bytes, per chip)
+};
+
+PrefetchPlan plan_prefetch_ahead(const SuggestContext& sc);
+
+}  // namespace xpu::analysis
