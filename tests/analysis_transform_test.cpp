@@ -771,7 +771,7 @@ TEST(DoubleBuffer, TheDataFlowAndWaitChecksCatchBrokenRewrites) {
 TEST(Finders, OnePerKindAndEverySuggestionSelfContained) {
     std::vector<std::string> kinds;
     for (const auto& f : analysis::suggestion_finders()) kinds.push_back(f->kind());
-    const std::vector<std::string> want = {"double_buffer", "drop_wait", "hoist_dma",  "pipeline_collective",
+    const std::vector<std::string> want = {"double_buffer", "drop_wait", "hoist_dma",  "pipeline_collective", "prefetch_ahead",
                                            "reorder",       "merge_dma", "split_dma", "collective_algorithm"};
     EXPECT_EQ(kinds, want);
     gen::GemmParams p = two_blocks(1024);
