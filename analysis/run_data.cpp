@@ -6,10 +6,12 @@
 #include <exception>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 
+#include "analysis/intervals.h"
 #include "analysis/large_array.h"
 #include "traces/txlog_codec.h"
 #include "traces/txlog_format.h"
@@ -41,6 +43,23 @@ double RunData::meta_number(const std::string& key, double fallback) const {
     } catch (...) {
         return fallback;
     }
+}
+
+SeriesAxis series_axis(Tick end, std::size_t buckets) {
+    if (end == 0 || buckets == 0) return {};
+    const Tick bucket = std::max<Tick>(1, (end + buckets - 1) / buckets);
+    return {bucket, static_cast<std::size_t>((end + bucket - 1) / bucket)};
+}
+
+void HbmTraffic::add(const HbmPiece& p, std::size_t units) {
+    if (bytes.size() < units) {
+        bytes.resize(units, 0.0);
+        series.resize(units);
+    }
+    bytes[p.controller] += static_cast<double>(p.bytes);
+    auto& v = series[p.controller];
+    if (v.empty()) v.assign(axis.n, 0.0);
+    spread(v, axis.bucket, p.start, p.done, static_cast<double>(p.bytes));
 }
 
 namespace {
@@ -352,6 +371,19 @@ public:
 
     bool ended() const { return ended_; }
 
+    // Fold the HBM pieces into run.hbm_traffic on `axis` after each block (block_done) instead
+    // of holding them: a block's pieces wait in run.hbm_pieces until the block has decoded
+    // without error (a block decoded again, checked, rewinds them).
+    void fold_hbm_pieces(SeriesAxis axis) {
+        folding_ = axis.n > 0;
+        run_.hbm_traffic.axis = axis;
+    }
+    void block_done() {
+        if (!folding_) return;
+        for (const HbmPiece& p : run_.hbm_pieces) run_.hbm_traffic.add(p, run_.units.size());
+        run_.hbm_pieces.clear();
+    }
+
     // What decoding a block changes (lives are rewritten alike if it is decoded again): rewind()
     // puts it back as mark() found it, so that the block can be decoded again, checked.
     struct Mark {
@@ -404,7 +436,7 @@ public:
     void extrapolate(double share_decoded) {
         if (share_decoded <= 0 || share_decoded >= 1) return;
         const double scale = 1.25 / share_decoded;
-        reserve_large(run_.hbm_pieces, static_cast<std::size_t>(static_cast<double>(run_.hbm_pieces.size()) * scale));
+        if (!folding_) reserve_large(run_.hbm_pieces, static_cast<std::size_t>(static_cast<double>(run_.hbm_pieces.size()) * scale));
         reserve_large(run_.mems, static_cast<std::size_t>(static_cast<double>(run_.mems.size()) * scale));
     }
     // The message for the first transaction (in log order, kept or not) for an instruction past
@@ -719,6 +751,7 @@ private:
     std::vector<char> keep_;  // per unit: keeps_transactions
     std::uint64_t events_ = 0, names_used_ = 0;
     bool ended_ = false;
+    bool folding_ = false;  // fold_hbm_pieces
     std::string bad_mem_;
 };
 
@@ -778,6 +811,7 @@ void read_blocks(std::FILE* f, const std::string& path, std::uint64_t offset, Ru
         if (trace::crc32(block.data(), n) != crc) throw LogError(where + ": checksum mismatch (the log is corrupt)");
         const std::uint32_t seen = decode_block(dec, block, n, where);
         if (seen != records) throw LogError(where + ": the header says " + std::to_string(records) + " records, the block holds " + std::to_string(seen));
+        dec.block_done();
         offset += sizeof bh + n;
         if (progress && !ec && file_bytes > first) progress(static_cast<double>(offset - first) / static_cast<double>(file_bytes - first));
     }
@@ -799,11 +833,51 @@ void check_indices(const RunData& run, const std::string& path, const LogDecoder
     if (!dec.bad_mem().empty()) throw LogError(path + ": " + dec.bad_mem());
 }
 
+// The run's end time from the End record, read before the log is decoded (so that HBM traffic
+// can be folded on the series' axis as it is read): the block headers are walked (each says its
+// length), the last block is read and its CRC checked, and its last record, which in a complete
+// log is the End record (type, end time, status: varints), is read backwards from its last byte.
+// Nothing if the log does not look so: the pieces are then held, and the decoder, which reads
+// everything again, names what is wrong. Leaves the file at `offset`.
+std::optional<Tick> end_before_decoding(std::FILE* f, std::uint64_t offset) {
+    std::optional<Tick> found;
+    std::uint64_t at = offset, last = 0;
+    std::uint32_t last_n = 0, last_crc = 0;
+    bool any = false;
+    for (;;) {
+        std::uint8_t bh[txlog::kBlockHeaderBytes];
+        if (std::fseek(f, static_cast<long>(at), SEEK_SET) != 0 || std::fread(bh, 1, sizeof bh, f) != sizeof bh) break;
+        const std::uint32_t n = trace::codec::get_u32(bh);
+        if (n > txlog::kMaxBlockPayload) break;
+        last = at, last_n = n, last_crc = trace::codec::get_u32(bh + 8), any = true;
+        at += sizeof bh + n;
+    }
+    if (any && last_n >= 3) {
+        std::vector<std::uint8_t> b(last_n);
+        if (std::fseek(f, static_cast<long>(last + txlog::kBlockHeaderBytes), SEEK_SET) == 0 &&
+            std::fread(b.data(), 1, last_n, f) == last_n && trace::crc32(b.data(), last_n) == last_crc) {
+            // [.. | End | end time: bytes with the high bit set, then one without | status < 0x80]
+            std::size_t p = last_n - 1;  // the status
+            if (b[p] < 0x80 && b[p - 1] < 0x80) {
+                std::size_t q = p - 1;  // the end time's last byte; its first is after the type
+                while (q > 0 && b[q - 1] >= 0x80) --q;
+                if (q > 0 && b[q - 1] == static_cast<std::uint8_t>(txlog::Rec::End) && p - q <= 10) {
+                    Tick end = 0;
+                    for (std::size_t k = p; k-- > q;) end = (end << 7) | (b[k] & 0x7F);
+                    found = end;
+                }
+            }
+        }
+    }
+    std::fseek(f, static_cast<long>(offset), SEEK_SET);
+    return found;
+}
+
 }  // namespace
 
-RunData load_run(const std::string& out_dir) { return load_run(out_dir, {}); }
+RunData load_run(const std::string& out_dir, const LoadOptions& opt) { return load_run(out_dir, {}, opt); }
 
-RunData load_run(const std::string& out_dir, const std::function<void(double)>& progress) {
+RunData load_run(const std::string& out_dir, const std::function<void(double)>& progress, const LoadOptions& opt) {
     RunData run;
     run.dir = out_dir;
     const std::string path = (fs::path(out_dir) / "txlog.bin").string();
@@ -823,6 +897,9 @@ RunData load_run(const std::string& out_dir, const std::function<void(double)>& 
 
     TraceLoader trace(run, (fs::path(out_dir) / "txlog.trace.bin").string());
     LogDecoder dec(run, hbm);
+    std::optional<Tick> end;
+    if (!opt.keep_hbm_pieces) end = end_before_decoding(f.get(), 16 + meta_bytes);
+    if (end) dec.fold_hbm_pieces(series_axis(*end, opt.series_buckets));
     std::exception_ptr log_error;
     try {
         read_blocks(f.get(), path, 16 + meta_bytes, run, dec, progress);
@@ -831,6 +908,8 @@ RunData load_run(const std::string& out_dir, const std::function<void(double)>& 
     }
     trace.finish();  // a trace error first: the trace is the log's context (and was read first)
     if (log_error) std::rethrow_exception(log_error);
+    if (end && *end != run.end)  // read backwards from a complete log's last bytes: a bug if it differs
+        throw LogError(path + ": the End record says " + std::to_string(run.end) + " ps, read before decoding " + std::to_string(*end) + " ps");
     check_indices(run, path, dec);
     assign_vmems(run);
     return run;
