@@ -563,7 +563,7 @@ void bandwidth_series(const RunData& run, Buckets bk, std::vector<Series>& out) 
     if (folded.axis.n) {
         if (!(folded.axis == bk))
             throw std::logic_error("the HBM traffic was folded on " + std::to_string(folded.axis.n) + " buckets, the series want " +
-                                   std::to_string(n) + " (load_run's LoadOptions::series_buckets, or keep_hbm_pieces)");
+                                   std::to_string(n) + " (load_run's LoadOptions::series_buckets, or keep_hbm_records)");
         for (std::size_t u = 0; u < folded.series.size(); ++u)
             if (!folded.series[u].empty()) bytes[u] = folded.series[u];
     }

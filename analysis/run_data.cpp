@@ -62,6 +62,17 @@ void HbmTraffic::add(const HbmPiece& p, std::size_t units) {
     spread(v, axis.bucket, p.start, p.done, static_cast<double>(p.bytes));
 }
 
+void HbmTraffic::add(const MemTxn& m, int chip) {
+    auto& v = load_by_chip[chip];
+    if (v.empty()) v.assign(load_axis.n + 1, 0.0);
+    spread(v.data() + 1, load_axis.n, load_axis.bucket, m.arrival, m.done, static_cast<double>(m.bytes));  // bucket k into k + 1
+}
+
+SeriesAxis hbm_load_axis(Tick end) {
+    const Tick bucket = std::max<Tick>(1000, end / 100000 + 1);
+    return {bucket, static_cast<std::size_t>(end / bucket + 2)};
+}
+
 namespace {
 
 // Bytes of zeros after a block's payload in the decode buffer. The fast decoder reads a whole
@@ -374,20 +385,25 @@ public:
     // Fold the HBM pieces into run.hbm_traffic on `axis` after each block (block_done) instead
     // of holding them: a block's pieces wait in run.hbm_pieces until the block has decoded
     // without error (a block decoded again, checked, rewinds them).
-    void fold_hbm_pieces(SeriesAxis axis) {
-        folding_ = axis.n > 0;
+    void fold_hbm(Tick end, std::size_t series_buckets) {
+        const SeriesAxis axis = series_axis(end, series_buckets);
+        if (axis.n == 0) return;  // an empty run: nothing to fold
         run_.hbm_traffic.axis = axis;
+        run_.hbm_traffic.load_axis = hbm_load_axis(end);
+        folding_ = true;
     }
     void block_done() {
         if (!folding_) return;
         for (const HbmPiece& p : run_.hbm_pieces) run_.hbm_traffic.add(p, run_.units.size());
         run_.hbm_pieces.clear();
+        for (const MemTxn& m : hbm_mems_) run_.hbm_traffic.add(m, run_.units[m.target].chip);
+        hbm_mems_.clear();
     }
 
     // What decoding a block changes (lives are rewritten alike if it is decoded again): rewind()
     // puts it back as mark() found it, so that the block can be decoded again, checked.
     struct Mark {
-        std::size_t units, names, unit_ops, dmas, flags, mems, pieces;
+        std::size_t units, names, unit_ops, dmas, flags, mems, pieces, hbm_mems;
         std::uint64_t mems_not_kept, events, names_used;
         std::vector<char> used;
         std::vector<std::uint64_t> next_addr;
@@ -400,7 +416,7 @@ public:
     };
     Mark mark() const {
         return {run_.units.size(), unit_of_name_.size(), run_.unit_ops.size(), run_.dmas.size(), run_.flags.size(), run_.mems.size(),
-                run_.hbm_pieces.size(), run_.mems_not_kept, events_, names_used_, used_, next_addr_, stream_state_, g_, slots_,
+                run_.hbm_pieces.size(), hbm_mems_.size(), run_.mems_not_kept, events_, names_used_, used_, next_addr_, stream_state_, g_, slots_,
                 slot_stream_, slot_open_, bad_mem_};
     }
     void rewind(const Mark& m) {
@@ -413,6 +429,7 @@ public:
         run_.flags.resize(m.flags);
         run_.mems.resize(m.mems);
         run_.hbm_pieces.resize(m.pieces);
+        hbm_mems_.resize(m.hbm_mems);
         run_.mems_not_kept = m.mems_not_kept;
         events_ = m.events;
         names_used_ = m.names_used;
@@ -678,8 +695,9 @@ private:
         ++events_;
         if (m.stream != kNone && m.index >= run_.streams[m.stream].life.size() && bad_mem_.empty())
             bad_mem_ = "a transaction for instruction " + std::to_string(m.index) + " past the end of " + run_.streams[m.stream].label();
-        if (keeps(m.target)) append_large(run_.mems, m);
-        else ++run_.mems_not_kept;
+        if (!keeps(m.target)) ++run_.mems_not_kept;
+        else if (folding_ && run_.units[m.target].role == Role::Hbm) hbm_mems_.push_back(m);  // folded by block_done
+        else append_large(run_.mems, m);
         if (const txlog::HbmLayout* l = layout_of_[s.target]) pieces(c, *l, m);
     }
 
@@ -751,7 +769,8 @@ private:
     std::vector<char> keep_;  // per unit: keeps_transactions
     std::uint64_t events_ = 0, names_used_ = 0;
     bool ended_ = false;
-    bool folding_ = false;  // fold_hbm_pieces
+    bool folding_ = false;         // fold_hbm
+    std::vector<MemTxn> hbm_mems_;  // folding: the block's HBM transactions, folded by block_done
     std::string bad_mem_;
 };
 
@@ -898,8 +917,8 @@ RunData load_run(const std::string& out_dir, const std::function<void(double)>& 
     TraceLoader trace(run, (fs::path(out_dir) / "txlog.trace.bin").string());
     LogDecoder dec(run, hbm);
     std::optional<Tick> end;
-    if (!opt.keep_hbm_pieces) end = end_before_decoding(f.get(), 16 + meta_bytes);
-    if (end) dec.fold_hbm_pieces(series_axis(*end, opt.series_buckets));
+    if (!opt.keep_hbm_records) end = end_before_decoding(f.get(), 16 + meta_bytes);
+    if (end) dec.fold_hbm(*end, opt.series_buckets);
     std::exception_ptr log_error;
     try {
         read_blocks(f.get(), path, 16 + meta_bytes, run, dec, progress);

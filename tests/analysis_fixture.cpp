@@ -29,7 +29,7 @@ Analyzed analyzed(const std::string& trace, const std::vector<std::string>& sets
     r.run->sim->platform().set_recorder(nullptr);
     // Every HBM piece held: the tests count them, and draw the series at other resolutions.
     analysis::LoadOptions keep;
-    keep.keep_hbm_pieces = true;
+    keep.keep_hbm_records = true;
     r.data = analysis::load_run(dir.string(), keep);
     r.a = analysis::analyze(r.data);
     return r;

@@ -203,7 +203,7 @@ RoundTrip round_trip(const std::string& trace, const std::string& platform, cons
     expected.data.end = end;
     r.want = std::move(expected.data);
     analysis::LoadOptions keep;
-    keep.keep_hbm_pieces = true;  // the pieces are compared one by one
+    keep.keep_hbm_records = true;  // the pieces are compared one by one
     r.got = analysis::load_run(dir.string(), keep);
     r.log_bytes = r.got.log_bytes;
     // Version 2 wrote one record per event, a Name record per name used, and the End record.
@@ -349,7 +349,7 @@ TEST(TxlogRoundTrip, WriterFallbacks) {
     w.finish(t + 1'000'000, 0);
     expected.data.end = t + 1'000'000;
     analysis::LoadOptions keep;
-    keep.keep_hbm_pieces = true;  // compared one by one
+    keep.keep_hbm_records = true;  // compared one by one
     const analysis::RunData got = analysis::load_run(dir.string(), keep);
     // The reference numbers units by the full list; the log added "vpu" and "flags" by Name.
     expected.data.units = got.units;
