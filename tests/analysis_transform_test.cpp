@@ -320,9 +320,11 @@ TEST(Reorder, GemmEpilogueBurstIsListScheduledLegally) {
 // instructions, some moved, some with only a VMEM address, a flag or a wait value changed; the
 // same data flow; every read of a DMA's data after a wait covering it; the copies in free VMEM.
 void check_double_buffer(const Analyzed& r) {
-    ASSERT_FALSE(r.a.suggestions.empty());
-    const analysis::Suggestion& s = r.a.suggestions[0];
-    ASSERT_EQ(s.kind, "double_buffer") << s.cause;
+    // Its double_buffer suggestion (prefetch_ahead, which renames buffers too, may rank above it:
+    // its own test is PrefetchAhead.*).
+    auto it = std::find_if(r.a.suggestions.begin(), r.a.suggestions.end(), [](const analysis::Suggestion& x) { return x.kind == "double_buffer"; });
+    ASSERT_NE(it, r.a.suggestions.end()) << "no double_buffer suggestion";
+    const analysis::Suggestion& s = *it;
     EXPECT_GT(s.estimated_saving, 0u);
     EXPECT_FALSE(s.edits.empty());
     EXPECT_FALSE(s.moves.empty());
@@ -404,6 +406,58 @@ TEST(DoubleBuffer, EdgeTilesOfAnOddGemmKeepTheDataFlowAndTheWaits) {
 
 // For each DMA of a single-stream program: the first swait that waits for it (flags counted by
 // their increments, `ge`/`gt` waits), restated here from docs/trace-format.md; none: SIZE_MAX.
+// prefetch_ahead (analysis/suggest/prefetch_plan.h) on generated traces: the patched program is
+// the original's instructions (by timestamp; each wait followed by at most one more on a new
+// flag), only VMEM addresses, flags and wait counts rewritten; every read sees the producer it
+// saw before, after a wait covering it; the new buffers lie above what the original used.
+void check_prefetch_ahead(const Analyzed& r) {
+    auto it = std::find_if(r.a.suggestions.begin(), r.a.suggestions.end(), [](const analysis::Suggestion& x) { return x.kind == "prefetch_ahead"; });
+    ASSERT_NE(it, r.a.suggestions.end()) << "no prefetch_ahead suggestion";
+    const analysis::Suggestion& s = *it;
+    EXPECT_GT(s.estimated_saving, 0u);
+    EXPECT_FALSE(s.moves.empty());
+    const std::string out = temp_path("patched.bin");
+    analysis::write_patched_trace(r.data, s, out);
+    const std::vector<Instruction>& orig = r.data.streams[0].code;
+    const std::vector<Instruction> patched = read_stream(out, 0);
+    std::vector<int> seen(orig.size(), 0);
+    std::size_t added = 0, moved = 0;
+    for (std::size_t p2 = 0; p2 < patched.size(); ++p2) {
+        const Instruction& in = patched[p2];
+        ASSERT_LT(in.timestamp, orig.size());
+        if (seen[in.timestamp]++) {  // the wait on a moved load's new flag, after its first wait
+            ++added;
+            EXPECT_EQ(in.op, Opcode::SWait);
+            EXPECT_EQ(orig[in.timestamp].op, Opcode::SWait);
+            continue;
+        }
+        if (in.timestamp + added != p2) ++moved;
+        Instruction o = orig[in.timestamp];
+        o.mem_src.addr = in.mem_src.addr;
+        o.mem_dst.addr = in.mem_dst.addr;
+        if (o.op == Opcode::Dma || o.op == Opcode::SWait) o.flag = in.flag;
+        if (o.op == Opcode::SWait) o.value = in.value;
+        EXPECT_EQ(o, in) << "only VMEM addresses, flags and wait values may change: " << trace::format_instruction(in);
+    }
+    for (int n : seen) EXPECT_GE(n, 1) << "an instruction went missing";
+    EXPECT_GT(added, 0u);
+    EXPECT_GT(moved, 0u);
+    EXPECT_EQ(data_flow(orig, 0), data_flow(patched, 0)) << "a read now sees another producer";
+    expect_reads_after_their_wait(patched, 0);
+    EXPECT_GT(vmem_top(patched), vmem_top(orig));
+    EXPECT_LE(vmem_top(patched), 32ull << 20);  // configs/xpu.yaml: 32 MiB of VMEM
+}
+
+TEST(PrefetchAhead, SingleBufferedGemmKeepsTheDataFlowAndTheWaits) {
+    gen::GemmParams p = two_blocks(1024);
+    p.double_buffer = false;
+    check_prefetch_ahead(analyzed(stamped(gemm_trace("single.bin", p).path)));
+}
+
+TEST(PrefetchAhead, DecodeLayerAcrossOpsKeepsTheDataFlowAndTheWaits) {
+    check_prefetch_ahead(analyzed(stamped(transformer_trace("decode.bin", decode_layer()))));
+}
+
 std::map<std::uint64_t, std::uint64_t> first_wait_for(const std::vector<Instruction>& code) {
     std::map<std::uint64_t, std::uint64_t> need;
     std::map<std::uint16_t, std::vector<std::pair<std::int64_t, std::uint64_t>>> pending;  // flag -> (count once landed, DMA)

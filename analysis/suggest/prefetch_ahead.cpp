@@ -35,8 +35,7 @@ public:
             return o.str();
         };
         std::ostringstream cause, action;
-        cause << p.waits << " sync-flag waits at " << at << " on loads that the HBM had idle time to move earlier, but whose buffer was still in use ("
-              << dma_list(g) << ")";
+        cause << p.waits << " waits at " << at << " on loads the HBM had idle time to move earlier (" << dma_list(g) << ")";
         action << "prefetch ahead: load " << p.dmas << " DMAs (" << mib(p.bytes)
                << ") earlier, each where the HBM idled long enough before it was needed, into a buffer of its own in unused VMEM (at most "
                << mib(p.peak_vmem) << " at once), its reads renamed and its completion on a flag of its own";
