@@ -5,6 +5,7 @@
 // op's weights load during a vector pass, a matmul phase's loads run as far ahead as the HBM
 // has room for them.
 #include <iomanip>
+#include <set>
 #include <sstream>
 
 #include "analysis/names.h"
@@ -28,7 +29,18 @@ public:
         g.saving_on = p.saving_on;
         g.ops = p.wait_ops;
         g.dma_anns = p.dma_ops;
-        const std::string at = finish_group(g);
+        std::string at = finish_group(g);
+        // One suggestion for every step it serves (its flags and counts are one plan), so its
+        // where names the steps, "*/wait_data, */softmax (n ops)": rolled up by step alone, an
+        // op that only one layer had a wait served in would name that layer.
+        if (g.ops.size() > 1) {
+            std::set<std::string> steps;
+            for (const std::string& op : g.ops) steps.insert(step_of(op));
+            at.clear();
+            for (const std::string& st : steps) at += (at.empty() ? "*/" : ", */") + st;
+            at += " (" + std::to_string(g.ops.size()) + " ops)";
+            g.s.where = at;
+        }
         auto mib = [](std::uint64_t b) {
             std::ostringstream o;
             o << std::fixed << std::setprecision(1) << double(b) / (1 << 20) << " MiB";
