@@ -295,12 +295,22 @@ private:
             const Tick fixed = shortest - std::min(shortest, sc_.dma_timing.wire(d, false));
             const Tick bytes_time = sc_.hbm.transfer(st_.chip, d.bytes);
             if (!bytes_time) return false;
+            // Its readers first: a load whose data a read straddles (a piece of a larger tile)
+            // cannot have a buffer of its own, and placing it costs a scan.
+            std::vector<std::uint64_t> readers;
+            if (!readers_of(c.k, readers)) return false;
             // Its flag: the one of its wait's ordinal; it stays below the wait flags_.size()
             // waits back on the same flag (which would otherwise wait for it too).
             const std::size_t ord = static_cast<std::size_t>(std::lower_bound(served_.begin(), served_.end(), c.wait) - served_.begin());
             const std::uint64_t depth_floor = ord >= flags_.size() ? served_[ord - flags_.size()] + 1 : 0;
             const std::uint64_t scan_floor = c.k > kScan ? c.k - kScan : 0;
-            const std::uint64_t floor = legal_floor(c.k, std::max(depth_floor, scan_floor));
+            // The scan for what stops it goes no higher than where the HBM's cursor would place it
+            // (a blocker above that one changes nothing): the distance it moves, not kScan (the
+            // syncs and DMAs of a trace whose DMAs come in 64 pieces made the full scan 120 s of a
+            // decode layer's analysis).
+            const Tick t_cursor = clock_.when(cursor);
+            if (t_cursor == kNever || t_cursor >= d.issue) return false;
+            const std::uint64_t floor = legal_floor(c.k, std::max({depth_floor, scan_floor, issued_from(t_cursor, c.k)}));
             if (floor >= c.k || !st_.life[floor].seen) return false;
             const Tick start_c = std::max(cursor, clock_.at(st_.life[floor].issue));
             const Tick t_issue = clock_.when(start_c);
@@ -326,7 +336,7 @@ private:
             m.wait = c.wait;
             m.dma = c.dma;
             m.flag = flags_[ord % flags_.size()];
-            if (!readers_of(c.k, m.readers)) return false;
+            m.readers = std::move(readers);
             const std::uint64_t last = m.readers.empty() ? c.k : m.readers.back();
             const Instruction& in = st_.code[c.k];
             // Its buffer: where it goes, or lower down (a shorter life) if the VMEM is full there.
