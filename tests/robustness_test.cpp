@@ -368,8 +368,8 @@ TEST(CheckBesideTheRun, NamesTheFirstProblemInStreamOrder) { first_in_stream_ord
 // fewer than 4096 instructions, which must not change that.
 void decode_problem_first_within_its_window(bool beside) {
     const auto [t, block_start] = refused_then_corrupt("window", true);
-    // Two streams: pieces of 2048 instructions. The block starts in the window's second piece,
-    // the refused instruction is the first of its first: the piece that holds it ends before
+    // Two streams: pieces of at most 2048 instructions. The block starts in the window's second
+    // half, the refused instruction is the window's first: the piece that holds it ends before
     // the corrupt block is read.
     ASSERT_GE(block_start % 4096, 2048u);
     const std::string expected = decode_problem(t);
