@@ -1,5 +1,6 @@
 #include "models/scalar_core.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "models/sim_time.h"
@@ -15,7 +16,7 @@ ScalarCore::ScalarCore(const sc_core::sc_module_name& n, const ScalarCoreConfig&
       dma("dma"),
       flags("flags"),
       cfg_(cfg),
-      buf_(cfg.batch ? cfg.batch : 1),
+      buf_(static_cast<std::size_t>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(cfg.batch, cfg.stream_instructions)))),
       cmd_(*new UnitCommand),
       fetch_(cfg.cycle, cfg.fetch_width),
       issue_(cfg.cycle, cfg.issue_width),

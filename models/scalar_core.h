@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <vector>
 
 #include <tlm_utils/multi_passthrough_initiator_socket.h>
@@ -50,6 +51,9 @@ struct ScalarCoreConfig : ScalarCoreParams {
     std::uint16_t chip = 0;       // with the core: which trace stream this core runs (for messages)
     Tick cycle = 1000;            // ps per cycle
     std::size_t annotations = 0;  // strings in the trace: time is attributed per annotation id
+    // Instructions in its stream, when known: the fetch buffer (`batch` instructions) needs no
+    // more. A many-chip platform whose chips mostly have no stream then holds no buffers for them.
+    std::uint64_t stream_instructions = UINT64_MAX;
 };
 
 // Width-limited slots per cycle (fetch, issue): next(t) is the earliest slot at or after t.
