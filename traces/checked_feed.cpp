@@ -115,7 +115,9 @@ std::size_t CheckedFeed::take(std::size_t s, Instruction* out, std::size_t max) 
             spare_.push_back(std::move(front));
             q.pieces.pop_front();
             q.head = 0;
-            freed = true;
+            // The check is woken once half the queue is free, not for every piece: it then
+            // fills several at a time instead of one per wake-up (a futex call on each side).
+            freed = q.pieces.size() <= depth_ / 2;
         }
     }
     lk.unlock();

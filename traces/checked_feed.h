@@ -48,7 +48,7 @@ public:
     // Stream s gets no more pieces (all pushed, or not checked further): no room is waited for.
     void ended(std::size_t s);
     // Waits until a stream not ended has room again, something closed the feed, or `timeout_ms`
-    // passed.
+    // passed (readers wake it once a queue is half empty: it may find room before that).
     void wait_for_room(int timeout_ms);
     // The check found a problem, or was stopped: readers that need more fail from now on.
     void fail();
