@@ -105,7 +105,7 @@ public:
         ModuleFacts f;
         f.core = cfg_.core;
         f.cycle = cfg_.cycle;
-        f.issue_slot = cfg_.cycle / (cfg_.issue_width ? cfg_.issue_width : 1);
+        f.issue_slot = issue_slot_;
         return f;
     }
     std::optional<Tick> busy_time() const override { return busy_.total(); }
@@ -140,6 +140,7 @@ private:
     std::array<Tick, kNumRegs> reg_read_until_{};
     SlotPacer fetch_, issue_;
     QueueSlots iqueue_;
+    const Tick issue_slot_;  // ps an issued instruction holds its slot: cycle / issue_width
     Tick last_complete_ = 0;
     Tick last_issue_ = 0;
     std::vector<Tick> time_by_ann_;

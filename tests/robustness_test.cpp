@@ -323,14 +323,19 @@ std::pair<std::string, std::uint64_t> refused_then_corrupt(const std::string& na
     const auto blocks = blocks_of(probe);
     std::uint64_t first = 0, second_offset = 0;
     int seen = 0;
-    for (const auto& b : blocks)
-        if (b.stream == 0 && ++seen == 1) first = b.count;
-        else if (b.stream == 0 && seen == 2) second_offset = b.offset;
+    for (const auto& b : blocks) {
+        if (b.stream != 0) continue;
+        if (++seen == 1) first = b.count;
+        if (seen == 2) second_offset = b.offset;
+    }
     const std::uint64_t window = first / 4096 * 4096;
     const std::string t = two_streams(name, 30000, static_cast<int>(in_window ? window : window - 1), 5, -1);
     EXPECT_EQ(blocks_of(t).size(), blocks.size());  // the refused instruction has the same size
-    for (const auto& b : blocks_of(t))
-        if (b.offset == second_offset) EXPECT_EQ(b.stream, 0u);
+    for (const auto& b : blocks_of(t)) {
+        if (b.offset == second_offset) {
+            EXPECT_EQ(b.stream, 0u);
+        }
+    }
     corrupt_block(t, second_offset);
     return {t, first};
 }
