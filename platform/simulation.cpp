@@ -362,8 +362,8 @@ private:
 namespace {
 // The feed from the check to the run (traces/checked_feed.h): at most kFeedDepth pieces queued
 // per stream, pieces of up to 4096 instructions (the check's window), halved until all streams'
-// queues together hold at most kFeedBudget instructions (88 bytes each: 360 KB), but never below
-// 16 (beyond 64 streams the bound grows: 4096 streams, 262,144 instructions at most, 23 MB).
+// queues together hold at most kFeedBudget instructions (96 bytes each: 384 KB), but never below
+// 16 (beyond 64 streams the bound grows: 4096 streams, 262,144 instructions at most, 25 MB).
 // Small: every piece crosses from the check's core to the run's, and a few hundred KB in flight
 // stay in the caches (on the 10.3 M-instruction GEMM, pieces of 1024 and of 4096 measured the
 // same within the noise of this shared machine).
