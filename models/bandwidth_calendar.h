@@ -37,20 +37,27 @@ public:
         if (bytes == 0) return t;
         std::uint64_t b = t >> shift_;
         // The common case on a busy resource, inline: the request lands in the saturated prefix
-        // (before the frontier bucket, so the whole of that bucket is usable) and fits in that
-        // bucket's room. The same arithmetic as fill()'s first step, hence the same answer.
-        if (b < frontier_ && frontier_ < end_) {
-            Bucket& u = ring_[frontier_ & mask_];
-            const double left = static_cast<double>(bytes);
-            const double room = cap_ - u.used;
-            if (room > 1e-6 && left <= room) {
-                const std::uint64_t f = frontier_;
-                u.used += left;
-                if (full(u)) {
-                    u.next = f + 1;
-                    frontier_ = first_free(f + 1);
+        // (before the frontier bucket), so it fills from the frontier on and every bucket it
+        // touches is usable whole. fill()'s loop without its first-bucket cut, which can never
+        // apply here (t is before every bucket it visits): the same steps, the same answer.
+        if (b < frontier_) {
+            double left = static_cast<double>(bytes);
+            std::uint64_t c = frontier_;
+            for (;;) {
+                Bucket& u = slot(c);
+                const double room = cap_ - u.used;
+                if (room > 1e-6) {
+                    const double take = room < left ? room : left;
+                    u.used += take;
+                    left -= take;
                 }
-                return finish(f, u.used, t, bytes);
+                if (full(u)) {
+                    u.next = c + 1;
+                    if (c == frontier_) frontier_ = first_free(c + 1);
+                }
+                if (left <= 1e-6) return finish(c, u.used, t, bytes);
+                ++c;
+                c = c <= frontier_ ? frontier_ : first_free(c);
             }
         }
         return fill(b, t, bytes);
