@@ -193,7 +193,7 @@ struct Analysis {
 struct AnalyzeOptions {
     std::size_t top_stalls = 20;
     std::size_t max_suggestions = 10;
-    std::size_t series_buckets = 200;
+    std::size_t series_buckets = kSeriesBuckets;  // load_run folds HBM traffic on this many (LoadOptions)
     // Called after each step with the fraction of the analysis done (by steps weighted with
     // their share of the time measured on GEMM and decode runs: an estimate) and the next step.
     std::function<void(double, const char*)> progress;

@@ -508,17 +508,8 @@ void dma_pass(Context& cx, Analysis& a) {
     }
 }
 
-// The time axis of the series: `n` buckets of `bucket` ps (none for an empty run).
-struct Buckets {
-    Tick bucket = 0;
-    std::size_t n = 0;
-};
-
-Buckets buckets_of(const RunData& run, std::size_t buckets) {
-    if (run.end == 0 || buckets == 0) return {};
-    const Tick bucket = std::max<Tick>(1, (run.end + buckets - 1) / buckets);
-    return {bucket, static_cast<std::size_t>((run.end + bucket - 1) / bucket)};
-}
+// The time axis of the series (run_data.h).
+using Buckets = SeriesAxis;
 
 // Never above the peak: the models' calendars carry at most peak x calendar bucket in each of
 // their buckets, but a record only says when a transfer ended (a piece's drawn interval, its
@@ -567,6 +558,14 @@ void bandwidth_series(const RunData& run, Buckets bk, std::vector<Series>& out) 
         auto& v = bytes[p.controller];
         if (v.empty()) v.assign(n, 0.0);
         spread(v, bucket, p.start, p.done, static_cast<double>(p.bytes));
+    }
+    const HbmTraffic& folded = run.hbm_traffic;  // load_run folded the pieces as it read them
+    if (folded.axis.n) {
+        if (!(folded.axis == bk))
+            throw std::logic_error("the HBM traffic was folded on " + std::to_string(folded.axis.n) + " buckets, the series want " +
+                                   std::to_string(n) + " (load_run's LoadOptions::series_buckets, or keep_hbm_records)");
+        for (std::size_t u = 0; u < folded.series.size(); ++u)
+            if (!folded.series[u].empty()) bytes[u] = folded.series[u];
     }
     for (std::uint32_t u = 0; u < run.units.size(); ++u) {
         std::vector<double>& v = bytes[u];
@@ -772,7 +771,7 @@ Analysis analyze(const RunData& run, const AnalyzeOptions& opt) {
     // critical path (which reads the core pass's results) runs beside the rest: utilisation,
     // DMA views, suggestions. Each pass writes only its own result or its own members of
     // Analysis, so the result is the same whatever the timing.
-    const Buckets bk = buckets_of(run, opt.series_buckets);
+    const Buckets bk = series_axis(run.end, opt.series_buckets);
     auto unit_work = beside([&] { return std::make_unique<UnitAccounts>(run); });
     auto bandwidth = beside([&] {
         std::vector<Series> out;

@@ -52,6 +52,8 @@ RunBounds run_bounds(const RunData& run, Tick end) {
     std::vector<double> bytes_of(run.units.size(), 0.0);
     for (const HbmPiece& p : run.hbm_pieces)
         if (p.controller < bytes_of.size()) bytes_of[p.controller] += static_cast<double>(p.bytes);
+    for (std::size_t u = 0; u < run.hbm_traffic.bytes.size() && u < bytes_of.size(); ++u)  // folded as read
+        bytes_of[u] += run.hbm_traffic.bytes[u];
     for (const MemTxn& m : run.mems)
         if (m.target < run.units.size() && run.units[m.target].role == Role::Link) bytes_of[m.target] += static_cast<double>(m.bytes);
     for (std::size_t u = 0; u < run.units.size(); ++u) {

@@ -6,10 +6,12 @@
 #include <exception>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 
+#include "analysis/intervals.h"
 #include "analysis/large_array.h"
 #include "traces/txlog_codec.h"
 #include "traces/txlog_format.h"
@@ -41,6 +43,34 @@ double RunData::meta_number(const std::string& key, double fallback) const {
     } catch (...) {
         return fallback;
     }
+}
+
+SeriesAxis series_axis(Tick end, std::size_t buckets) {
+    if (end == 0 || buckets == 0) return {};
+    const Tick bucket = std::max<Tick>(1, (end + buckets - 1) / buckets);
+    return {bucket, static_cast<std::size_t>((end + bucket - 1) / bucket)};
+}
+
+void HbmTraffic::add(const HbmPiece& p, std::size_t units) {
+    if (bytes.size() < units) {
+        bytes.resize(units, 0.0);
+        series.resize(units);
+    }
+    bytes[p.controller] += static_cast<double>(p.bytes);
+    auto& v = series[p.controller];
+    if (v.empty()) v.assign(axis.n, 0.0);
+    spread(v, axis.bucket, p.start, p.done, static_cast<double>(p.bytes));
+}
+
+void HbmTraffic::add(const MemTxn& m, int chip) {
+    auto& v = load_by_chip[chip];
+    if (v.empty()) v.assign(load_axis.n + 1, 0.0);
+    spread(v.data() + 1, load_axis.n, load_axis.bucket, m.arrival, m.done, static_cast<double>(m.bytes));  // bucket k into k + 1
+}
+
+SeriesAxis hbm_load_axis(Tick end) {
+    const Tick bucket = std::max<Tick>(1000, end / 100000 + 1);
+    return {bucket, static_cast<std::size_t>(end / bucket + 2)};
 }
 
 namespace {
@@ -352,10 +382,28 @@ public:
 
     bool ended() const { return ended_; }
 
+    // Fold the HBM pieces into run.hbm_traffic on `axis` after each block (block_done) instead
+    // of holding them: a block's pieces wait in run.hbm_pieces until the block has decoded
+    // without error (a block decoded again, checked, rewinds them).
+    void fold_hbm(Tick end, std::size_t series_buckets) {
+        const SeriesAxis axis = series_axis(end, series_buckets);
+        if (axis.n == 0) return;  // an empty run: nothing to fold
+        run_.hbm_traffic.axis = axis;
+        run_.hbm_traffic.load_axis = hbm_load_axis(end);
+        folding_ = true;
+    }
+    void block_done() {
+        if (!folding_) return;
+        for (const HbmPiece& p : run_.hbm_pieces) run_.hbm_traffic.add(p, run_.units.size());
+        run_.hbm_pieces.clear();
+        for (const MemTxn& m : hbm_mems_) run_.hbm_traffic.add(m, run_.units[m.target].chip);
+        hbm_mems_.clear();
+    }
+
     // What decoding a block changes (lives are rewritten alike if it is decoded again): rewind()
     // puts it back as mark() found it, so that the block can be decoded again, checked.
     struct Mark {
-        std::size_t units, names, unit_ops, dmas, flags, mems, pieces;
+        std::size_t units, names, unit_ops, dmas, flags, mems, pieces, hbm_mems;
         std::uint64_t mems_not_kept, events, names_used;
         std::vector<char> used;
         std::vector<std::uint64_t> next_addr;
@@ -368,7 +416,7 @@ public:
     };
     Mark mark() const {
         return {run_.units.size(), unit_of_name_.size(), run_.unit_ops.size(), run_.dmas.size(), run_.flags.size(), run_.mems.size(),
-                run_.hbm_pieces.size(), run_.mems_not_kept, events_, names_used_, used_, next_addr_, stream_state_, g_, slots_,
+                run_.hbm_pieces.size(), hbm_mems_.size(), run_.mems_not_kept, events_, names_used_, used_, next_addr_, stream_state_, g_, slots_,
                 slot_stream_, slot_open_, bad_mem_};
     }
     void rewind(const Mark& m) {
@@ -381,6 +429,7 @@ public:
         run_.flags.resize(m.flags);
         run_.mems.resize(m.mems);
         run_.hbm_pieces.resize(m.pieces);
+        hbm_mems_.resize(m.hbm_mems);
         run_.mems_not_kept = m.mems_not_kept;
         events_ = m.events;
         names_used_ = m.names_used;
@@ -404,7 +453,7 @@ public:
     void extrapolate(double share_decoded) {
         if (share_decoded <= 0 || share_decoded >= 1) return;
         const double scale = 1.25 / share_decoded;
-        reserve_large(run_.hbm_pieces, static_cast<std::size_t>(static_cast<double>(run_.hbm_pieces.size()) * scale));
+        if (!folding_) reserve_large(run_.hbm_pieces, static_cast<std::size_t>(static_cast<double>(run_.hbm_pieces.size()) * scale));
         reserve_large(run_.mems, static_cast<std::size_t>(static_cast<double>(run_.mems.size()) * scale));
     }
     // The message for the first transaction (in log order, kept or not) for an instruction past
@@ -646,8 +695,9 @@ private:
         ++events_;
         if (m.stream != kNone && m.index >= run_.streams[m.stream].life.size() && bad_mem_.empty())
             bad_mem_ = "a transaction for instruction " + std::to_string(m.index) + " past the end of " + run_.streams[m.stream].label();
-        if (keeps(m.target)) append_large(run_.mems, m);
-        else ++run_.mems_not_kept;
+        if (!keeps(m.target)) ++run_.mems_not_kept;
+        else if (folding_ && run_.units[m.target].role == Role::Hbm) hbm_mems_.push_back(m);  // folded by block_done
+        else append_large(run_.mems, m);
         if (const txlog::HbmLayout* l = layout_of_[s.target]) pieces(c, *l, m);
     }
 
@@ -719,6 +769,8 @@ private:
     std::vector<char> keep_;  // per unit: keeps_transactions
     std::uint64_t events_ = 0, names_used_ = 0;
     bool ended_ = false;
+    bool folding_ = false;         // fold_hbm
+    std::vector<MemTxn> hbm_mems_;  // folding: the block's HBM transactions, folded by block_done
     std::string bad_mem_;
 };
 
@@ -778,6 +830,7 @@ void read_blocks(std::FILE* f, const std::string& path, std::uint64_t offset, Ru
         if (trace::crc32(block.data(), n) != crc) throw LogError(where + ": checksum mismatch (the log is corrupt)");
         const std::uint32_t seen = decode_block(dec, block, n, where);
         if (seen != records) throw LogError(where + ": the header says " + std::to_string(records) + " records, the block holds " + std::to_string(seen));
+        dec.block_done();
         offset += sizeof bh + n;
         if (progress && !ec && file_bytes > first) progress(static_cast<double>(offset - first) / static_cast<double>(file_bytes - first));
     }
@@ -799,11 +852,51 @@ void check_indices(const RunData& run, const std::string& path, const LogDecoder
     if (!dec.bad_mem().empty()) throw LogError(path + ": " + dec.bad_mem());
 }
 
+// The run's end time from the End record, read before the log is decoded (so that HBM traffic
+// can be folded on the series' axis as it is read): the block headers are walked (each says its
+// length), the last block is read and its CRC checked, and its last record, which in a complete
+// log is the End record (type, end time, status: varints), is read backwards from its last byte.
+// Nothing if the log does not look so: the pieces are then held, and the decoder, which reads
+// everything again, names what is wrong. Leaves the file at `offset`.
+std::optional<Tick> end_before_decoding(std::FILE* f, std::uint64_t offset) {
+    std::optional<Tick> found;
+    std::uint64_t at = offset, last = 0;
+    std::uint32_t last_n = 0, last_crc = 0;
+    bool any = false;
+    for (;;) {
+        std::uint8_t bh[txlog::kBlockHeaderBytes];
+        if (std::fseek(f, static_cast<long>(at), SEEK_SET) != 0 || std::fread(bh, 1, sizeof bh, f) != sizeof bh) break;
+        const std::uint32_t n = trace::codec::get_u32(bh);
+        if (n > txlog::kMaxBlockPayload) break;
+        last = at, last_n = n, last_crc = trace::codec::get_u32(bh + 8), any = true;
+        at += sizeof bh + n;
+    }
+    if (any && last_n >= 3) {
+        std::vector<std::uint8_t> b(last_n);
+        if (std::fseek(f, static_cast<long>(last + txlog::kBlockHeaderBytes), SEEK_SET) == 0 &&
+            std::fread(b.data(), 1, last_n, f) == last_n && trace::crc32(b.data(), last_n) == last_crc) {
+            // [.. | End | end time: bytes with the high bit set, then one without | status < 0x80]
+            std::size_t p = last_n - 1;  // the status
+            if (b[p] < 0x80 && b[p - 1] < 0x80) {
+                std::size_t q = p - 1;  // the end time's last byte; its first is after the type
+                while (q > 0 && b[q - 1] >= 0x80) --q;
+                if (q > 0 && b[q - 1] == static_cast<std::uint8_t>(txlog::Rec::End) && p - q <= 10) {
+                    Tick end = 0;
+                    for (std::size_t k = p; k-- > q;) end = (end << 7) | (b[k] & 0x7F);
+                    found = end;
+                }
+            }
+        }
+    }
+    std::fseek(f, static_cast<long>(offset), SEEK_SET);
+    return found;
+}
+
 }  // namespace
 
-RunData load_run(const std::string& out_dir) { return load_run(out_dir, {}); }
+RunData load_run(const std::string& out_dir, const LoadOptions& opt) { return load_run(out_dir, {}, opt); }
 
-RunData load_run(const std::string& out_dir, const std::function<void(double)>& progress) {
+RunData load_run(const std::string& out_dir, const std::function<void(double)>& progress, const LoadOptions& opt) {
     RunData run;
     run.dir = out_dir;
     const std::string path = (fs::path(out_dir) / "txlog.bin").string();
@@ -823,6 +916,9 @@ RunData load_run(const std::string& out_dir, const std::function<void(double)>& 
 
     TraceLoader trace(run, (fs::path(out_dir) / "txlog.trace.bin").string());
     LogDecoder dec(run, hbm);
+    std::optional<Tick> end;
+    if (!opt.keep_hbm_records) end = end_before_decoding(f.get(), 16 + meta_bytes);
+    if (end) dec.fold_hbm(*end, opt.series_buckets);
     std::exception_ptr log_error;
     try {
         read_blocks(f.get(), path, 16 + meta_bytes, run, dec, progress);
@@ -831,6 +927,8 @@ RunData load_run(const std::string& out_dir, const std::function<void(double)>& 
     }
     trace.finish();  // a trace error first: the trace is the log's context (and was read first)
     if (log_error) std::rethrow_exception(log_error);
+    if (end && *end != run.end)  // read backwards from a complete log's last bytes: a bug if it differs
+        throw LogError(path + ": the End record says " + std::to_string(run.end) + " ps, read before decoding " + std::to_string(*end) + " ps");
     check_indices(run, path, dec);
     assign_vmems(run);
     return run;

@@ -87,6 +87,36 @@ struct HbmPiece {
     Tick start = 0, done = 0;
 };
 
+// The series' time axis (Analysis::series): `n` buckets of `bucket` ps covering [0, end) (none for
+// an empty run).
+struct SeriesAxis {
+    Tick bucket = 0;
+    std::size_t n = 0;
+    bool operator==(const SeriesAxis& o) const { return bucket == o.bucket && n == o.n; }
+};
+SeriesAxis series_axis(Tick end, std::size_t buckets);
+inline constexpr std::size_t kSeriesBuckets = 200;  // the series' default resolution
+
+// HBM traffic per controller, folded block by block while the log is read, instead of held as
+// pieces (a 32-layer decode logs ~17 M of them: 550 MB held, a third of the analysis's peak):
+// bytes per controller and bytes per bucket of the series' axis, summed in log order, the order
+// the analysis summed the held pieces in (the same doubles, bit for bit).
+// The HBM transactions are folded too (~4.3 M on that decode, 64 bytes each), per chip on the
+// fine axis the suggestions' estimates read them on (suggest/loads.h, HbmLoad), and not kept.
+struct HbmTraffic {
+    SeriesAxis axis;                          // n == 0: not folded (see RunData::hbm_pieces)
+    std::vector<double> bytes;                // per unit (0 but for HBM controllers)
+    std::vector<std::vector<double>> series;  // per unit: axis.n values, or empty (no traffic)
+    SeriesAxis load_axis;                     // hbm_load_axis(end); n == 0: not folded
+    // Per chip: the bytes of its HBM transactions spread on load_axis, in load_axis.n + 1
+    // values of which the first stays 0 (HbmLoad turns them into prefix sums).
+    std::map<int, std::vector<double>> load_by_chip;
+    void add(const HbmPiece& p, std::size_t units);
+    void add(const MemTxn& m, int chip);
+};
+// The fine axis of HbmLoad: buckets of at least 1 ns, at most ~100,000 of them, and two spare.
+SeriesAxis hbm_load_axis(Tick end);
+
 struct RunData {
     std::string dir;
     std::map<std::string, std::string> meta;  // "key value" lines of the log header
@@ -96,12 +126,17 @@ struct RunData {
     std::vector<UnitOp> unit_ops;      // in log order
     std::vector<Dma> dmas;
     std::vector<FlagChange> flags;
-    // Transactions on HBM controllers and inter-chip links, in log order: what the analysis
-    // uses (HBM traffic, link time). Those on other targets (VMEM: as many again) are checked
-    // and counted in mems_not_kept, not held.
+    // Transactions on inter-chip links, and on HBM controllers where they are not folded into
+    // hbm_traffic (LoadOptions), in log order: what the analysis uses (link time, HBM traffic).
+    // Those on other targets (VMEM: as many again) are checked and counted in mems_not_kept,
+    // not held.
     std::vector<MemTxn> mems;
     std::uint64_t mems_not_kept = 0;
+    // Held only where load_run was asked to keep them or could not fold them (it folds them, and
+    // the HBM transactions, into hbm_traffic when it finds the run's end before decoding, as in
+    // every complete log: `mems` then holds the links' transactions alone).
     std::vector<HbmPiece> hbm_pieces;
+    HbmTraffic hbm_traffic;
     // Per stream, VMEM allocation by liveness (trace::vmem_liveness of its code and chip):
     // derived from the program alone, so load_run computes it on the thread that reads the
     // program, while the log is decoded. Empty if not computed (a RunData built otherwise):
@@ -120,10 +155,17 @@ struct RunData {
     double meta_number(const std::string& key, double fallback = 0) const;
 };
 
+struct LoadOptions {
+    // The series' resolution the HBM traffic is folded on (AnalyzeOptions::series_buckets must
+    // be the same, or the pieces kept).
+    std::size_t series_buckets = kSeriesBuckets;
+    bool keep_hbm_records = false;  // hold every HBM piece and transaction (tests of the log, other resolutions)
+};
+
 // Reads OUT/txlog.bin and OUT/txlog.trace.bin. Throws LogError.
-RunData load_run(const std::string& out_dir);
+RunData load_run(const std::string& out_dir, const LoadOptions& opt = {});
 // The same, calling `progress` with the fraction of the log's bytes read after each block.
-RunData load_run(const std::string& out_dir, const std::function<void(double)>& progress);
+RunData load_run(const std::string& out_dir, const std::function<void(double)>& progress, const LoadOptions& opt = {});
 
 
 }  // namespace xpu::analysis

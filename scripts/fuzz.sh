@@ -9,8 +9,11 @@
 #           platform_run (a description + a tiny trace: builder, check, 10 us run, in a forked
 #           child per input), txlog_reader (a run's transaction log and trace copy: load_run)
 #
-# Build folder: build-fuzz/ (or $XPU_FUZZ_BUILD_DIR). Seeds: tests/fuzz/corpus/TARGET/ (read
-# only); what the fuzzer learns goes to BUILD/corpus/TARGET/, crash inputs to
+# Sanitizers: ASan and UBSan (the default); XPU_FUZZ_SANITIZERS=undefined builds with UBSan alone,
+# into build-fuzz-ubsan/: several times the executions per second, for long campaigns on a small
+# machine (no ASan: an out-of-bounds access that does not crash, or a leak, goes unseen).
+# Build folder: build-fuzz/ or build-fuzz-ubsan/ (or $XPU_FUZZ_BUILD_DIR). Seeds:
+# tests/fuzz/corpus/TARGET/ (read only); what the fuzzer learns goes to BUILD/corpus/TARGET/, crash inputs to
 # BUILD/artifacts/TARGET/. A crash, leak, timeout or sanitizer report ends the run with exit 1
 # (and the input that caused it named). To keep a fixed crash as a regression test, copy its
 # input into tests/fuzz/corpus/TARGET/ (ctest replays the corpora: fuzz_corpus.TARGET).
@@ -36,10 +39,16 @@ else
 fi
 
 "$root/scripts/setup.sh" --with-fuzz
-build="${XPU_FUZZ_BUILD_DIR:-$root/build-fuzz}"
+sanitizers="${XPU_FUZZ_SANITIZERS:-address,undefined}"
+case "$sanitizers" in
+    address,undefined) default_build="$root/build-fuzz" ;;
+    undefined) default_build="$root/build-fuzz-ubsan" ;;
+    *) echo "fuzz: XPU_FUZZ_SANITIZERS must be address,undefined or undefined, not '$sanitizers'" >&2; exit 2 ;;
+esac
+build="${XPU_FUZZ_BUILD_DIR:-$default_build}"
 mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
-    -DXPU_FUZZ=ON -DXPU_BUILD_TESTS=OFF >"$build/cmake.log" 2>&1 || { cat "$build/cmake.log" >&2; exit 1; }
+    -DXPU_FUZZ=ON -DXPU_FUZZ_SANITIZERS="$sanitizers" -DXPU_BUILD_TESTS=OFF >"$build/cmake.log" 2>&1 || { cat "$build/cmake.log" >&2; exit 1; }
 echo "fuzz: building ${run[*]} in $build (log: $build/build.log)" >&2
 if ! cmake --build "$build" -j "$(nproc)" --target "${run[@]/#/fuzz_}" >"$build/build.log" 2>&1; then
     grep -E -A5 "error" "$build/build.log" | head -60 >&2 || tail -40 "$build/build.log" >&2
@@ -77,12 +86,14 @@ for t in "${run[@]}"; do
     set -e
     execs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\)/\1/p' "$log" | tail -n 1)
     secs=$(sed -n 's/^stat::average_exec_per_sec: *\([0-9]*\)/\1/p' "$log" | tail -n 1)
+    # The time it ran: libFuzzer's "Done N runs in S second(s)" when -runs ended it first.
+    took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -n 1)
     if [[ $rc -ne 0 ]]; then
         grep -E -A30 "ERROR|runtime error|invariant broken|uncaught|deadly signal|Test unit written" "$log" | head -80 >&2 || tail -40 "$log" >&2
         echo "fuzz: $t: FAILED (exit $rc) after ${execs:-?} executions; input: $(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)" >&2
         status=1
     else
-        echo "fuzz: $t: ${execs:-?} executions in ${seconds} s (${secs:-?}/s), no crash; corpus $(ls "$work" | wc -l) inputs"
+        echo "fuzz: $t: ${execs:-?} executions in ${took:-$seconds} s (${secs:-?}/s), no crash; corpus $(ls "$work" | wc -l) inputs"
     fi
 done
 exit $status

@@ -473,3 +473,56 @@ TEST(AnalysisMerge, WhichDmasMergeAndThePatchedTraceStillCompletes) {
 
 }  // namespace
 }  // namespace xpu::test
+
+namespace xpu::test {
+
+// load_run folds the HBM pieces into per-controller sums and series as it reads the log (a
+// 32-layer decode logs ~17 M of them), and the HBM transactions into per-chip traffic on the
+// suggestions' fine axis, instead of holding them. Reference: the analysis of the
+// same log with every piece held, the way it summed them before: the same additions in the
+// same order, so the series and the bounds are the same doubles, bit for bit. On one chip (a
+// decode layer, four channels) and on four (an all-gather on a ring: a controller a chip).
+namespace {
+void expect_folding_changes_nothing(const std::string& trace, const std::string& platform, bool with_suggestions) {
+    const auto held = analyzed(trace, {}, platform);
+    ASSERT_FALSE(held.data.hbm_pieces.empty());
+    const analysis::RunData folded = analysis::load_run(held.data.dir);
+    EXPECT_TRUE(folded.hbm_pieces.empty()) << "folded as read, not held";
+    for (const auto& m : folded.mems) EXPECT_NE(folded.units[m.target].role, Role::Hbm) << "HBM transactions folded, not held";
+    EXPECT_FALSE(folded.hbm_traffic.load_by_chip.empty());
+    EXPECT_EQ(folded.hbm_traffic.axis, analysis::series_axis(folded.end, analysis::kSeriesBuckets));
+    const analysis::Analysis a = analysis::analyze(folded);
+    ASSERT_EQ(a.series.size(), held.a.series.size());
+    std::size_t hbm = 0;
+    for (std::size_t i = 0; i < a.series.size(); ++i) {
+        EXPECT_EQ(a.series[i].name, held.a.series[i].name);
+        EXPECT_EQ(a.series[i].values, held.a.series[i].values) << a.series[i].name;
+        hbm += a.series[i].name.find("hbm") != std::string::npos && a.series[i].unit == "GB/s";
+    }
+    EXPECT_GT(hbm, 0u) << "an HBM chart was compared";
+    ASSERT_EQ(a.bounds.bounds.size(), held.a.bounds.bounds.size());
+    for (std::size_t i = 0; i < a.bounds.bounds.size(); ++i) EXPECT_EQ(a.bounds.bounds[i].time, held.a.bounds.bounds[i].time) << a.bounds.bounds[i].where;
+    EXPECT_EQ(a.bounds.lower, held.a.bounds.lower);
+    // The suggestions' estimates read the HBM's idle time from the folded transactions.
+    ASSERT_EQ(a.suggestions.size(), held.a.suggestions.size());
+    EXPECT_EQ(!a.suggestions.empty(), with_suggestions);
+    for (std::size_t i = 0; i < a.suggestions.size(); ++i) {
+        EXPECT_EQ(a.suggestions[i].kind, held.a.suggestions[i].kind) << i;
+        EXPECT_EQ(a.suggestions[i].estimated_saving, held.a.suggestions[i].estimated_saving) << i;
+    }
+    // Another resolution needs the pieces: asked of a folded log, it is refused, not guessed.
+    analysis::AnalyzeOptions other;
+    other.series_buckets = 1000;
+    EXPECT_THROW(analysis::analyze(folded, other), std::logic_error);
+}
+}  // namespace
+
+TEST(AnalysisLog, HbmTrafficFoldedAsReadIsWhatTheHeldPiecesGiveOnADecodeLayer) {
+    expect_folding_changes_nothing(source_path("traces/samples/decode-layer.bin"), "configs/xpu.yaml", true);
+}
+
+TEST(AnalysisLog, HbmTrafficFoldedAsReadIsWhatTheHeldPiecesGiveOnFourChips) {
+    expect_folding_changes_nothing(source_path("traces/samples/allgather-4.bin"), "configs/xpu-ring4.yaml", true);
+}
+
+}  // namespace xpu::test

@@ -192,3 +192,71 @@ TEST(ChainBound, LongestTrueDependencyChainAtLeastTimes) {
     EXPECT_EQ(b.lower, 1'036'000u);
     EXPECT_EQ(b.headroom, 964'000u);
 }
+
+// The chain across streams (analysis/chain_bound.cpp, IssueOrder): a read sees a write of another
+// stream only if the run issued the write first. Stream 0 loads 1 MB from HBM into VMEM (1 us at
+// 1 byte/ns); stream 1 loads a vector register from it (10 ns). Issued after the DMA, the vector
+// load is on the DMA's chain (1.010 us); issued before it, it is not (the DMA's 1 us alone). A
+// stream whose issue times decrease (a log not written by an in-order core) is sorted as a whole:
+// the same answer as the issue times say.
+namespace {
+RunData two_stream_run(Tick dma_issue, Tick vld_issue, bool dma_second_in_program) {
+    RunData run;
+    run.units = {{"xpu.chip0.hbm", "HbmController", Role::Hbm, 0, 1000, 0},
+                 {"xpu.chip0.core1.vpu0", "VectorUnit", Role::Vector, 0, 0, 0}};
+    Instruction dma, nop, vld;
+    dma.op = Opcode::Dma;
+    dma.mem_src = {Space::Hbm, kLocalChip, 0};
+    dma.mem_dst = {Space::Vmem, kLocalChip, 0};
+    dma.bytes = 1'000'000;
+    dma.flag = 1;
+    dma.set(kMemSrc | kMemDst | kBytes | kFlag);
+    nop.op = Opcode::SAdd;
+    vld.op = Opcode::VLoad;
+    vld.dst = 1;
+    vld.mem_src = {Space::Vmem, kLocalChip, 4096};
+    vld.bytes = 4096;
+    vld.set(kDst | kMemSrc | kBytes);
+    auto life = [](Tick issue) {
+        Life l;
+        l.seen = true;
+        l.issue = issue;
+        return l;
+    };
+    Stream s0, s1;
+    s0.core = 0;
+    s1.core = 1;
+    if (dma_second_in_program) {
+        s0.code = {nop, dma};
+        s0.life = {life(dma_issue + 5'000'000), life(dma_issue)};
+    } else {
+        s0.code = {dma, nop};
+        s0.life = {life(dma_issue), life(dma_issue + 5'000'000)};
+    }
+    s1.code = {vld};
+    s1.life = {life(vld_issue)};
+    run.streams = {s0, s1};
+    run.unit_ops = {{1, 1, 0, Opcode::VLoad, 0, 9'000'000, 9'010'000, 9'011'000}};
+    return run;
+}
+}  // namespace
+
+TEST(ChainBound, AReadSeesAnotherStreamsWriteOnlyIfIssuedAfterIt) {
+    {
+        const RunData run = two_stream_run(1'000'000, 2'000'000, false);
+        const Context cx(run);
+        EXPECT_EQ(data_chain_bound(cx).time, 1'010'000u);
+        EXPECT_EQ(data_chain_bound(cx).where, "chip0.core1");
+    }
+    {
+        const RunData run = two_stream_run(3'000'000, 2'000'000, false);
+        const Context cx(run);
+        EXPECT_EQ(data_chain_bound(cx).time, 1'000'000u);
+        EXPECT_EQ(data_chain_bound(cx).where, "chip0.core0");
+    }
+    {  // stream 0's times decrease: its DMA (issued at 1 ms, second in program order) still comes first
+        const RunData run = two_stream_run(1'000'000, 2'000'000, true);
+        const Context cx(run);
+        EXPECT_EQ(data_chain_bound(cx).time, 1'010'000u);
+    }
+}

@@ -3,12 +3,19 @@
 #include "analysis/intervals.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace xpu::analysis {
 
 HbmLoad::HbmLoad(const RunData& run) {
-    bucket_ = std::max<Tick>(1000, run.end / 100000 + 1);
-    const std::size_t n = static_cast<std::size_t>(run.end / bucket_ + 2);
+    const SeriesAxis axis = hbm_load_axis(run.end);
+    bucket_ = axis.bucket;
+    const std::size_t n = axis.n;
+    const HbmTraffic& folded = run.hbm_traffic;  // load_run spread the transactions as it read them
+    if (folded.load_axis.n) {
+        if (!(folded.load_axis == axis)) throw std::logic_error("the HBM transactions were folded for another end time than the run's");
+        for (const auto& [chip, bytes] : folded.load_by_chip) chips_[chip].bytes = bytes;
+    }
     for (const MemTxn& m : run.mems) {
         const Unit& u = run.units[m.target];
         if (u.role != Role::Hbm) continue;
