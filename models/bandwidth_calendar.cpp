@@ -61,16 +61,16 @@ std::uint64_t BandwidthCalendar::walk(std::uint64_t b) {
     return r;
 }
 
-Tick BandwidthCalendar::reserve(Tick t, std::uint64_t bytes, Tick now) {
-    std::uint64_t now_b = now >> shift_;
-    if (now_b > base_) {  // forget the past: its ring slots are reused (and reset) as end_ moves on
-        base_ = now_b;
-        if (end_ < base_) end_ = base_;
-        if (frontier_ < base_) frontier_ = first_free(base_);
-    }
-    bytes_ += bytes;
-    if (bytes == 0) return t;
-    std::uint64_t b = std::max<std::uint64_t>(t >> shift_, base_);
+// Forget the past: its ring slots are reused (and reset) as end_ moves on.
+void BandwidthCalendar::forget(std::uint64_t now_b) {
+    base_ = now_b;
+    if (end_ < base_) end_ = base_;
+    if (frontier_ < base_) frontier_ = first_free(base_);
+}
+
+// The general case of reserve(): bucket by bucket from t's bucket (b), skipping full ones.
+Tick BandwidthCalendar::fill(std::uint64_t b, Tick t, std::uint64_t bytes) {
+    b = std::max<std::uint64_t>(b, base_);
     double left = static_cast<double>(bytes);
     for (;;) {
         b = b <= frontier_ ? frontier_ : first_free(b);
@@ -88,16 +88,7 @@ Tick BandwidthCalendar::reserve(Tick t, std::uint64_t bytes, Tick now) {
             u.next = b + 1;
             if (b == frontier_) frontier_ = first_free(b + 1);
         }
-        if (left <= 1e-6) {
-            // The bucket fills front to back: the last byte moves at the fill level.
-            Tick end = start + static_cast<Tick>(u.used * inv_rate_ + 0.5);
-            if (bytes != own_bytes_) {
-                own_bytes_ = bytes;
-                own_ticks_ = static_cast<Tick>(static_cast<double>(bytes) * inv_rate_ + 0.5);
-            }
-            const Tick own = t + own_ticks_;
-            return end > own ? end : own;
-        }
+        if (left <= 1e-6) return finish(b, u.used, t, bytes);
         ++b;
     }
 }

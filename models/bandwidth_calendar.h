@@ -30,11 +30,55 @@ public:
     static double memory_for(double bytes_per_tick, Tick bucket, double bytes_ahead);
     // Reserves `bytes`, none before `t`. Returns when the last byte has moved. `now` is the
     // kernel time: no request can arrive before it, so buckets older than it are recycled.
-    Tick reserve(Tick t, std::uint64_t bytes, Tick now);
+    Tick reserve(Tick t, std::uint64_t bytes, Tick now) {
+        const std::uint64_t now_b = now >> shift_;
+        if (now_b > base_) forget(now_b);
+        bytes_ += bytes;
+        if (bytes == 0) return t;
+        std::uint64_t b = t >> shift_;
+        // The common case on a busy resource, inline: the request lands in the saturated prefix
+        // (before the frontier bucket), so it fills from the frontier on and every bucket it
+        // touches is usable whole. fill()'s loop without its first-bucket cut, which can never
+        // apply here (t is before every bucket it visits): the same steps, the same answer.
+        if (b < frontier_) {
+            double left = static_cast<double>(bytes);
+            std::uint64_t c = frontier_;
+            for (;;) {
+                Bucket& u = slot(c);
+                const double room = cap_ - u.used;
+                if (room > 1e-6) {
+                    const double take = room < left ? room : left;
+                    u.used += take;
+                    left -= take;
+                }
+                if (full(u)) {
+                    u.next = c + 1;
+                    if (c == frontier_) frontier_ = first_free(c + 1);
+                }
+                if (left <= 1e-6) return finish(c, u.used, t, bytes);
+                ++c;
+                c = c <= frontier_ ? frontier_ : first_free(c);
+            }
+        }
+        return fill(b, t, bytes);
+    }
     // Transfer time used so far (bytes / rate), for utilisation.
     Tick busy() const { return static_cast<Tick>(static_cast<double>(bytes_) / rate_ + 0.5); }
 
 private:
+    void forget(std::uint64_t now_b);
+    Tick fill(std::uint64_t b, Tick t, std::uint64_t bytes);
+    // When the last byte of a request of `bytes` moves: it ends in bucket b, filled to `used`
+    // (a bucket fills front to back), and not before t + its own transfer time.
+    Tick finish(std::uint64_t b, double used, Tick t, std::uint64_t bytes) {
+        const Tick end = (b << shift_) + static_cast<Tick>(used * inv_rate_ + 0.5);
+        if (bytes != own_bytes_) {
+            own_bytes_ = bytes;
+            own_ticks_ = static_cast<Tick>(static_cast<double>(bytes) * inv_rate_ + 0.5);
+        }
+        const Tick own = t + own_ticks_;
+        return end > own ? end : own;
+    }
     struct Bucket {
         double used = 0;          // bytes reserved
         std::uint64_t next = 0;   // when full: a later bucket to look at first (skip pointer)

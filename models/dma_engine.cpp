@@ -13,6 +13,8 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& n, const DmaEngineConfig& cf
     cmd.register_b_transport(this, &DmaEngine::b_transport);
     expose_target("cmd", cmd, false);
     started_.assign(cfg_.queue_depth ? cfg_.queue_depth : 1, 0);
+    inflight_.resize(cfg_.max_outstanding ? cfg_.max_outstanding : 1);
+    chunk_issue_ = transfer_ticks(cfg_.chunk_bytes, cfg_.bandwidth_gbps);
     expose_initiator("mem", mem, false);
     expose_initiator("flags", flags, false, false);
     mem_gp_.set_extension(&mem_accept_);
@@ -189,20 +191,22 @@ void DmaEngine::engine() {
                     for (unsigned i = 0; i < p->n_hops; ++i) p->hops[i]->routed(routed_bytes, routed_chunks);
             routed_bytes = routed_chunks = 0;
         };
+        // The kernel's time changes only where this thread waits: at the sync below, and inside
+        // a TLM transfer (batch false). Both sides direct, it is read once per stretch between
+        // syncs, not once per chunk.
+        Tick now = src_path || dst_path ? now_ticks() : 0;
         for (std::uint64_t off = 0; off < d.in.bytes; off += cfg_.chunk_bytes) {
             std::uint64_t len = std::min<std::uint64_t>(cfg_.chunk_bytes, d.in.bytes - off);
-            if (inflight_.size() >= cfg_.max_outstanding) {
-                t = max_tick(t, inflight_.front());
-                inflight_.pop_front();
-            }
+            if (inflight_.full()) t = max_tick(t, inflight_.pop());
             // Temporal decoupling. This thread waits only here and for work (then reset()): its
             // memory targets answer without waiting, so the quantum counts from its last wait.
             if (qk_.past_quantum(t)) {
                 report_routed();
                 qk_.sync_to(t);
+                if (batch) now = now_ticks();
             }
+            if (!batch && (src_path || dst_path)) now = now_ticks();
             Tick read_stall = 0, write_stall = 0;
-            const Tick now = src_path || dst_path ? now_ticks() : 0;
             // Per chunk: the completer (which may have run during the sync above) reuses origin_.
             origin_.core = d.core;
             origin_.index = d.index;
@@ -221,10 +225,11 @@ void DmaEngine::engine() {
                 ++routed_chunks;
             }
             last_write = read_done;  // the chunk's write issues once its read is done
-            inflight_.push_back(write_done);
+            inflight_.push(write_done);
             last = max_tick(last, write_done);
             // Back-pressure from either side (a full HBM channel queue, a full link buffer).
-            t = max_tick(t + transfer_ticks(len, cfg_.bandwidth_gbps), t + std::max(read_stall, write_stall));
+            const Tick issue = len == cfg_.chunk_bytes ? chunk_issue_ : transfer_ticks(len, cfg_.bandwidth_gbps);
+            t = max_tick(t + issue, t + std::max(read_stall, write_stall));
             ++chunks_;
         }
         report_routed();

@@ -113,7 +113,31 @@ private:
     std::uint64_t accepted_ = 0;     // descriptors accepted so far
     std::uint64_t dequeued_ = 0;     // descriptors the engine has started
     sc_core::sc_event work_, space_;
-    std::deque<Tick> inflight_;  // completion times of chunks in flight
+    // Completion times of the chunks in flight, oldest first: a ring of max_outstanding (the
+    // engine's window; a deque's block bookkeeping per chunk was measurable on DMA-heavy runs).
+    class Window {
+    public:
+        void resize(std::size_t n) { ring_.assign(n, 0); }
+        bool full() const { return size_ == ring_.size(); }
+        Tick pop() {  // the oldest (only when full(): the engine frees a slot before it issues)
+            const Tick t = ring_[head_];
+            if (++head_ == ring_.size()) head_ = 0;
+            --size_;
+            return t;
+        }
+        void push(Tick t) {
+            std::size_t i = head_ + size_;
+            if (i >= ring_.size()) i -= ring_.size();
+            ring_[i] = t;
+            ++size_;
+        }
+
+    private:
+        std::vector<Tick> ring_;
+        std::size_t head_ = 0, size_ = 0;
+    };
+    Window inflight_;
+    Tick chunk_issue_ = 0;  // issue time of a whole chunk at bandwidth_gbps
     Tick engine_free_ = 0;
     QuantumKeeper qk_;  // of the engine thread
     std::list<Descriptor> finishing_;

@@ -100,6 +100,8 @@ private:
     std::vector<DramDone> records_;    // model dram: the requests of the transaction in service
     std::vector<BandwidthCalendar> channels_;
     Tick granule_service_ = 0;       // transfer time of one full interleave granule
+    int gran_shift_ = -1;            // log2(interleave_bytes) when a power of two, else -1
+    std::uint64_t nch_mask_ = 0;     // channels - 1 when a power of two (> 1), else 0 (divide)
     std::uint64_t bytes_read_ = 0, bytes_written_ = 0, requests_ = 0;
     Tick backpressure_ = 0;          // total time requests waited for queue room
 };

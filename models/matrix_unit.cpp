@@ -137,7 +137,9 @@ void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& del
     busy_.add(start, occupied_until);  // weight, LHS and result paths interleave
     busy_.settle(accept);              // later instructions are accepted no earlier
     c->accept = accept;
-    delay = to_sc(accept - now);  // the command is taken at accept
+    // The command is taken at accept: the annotation moves on to it (unchanged when it was
+    // taken at its offer, the common case: no conversion to sc_time then).
+    if (accept != offered) delay = to_sc(accept - now);
     c->start = start;
     c->operands_read = occupied_until;
     c->complete = complete;

@@ -1,5 +1,6 @@
 #include "models/scalar_core.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "models/sim_time.h"
@@ -15,11 +16,12 @@ ScalarCore::ScalarCore(const sc_core::sc_module_name& n, const ScalarCoreConfig&
       dma("dma"),
       flags("flags"),
       cfg_(cfg),
-      buf_(cfg.batch ? cfg.batch : 1),
+      buf_(static_cast<std::size_t>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(cfg.batch, cfg.stream_instructions)))),
       cmd_(*new UnitCommand),
       fetch_(cfg.cycle, cfg.fetch_width),
       issue_(cfg.cycle, cfg.issue_width),
       iqueue_(cfg.iqueue_depth),
+      issue_slot_(cfg.cycle / (cfg.issue_width ? cfg.issue_width : 1)),
       time_by_ann_(cfg.annotations, 0) {
     expose_initiator("imem", imem, false);
     expose_initiator("vpu", vpu, true, false);
@@ -126,7 +128,7 @@ void ScalarCore::execute(const Instruction& in) {
     last_complete_ = max_tick(last_complete_, complete);
     if (in.has(kAnn) && in.ann < time_by_ann_.size()) time_by_ann_[in.ann] += issue - last_issue_;
     last_issue_ = issue;
-    busy_.add(issue, issue + cfg_.cycle / (cfg_.issue_width ? cfg_.issue_width : 1));
+    busy_.add(issue, issue + issue_slot_);
     ++retired_;
     ++per_kind_[static_cast<unsigned>(kind)];
 
@@ -167,7 +169,7 @@ Tick ScalarCore::dispatch_to_unit(FamilySocket& fam, const char* fam_name, const
     const Tick now = now_ticks();
     sc_core::sc_time delay = to_sc(t > now ? t - now : 0);
     fam[in.unit]->b_transport(unit_gp_, delay);
-    if (unit_kind(in.op) == UnitKind::Dma) qk_.reset();  // a full DMA queue waits: a new quantum
+    if (&fam == &dma) qk_.reset();  // a full DMA queue waits: a new quantum
     if (unit_gp_.is_response_error())
         fail(cmd_.error ? cmd_.error : "the unit rejected the instruction", in);
     complete = cmd_.complete;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <vector>
 
 #include <tlm_utils/multi_passthrough_initiator_socket.h>
@@ -50,6 +51,9 @@ struct ScalarCoreConfig : ScalarCoreParams {
     std::uint16_t chip = 0;       // with the core: which trace stream this core runs (for messages)
     Tick cycle = 1000;            // ps per cycle
     std::size_t annotations = 0;  // strings in the trace: time is attributed per annotation id
+    // Instructions in its stream, when known: the fetch buffer (`batch` instructions) needs no
+    // more. A many-chip platform whose chips mostly have no stream then holds no buffers for them.
+    std::uint64_t stream_instructions = UINT64_MAX;
 };
 
 // Width-limited slots per cycle (fetch, issue): next(t) is the earliest slot at or after t.
@@ -101,7 +105,7 @@ public:
         ModuleFacts f;
         f.core = cfg_.core;
         f.cycle = cfg_.cycle;
-        f.issue_slot = cfg_.cycle / (cfg_.issue_width ? cfg_.issue_width : 1);
+        f.issue_slot = issue_slot_;
         return f;
     }
     std::optional<Tick> busy_time() const override { return busy_.total(); }
@@ -136,6 +140,7 @@ private:
     std::array<Tick, kNumRegs> reg_read_until_{};
     SlotPacer fetch_, issue_;
     QueueSlots iqueue_;
+    const Tick issue_slot_;  // ps an issued instruction holds its slot: cycle / issue_width
     Tick last_complete_ = 0;
     Tick last_issue_ = 0;
     std::vector<Tick> time_by_ann_;

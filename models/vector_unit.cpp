@@ -102,7 +102,9 @@ void VectorUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& del
     ++ops_;
 
     c->accept = accept;
-    delay = to_sc(accept - now);  // the command is taken at accept
+    // The command is taken at accept: the annotation moves on to it (unchanged when it was
+    // taken at its offer, the common case: no conversion to sc_time then).
+    if (accept != offered) delay = to_sc(accept - now);
     c->start = start;
     c->operands_read = start + occupancy;
     c->complete = complete;

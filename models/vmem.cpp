@@ -11,6 +11,9 @@ Vmem::Vmem(const sc_core::sc_module_name& n, const VmemConfig& cfg)
       ports_(static_cast<double>(cfg.ports) * cfg.port_bytes_per_cycle / static_cast<double>(cfg.cycle),
              16 * cfg.cycle) {
     port.register_b_transport(this, &Vmem::b_transport);
+    const unsigned w = cfg.port_bytes_per_cycle;
+    if (w && (w & (w - 1)) == 0)
+        for (port_shift_ = 0; (1u << port_shift_) < w;) ++port_shift_;
     port.register_get_direct_mem_ptr(this, &Vmem::get_direct_mem_ptr);
     expose_target("port", port, true, false);
 }
@@ -46,7 +49,10 @@ MemTiming Vmem::access(const MemAccess& a) {
     const std::uint64_t len = a.len;
     // A reducing write reads and writes every byte.
     const std::uint64_t moved_bytes = a.reduce ? 2 * len : len;
-    Tick one_port = ((moved_bytes + cfg_.port_bytes_per_cycle - 1) / cfg_.port_bytes_per_cycle) * cfg_.cycle;
+    // ceil(bytes / port width) cycles; a shift for the usual power-of-two width (a 64-bit
+    // division per request was a measurable share of a DMA chunk).
+    const std::uint64_t w1 = moved_bytes + cfg_.port_bytes_per_cycle - 1;
+    const Tick one_port = (port_shift_ >= 0 ? w1 >> port_shift_ : w1 / cfg_.port_bytes_per_cycle) * cfg_.cycle;
     Tick moved = max_tick(ports_.reserve(arrival, moved_bytes, a.now), arrival + one_port);
     Tick done = moved + cfg_.latency * cfg_.cycle;
     (write ? bytes_written_ : bytes_read_) += len;

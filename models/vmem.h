@@ -70,6 +70,7 @@ private:
     }
     VmemConfig cfg_;
     BandwidthCalendar ports_;
+    int port_shift_ = -1;  // log2(port_bytes_per_cycle) when a power of two, else -1 (divide)
     std::uint64_t bytes_read_ = 0, bytes_written_ = 0, requests_ = 0;
 };
 

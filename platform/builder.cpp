@@ -329,6 +329,9 @@ void Platform::build_chip(const PlatformConfig& cfg, const Plan& plan, unsigned 
             if (auto it = plan.injector_core.find(d.path); it != plan.injector_core.end()) {
                 auto s = plan.stream_of.find({chip, it->second});
                 if (s != plan.stream_of.end()) ctx.stream = s->second;
+            } else if (auto core = d.spec->core_id()) {
+                auto s = plan.stream_of.find({chip, *core});
+                if (s != plan.stream_of.end()) ctx.stream = s->second;
             }
             auto mod = d.spec->build(name, ctx);
             XpuModule* raw = mod.get();

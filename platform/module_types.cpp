@@ -29,6 +29,7 @@ void fill_injector(TraceInjectorConfig& k, const BuildContext& ctx) {
 void fill_core(ScalarCoreConfig& k, const BuildContext& ctx) {
     k.chip = ctx.chip;
     k.annotations = ctx.trace ? ctx.trace->strings().size() : 0;
+    k.stream_instructions = ctx.trace && ctx.stream ? ctx.trace->streams()[*ctx.stream].instructions : 0;
     k.cycle = ctx.cycle;
 }
 

@@ -29,7 +29,7 @@ struct BuildContext {
     std::vector<std::uint64_t> core_vmem_base;   // DmaEngine: each core's VMEM base, by core id (builder.h)
     std::uint64_t vmem_base = 0;                 // VectorUnit: the VMEM base of the core that commands it
     const trace::TraceFile* trace = nullptr;
-    std::optional<std::size_t> stream;  // TraceInjector: which stream it plays
+    std::optional<std::size_t> stream;  // TraceInjector: which stream it plays; ScalarCore: runs
     std::vector<AddressRange> routes;   // Interconnect: its address map
     unsigned cores = 1;                 // SyncFlags: barrier participants
     std::optional<std::uint64_t> base;  // memories: where the address map put them

@@ -359,13 +359,30 @@ private:
 
 }  // namespace
 
+namespace {
+// The feed from the check to the run (traces/checked_feed.h): at most kFeedDepth pieces queued
+// per stream, pieces of up to 4096 instructions (the check's window), halved until all streams'
+// queues together hold at most kFeedBudget instructions (96 bytes each: 384 KB), but never below
+// 16 (beyond 64 streams the bound grows: 4096 streams, 262,144 instructions at most, 25 MB).
+// Small: every piece crosses from the check's core to the run's, and a few hundred KB in flight
+// stay in the caches (on the 10.3 M-instruction GEMM, pieces of 1024 and of 4096 measured the
+// same within the noise of this shared machine).
+constexpr std::size_t kFeedDepth = 4;
+constexpr std::size_t kFeedBudget = 4096;
+std::size_t feed_piece(std::size_t streams) {
+    std::size_t piece = 4096;
+    while (piece > 16 && piece * kFeedDepth * std::max<std::size_t>(streams, 1) > kFeedBudget) piece /= 2;
+    return piece;
+}
+}  // namespace
+
 Simulation::Simulation(const PlatformConfig& cfg, const std::string& trace_path, const std::function<bool()>& stop_requested,
                        const std::shared_ptr<trace::FileDigest>& digest)
     : cfg_(cfg), digest_(digest), trace_(trace::TraceFile::open(trace_path, digest)) {
     // The digest saw the header and the tables; the check's reads go to it from here (in file
     // order for a single stream: no pass of its own), the run's to nobody (another thread).
-    check_progress_ = std::make_shared<trace::CheckProgress>(trace_.streams().size());
-    trace_ = trace_.with_digest(nullptr).with_gate(check_progress_);
+    feed_ = std::make_shared<trace::CheckedFeed>(trace_.streams().size(), feed_piece(trace_.streams().size()), kFeedDepth);
+    trace_ = trace_.with_digest(nullptr).with_feed(feed_);
     platform_ = std::make_unique<Platform>(cfg_, &trace_, stop_requested);
     try {
         check_thread_stacks();
@@ -396,6 +413,7 @@ Simulation::~Simulation() { stop_check(); }
 void Simulation::stop_check() {
     if (check_thread_.joinable()) {
         check_cancel_ = true;
+        feed_->detach();
         check_thread_.join();
     }
 }
@@ -419,23 +437,109 @@ Simulation::PreparedCheck Simulation::prepare_check() const {
 }
 
 bool Simulation::check_instructions(const PreparedCheck& p, const std::function<bool()>& stop_requested,
-                                    trace::CheckProgress* progress) const {
-    // Its own readers: ungated (the check is what opens the gate), reporting to the digest.
-    const trace::TraceFile file = trace_.with_gate(nullptr).with_digest(digest_);
-    constexpr std::size_t kChunk = 4096;
-    std::vector<Instruction> buf(kChunk);
-    for (std::size_t s = 0; s < file.streams().size(); ++s) {
-        const trace::StreamInfo& si = file.streams()[s];
-        auto vit = p.views.find({si.chip, si.core});
-        if (vit == p.views.end()) continue;  // the builder has already refused such a trace
-        trace::StreamReader reader(file, s);
-        std::uint64_t index = 0;
-        while (std::size_t n = reader.read(buf.data(), kChunk)) {
-            if (stop_requested && stop_requested()) return false;
-            for (std::size_t i = 0; i < n; ++i, ++index) InstructionCheck(cfg_, p.am, file, s, vit->second, index, buf[i]).run();
-            if (progress) progress->passed(s, index);
-        }
+                                    trace::CheckedFeed* feed) const {
+    // Its own readers: reading the file (the check is what fills the feed), reporting to the digest.
+    const trace::TraceFile file = trace_.with_feed(nullptr).with_digest(digest_);
+    const std::size_t streams = file.streams().size();
+    // Instructions decoded before any of them is checked, counted from the stream's start (what
+    // the check always read at a time): of a decode problem and a check problem in the same
+    // window, the decode problem is the one named, however the stream is cut into pieces.
+    constexpr std::uint64_t kWindow = 4096;
+    struct Walk {
+        const CoreView* view = nullptr;
+        std::unique_ptr<trace::StreamReader> reader;
+        std::uint64_t index = 0;  // instructions checked
+        bool open = false;
+    };
+    std::vector<Walk> walks(streams);
+    for (std::size_t s = 0; s < streams; ++s) {
+        auto vit = p.views.find({file.streams()[s].chip, file.streams()[s].core});
+        // A stream no core runs: the builder has already refused such a trace.
+        if (vit != p.views.end()) walks[s] = {&vit->second, nullptr, 0, true};
+        if (feed && !walks[s].open) feed->ended(s);
     }
+    std::vector<Instruction> scratch(kWindow);
+    // Decodes and checks up to `want` instructions of stream s (never across a window's end)
+    // into `into` (scratch if null, resized to what it holds); false at the stream's end.
+    auto step = [&](std::size_t s, std::size_t want, std::vector<Instruction>* into) {
+        Walk& w = walks[s];
+        if (!w.reader) w.reader = std::make_unique<trace::StreamReader>(file, s);
+        want = static_cast<std::size_t>(std::min<std::uint64_t>(want, kWindow - w.index % kWindow));
+        std::vector<Instruction>& buf = into ? *into : scratch;
+        if (buf.size() < want) buf.resize(want);
+        const std::size_t n = w.reader->read(buf.data(), want);
+        for (std::size_t i = 0; i < n; ++i) {
+            try {
+                InstructionCheck(cfg_, p.am, file, s, *w.view, w.index + i, buf[i]).run();
+            } catch (...) {
+                // Decoding the rest of the window first would have met its decode problem first.
+                std::exception_ptr e = std::current_exception();
+                const std::uint64_t end = (w.index + i) / kWindow * kWindow + kWindow;
+                try {
+                    for (std::uint64_t at = w.index + n; at < end;) {
+                        const std::size_t k = w.reader->read(scratch.data(), static_cast<std::size_t>(end - at));
+                        if (k == 0) break;
+                        at += k;
+                    }
+                } catch (...) {
+                    e = std::current_exception();
+                }
+                std::rethrow_exception(e);
+            }
+        }
+        w.index += n;
+        if (into) into->resize(n);
+        return n > 0;
+    };
+    // The problem reported is the first in stream order, as when the streams were checked one
+    // after the other: once stream b has one, streams from b on need no more checking, and the
+    // streams before it are checked to their ends (a problem there comes first).
+    std::size_t bound = streams;
+    std::exception_ptr problem;
+    auto walk = [&](std::size_t s, std::size_t want, std::vector<Instruction>* into) {
+        bool more = false;
+        try {
+            more = step(s, want, into);
+        } catch (...) {
+            problem = std::current_exception();
+            bound = s;
+            if (feed) feed->fail();
+        }
+        if (!more) {
+            walks[s].open = false;
+            if (feed) feed->ended(s);
+        }
+        return more;
+    };
+    for (;;) {
+        if (stop_requested && stop_requested()) {
+            if (feed) feed->fail();
+            return false;
+        }
+        if (!feed || feed->closed()) {
+            // Alone (no run takes the instructions): stream after stream.
+            std::size_t s = 0;
+            while (s < bound && !walks[s].open) ++s;
+            if (s == bound) break;
+            walk(s, kWindow, nullptr);
+            continue;
+        }
+        // Beside the run: a piece to each stream whose queue has room, in turn, so that the
+        // run is never held up on one stream while the check fills another.
+        bool open = false, fed = false;
+        for (std::size_t s = 0; s < bound && !feed->closed(); ++s) {
+            if (!walks[s].open) continue;
+            open = true;
+            if (!feed->wants(s)) continue;
+            std::vector<Instruction> piece = feed->blank();
+            if (walk(s, feed->piece(), &piece)) feed->push(s, std::move(piece));
+            fed = true;
+        }
+        if (!open) break;
+        if (!fed) feed->wait_for_room(20);  // the stop request is polled between waits
+    }
+    if (problem) std::rethrow_exception(problem);
+    if (feed) feed->passed_all();
     return true;
 }
 
@@ -446,20 +550,21 @@ bool Simulation::check_trace(const std::function<bool()>& stop_requested) const 
 void Simulation::start_check(const std::function<bool()>& stop_requested) {
     auto prepared = std::make_shared<const PreparedCheck>(prepare_check());
     check_ok_ = false;
-    check_progress_->start();
+    feed_->start();
     check_thread_ = std::thread([this, prepared, stop_requested] {
         auto stop = [&] { return check_cancel_.load() || (stop_requested && stop_requested()); };
         try {
-            check_ok_ = check_instructions(*prepared, stop, check_progress_.get());
+            check_ok_ = check_instructions(*prepared, stop, feed_.get());
         } catch (...) {
             check_error_ = std::current_exception();
             check_ok_ = false;
         }
-        check_progress_->finish(check_ok_);
+        if (!check_ok_) feed_->fail();
     });
 }
 
 bool Simulation::finish_check() {
+    feed_->detach();  // the run is over: what the check still reads goes nowhere
     if (check_thread_.joinable()) check_thread_.join();
     if (check_error_) std::rethrow_exception(check_error_);
     return check_ok_;
@@ -516,7 +621,7 @@ std::string Simulation::deadlock_diagnosis() const {
         for (std::size_t s = 0; s < trace_.streams().size(); ++s) {
             const unsigned chip = trace_.streams()[s].chip;
             try {
-                trace::StreamReader r(trace_, s);
+                trace::StreamReader r(trace_.with_feed(nullptr), s);  // its own, not the run's
                 std::uint64_t index = 0;
                 while (std::size_t n = r.read(buf.data(), buf.size()))
                     for (std::size_t i = 0; i < n; ++i, ++index) {
@@ -613,7 +718,7 @@ std::string Simulation::position_diagnosis(const char* why) const {
         if (const Instruction* in = core->blocked_on()) {
             os << "blocked at instruction " << core->blocked_index() << ": " << trace::format_instruction(*in);
         } else if (core->retired() < total) {
-            os << "at instruction " << core->retired() << ": " << instruction_text(trace_, stream, core->retired());
+            os << "at instruction " << core->retired() << ": " << instruction_text(trace_.with_feed(nullptr), stream, core->retired());
         } else {
             os << "draining (waiting for its last results)";
         }

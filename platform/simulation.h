@@ -14,7 +14,7 @@
 #include "platform/builder.h"
 #include "platform/platform_config.h"
 #include "platform/run_breakdown.h"
-#include "traces/check_progress.h"
+#include "traces/checked_feed.h"
 #include "traces/trace_reader.h"
 
 namespace xpu::platform {
@@ -92,12 +92,15 @@ public:
     // Returns false (nothing checked further) if `stop_requested` said so.
     bool check_trace(const std::function<bool()>& stop_requested = {}) const;
 
-    // The same check on a second thread, while the run goes: the run waits, instruction by
-    // instruction, for the check to pass what it executes (traces/check_progress.h), so it never
-    // executes an instruction the check has not passed. What check_trace reads of the platform is
-    // read here, on the calling thread; its string-table check throws here. Once, before run().
+    // The same check on a second thread, while the run goes: the run's readers take the
+    // instructions the check decoded and passed (traces/checked_feed.h) instead of decoding the
+    // trace again, so the run never executes an instruction the check has not passed, and a
+    // problem is the one check_trace names (the first in stream order). What check_trace reads of
+    // the platform is read here, on the calling thread; its string-table check throws here.
+    // Once, before run() (readers made before it read the file themselves).
     void start_check(const std::function<bool()>& stop_requested = {});
-    // Waits for the check start_check began and rethrows what it threw (its TraceError or
+    // Waits for the check start_check began (the run is over: it goes on alone, taken by
+    // nobody) and rethrows what it threw (its TraceError or
     // ConfigError: the problem check_trace would have named, whatever the run did meanwhile);
     // false if it stopped because `stop_requested` said so, true if every instruction passed or
     // no check was started.
@@ -122,12 +125,12 @@ private:
     struct PreparedCheck;  // what the check reads of the platform (simulation.cpp)
     PreparedCheck prepare_check() const;
     bool check_instructions(const PreparedCheck& p, const std::function<bool()>& stop_requested,
-                            trace::CheckProgress* progress) const;
+                            trace::CheckedFeed* feed) const;
 
     const PlatformConfig& cfg_;
     std::shared_ptr<trace::FileDigest> digest_;           // sees the check's reads
-    std::shared_ptr<trace::CheckProgress> check_progress_;  // gates the run's readers
-    trace::TraceFile trace_;  // the run's: gated by check_progress_, reporting to no digest
+    std::shared_ptr<trace::CheckedFeed> feed_;  // the check's instructions, to the run's readers
+    trace::TraceFile trace_;  // the run's: fed by feed_ once the check starts, reporting to no digest
     std::unique_ptr<Platform> platform_;
     std::thread check_thread_;
     std::atomic<bool> check_cancel_{false};  // the destructor stops a check still running

@@ -240,11 +240,14 @@ struct DmaBench {
     Capture rec;
     static constexpr std::uint64_t kHbm = 1ull << 40;  // where Space::Hbm starts in global addresses
 
-    explicit DmaBench(unsigned queue_depth = 16) {
+    explicit DmaBench(unsigned queue_depth = 16, unsigned max_outstanding = 64, unsigned setup_cycles = 16,
+                      Tick mem_latency = 0)
+        : mem("mem", mem_latency) {
         cfg.queue_depth = queue_depth;
+        cfg.max_outstanding = max_outstanding;
         cfg.chunk_bytes = 4096;
-        cfg.bandwidth_gbps = 1024;  // 4096 B in exactly 4 ns
-        cfg.setup_latency = 16;     // cycles of 1 ns
+        cfg.bandwidth_gbps = 1024;        // 4096 B in exactly 4 ns
+        cfg.setup_latency = setup_cycles;  // cycles of 1 ns
         cfg.space_base = {0, kHbm};
         dma = std::make_unique<DmaEngine>("dma", cfg);
         core.socket.bind(dma->cmd);
@@ -390,6 +393,37 @@ TEST(DmaEngineAlone, FullQueueBlocksTheCallerUntilASlotFrees) {
         EXPECT_EQ(b.rec.dmas[i].complete, setup + i * busy + 3 * ct) << i;
     }
     EXPECT_EQ(b.flags.received().size(), 3u);
+}
+
+// The in-flight window (max_outstanding = W): a chunk is issued no earlier than the chunk W
+// before it is done. Closed form, with a memory of latency L on both sides (a chunk is done 2L
+// after its read is issued: read data back at L, written L later), issue time c, no setup and
+// 2L >= W x c: t_k = max(t_(k-1) + c, t_(k-W) + 2L) = floor(k / W) x 2L + (k mod W) x c. Over
+// two descriptors (10 + 6 chunks) with k counted across both: the window is the engine's, not a
+// descriptor's (the second one's first chunk waits for the first one's seventh).
+TEST(DmaEngineAlone, InFlightWindowHoldsAChunkUntilTheOneWBeforeIsWritten) {
+    const unsigned w = 4;
+    const Tick lat = 20'000;
+    DmaBench b(16, w, 0, lat);
+    const Tick ct = b.chunk_time();
+    ASSERT_GE(2 * lat, w * ct);  // the window binds
+    auto d1 = unit_command(dma_op(hbm(0), vmem(0), 10 * 4096, 1, 1), 0);
+    auto d2 = unit_command(dma_op(hbm(0x100000), vmem(0x100000), 6 * 4096, 2, 1), 1);
+    b.core.send(*d1, 0);
+    b.core.send(*d2, 0);
+    run();
+    std::vector<Tick> reads, writes;
+    for (const Received& r : b.mem.received()) (r.command == tlm::TLM_READ_COMMAND ? reads : writes).push_back(r.arrival());
+    ASSERT_EQ(reads.size(), 16u);
+    ASSERT_EQ(writes.size(), 16u);
+    for (unsigned k = 0; k < 16; ++k) {
+        EXPECT_EQ(reads[k], (k / w) * 2 * lat + (k % w) * ct) << k;
+        EXPECT_EQ(writes[k], reads[k] + lat) << k;
+    }
+    ASSERT_EQ(b.rec.dmas.size(), 2u);
+    EXPECT_EQ(b.rec.dmas[0].complete, reads[9] + 2 * lat);
+    EXPECT_EQ(b.rec.dmas[1].start, reads[9] + ct);  // the engine is free once chunk 9 has issued
+    EXPECT_EQ(b.rec.dmas[1].complete, reads[15] + 2 * lat);
 }
 
 // ---------------------------------------------------------------------------------------------

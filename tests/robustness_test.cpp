@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 
 #include <unistd.h>
 
@@ -236,6 +237,175 @@ TEST(CheckBesideTheRun, AStopRequestEndsTheCheckAndTheRunWithoutAnError) {
         // the gate closed: the run stops at its first batch
     }
     EXPECT_FALSE(sim.finish_check());
+}
+
+// Beside the run, the check hands the run the instructions it decoded (traces/checked_feed.h),
+// filling the streams in turn in pieces smaller than the 4096 instructions it always decoded
+// before checking any. Reference: check_trace(), the check before the run, whose messages the
+// bad-input corpus pins: the check beside the run must name the same problem whatever the
+// pieces and the order it fills the streams in.
+namespace {
+
+// The problem the check names, before the run (check_trace) or beside it (start_check, a run,
+// finish_check); "" if none.
+std::string problem_named(const std::string& trace, bool beside) {
+    PlatformConfig cfg = load_platform(source_path(kTwoCore));
+    Simulation sim(cfg, trace);
+    try {
+        if (!beside) {
+            sim.check_trace();
+            return "";
+        }
+        sim.start_check();
+        try {
+            sim.run();
+        } catch (const sc_core::sc_report&) {
+            // the run stopped where the check had not passed anything more
+        }
+        sim.finish_check();
+    } catch (const trace::TraceError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+// Two streams (chip 0, cores 0 and 1) of `n0` and `n1` scalar instructions, `bad0` / `bad1`
+// (if below n) replaced by one with a register id past the scoreboard's (the same size).
+std::string two_streams(const std::string& name, int n0, int bad0, int n1, int bad1) {
+    std::string t;
+    for (int c = 0; c < 2; ++c) {
+        t += ".stream chip=0 core=" + std::to_string(c) + "\n";
+        const int n = c ? n1 : n0, bad = c ? bad1 : bad0;
+        for (int i = 0; i < n; ++i) t += i == bad ? "salu d=r200 s0=s1\n" : "salu d=s2 s0=s1\n";
+        t += "halt\n";
+    }
+    return trace_of(name, t);
+}
+
+// The trace's blocks: (file offset, stream, instruction count), in file order.
+struct BlockAt {
+    std::uint64_t offset;
+    std::uint32_t stream, count;
+};
+std::vector<BlockAt> blocks_of(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const trace::TraceFile tf = trace::TraceFile::open(path);
+    auto u32 = [&](std::uint64_t at) {
+        std::uint32_t v = 0;
+        for (int i = 3; i >= 0; --i) v = v << 8 | static_cast<unsigned char>(bytes[at + i]);
+        return v;
+    };
+    std::vector<BlockAt> out;
+    for (std::uint64_t off = trace::kHeaderSize; off < tf.block_area_end();) {
+        out.push_back({off, u32(off + 4), u32(off + 8)});
+        off += trace::kBlockHeaderSize + u32(off + 12);
+    }
+    return out;
+}
+
+// Flips a payload byte of the block at `offset` (its CRC no longer matches).
+void corrupt_block(const std::string& path, std::uint64_t offset) {
+    std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekg(static_cast<std::streamoff>(offset + trace::kBlockHeaderSize + 1));
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x40);
+    f.seekp(static_cast<std::streamoff>(offset + trace::kBlockHeaderSize + 1));
+    f.write(&c, 1);
+}
+
+// Stream 0's second block corrupt, and a refused instruction at the first instruction of the
+// 4096-instruction window holding the block's start (`in_window`), or at the last one before it:
+// the trace, and where that block starts in the stream.
+std::pair<std::string, std::uint64_t> refused_then_corrupt(const std::string& name, bool in_window) {
+    const std::string probe = two_streams(name + "-probe", 30000, -1, 5, -1);
+    const auto blocks = blocks_of(probe);
+    std::uint64_t first = 0, second_offset = 0;
+    int seen = 0;
+    for (const auto& b : blocks) {
+        if (b.stream != 0) continue;
+        if (++seen == 1) first = b.count;
+        if (seen == 2) second_offset = b.offset;
+    }
+    const std::uint64_t window = first / 4096 * 4096;
+    const std::string t = two_streams(name, 30000, static_cast<int>(in_window ? window : window - 1), 5, -1);
+    EXPECT_EQ(blocks_of(t).size(), blocks.size());  // the refused instruction has the same size
+    for (const auto& b : blocks_of(t)) {
+        if (b.offset == second_offset) {
+            EXPECT_EQ(b.stream, 0u);
+        }
+    }
+    corrupt_block(t, second_offset);
+    return {t, first};
+}
+
+}  // namespace
+
+// What decoding stream 0 of `trace` throws (no SystemC: a plain reader).
+std::string decode_problem(const std::string& trace) {
+    try {
+        trace::StreamReader r(trace::TraceFile::open(trace), 0);
+        std::vector<Instruction> buf(4096);
+        while (r.read(buf.data(), buf.size())) {
+        }
+    } catch (const trace::TraceError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+const std::string kNotARegister = " (salu d=r200 s0=s1): d=r200 is not a register (expected s0..s63, v0..v63 or m0..m63, ids 0..191)";
+
+// A problem in each stream: the first in stream order is named (stream 0's, far into it), not
+// the one the check beside the run meets first (stream 1's, at its start). One Simulation per
+// process: the check before the run and beside it are two tests with the same expectation.
+void first_in_stream_order(bool beside) {
+    const std::string t = two_streams("order", 20000, 15000, 100, 3);
+    EXPECT_EQ(problem_named(t, beside), t + ": stream 0 (chip 0, core 0), instruction 15000" + kNotARegister);
+}
+TEST(CheckBeforeTheRun, NamesTheFirstProblemInStreamOrder) { first_in_stream_order(false); }
+TEST(CheckBesideTheRun, NamesTheFirstProblemInStreamOrder) { first_in_stream_order(true); }
+
+// A refused instruction and, later in the same 4096-instruction window, a corrupt block: the
+// check decoded the window before checking it, so the corrupt block is named; a window earlier,
+// the refused instruction. Two streams: the check beside the run cuts them into pieces of
+// fewer than 4096 instructions, which must not change that.
+void decode_problem_first_within_its_window(bool beside) {
+    const auto [t, block_start] = refused_then_corrupt("window", true);
+    // Two streams: pieces of at most 2048 instructions. The block starts in the window's second
+    // half, the refused instruction is the window's first: the piece that holds it ends before
+    // the corrupt block is read.
+    ASSERT_GE(block_start % 4096, 2048u);
+    const std::string expected = decode_problem(t);
+    EXPECT_TRUE(contains(expected, "block 1 at offset")) << expected;
+    EXPECT_TRUE(contains(expected, "payload CRC mismatch")) << expected;
+    EXPECT_EQ(problem_named(t, beside), expected);
+}
+TEST(CheckBeforeTheRun, NamesADecodeProblemFirstWithinItsWindow) { decode_problem_first_within_its_window(false); }
+TEST(CheckBesideTheRun, NamesADecodeProblemFirstWithinItsWindow) { decode_problem_first_within_its_window(true); }
+
+void refused_instruction_of_an_earlier_window(bool beside) {
+    const auto [t, block_start] = refused_then_corrupt("earlier", false);
+    EXPECT_EQ(problem_named(t, beside),
+              t + ": stream 0 (chip 0, core 0), instruction " + std::to_string(block_start / 4096 * 4096 - 1) + kNotARegister);
+}
+TEST(CheckBeforeTheRun, NamesARefusedInstructionOfAnEarlierWindow) { refused_instruction_of_an_earlier_window(false); }
+TEST(CheckBesideTheRun, NamesARefusedInstructionOfAnEarlierWindow) { refused_instruction_of_an_earlier_window(true); }
+
+// A run that ends long before the trace does (a core waits on a flag nobody raises, with
+// 30000 instructions after the wait): the check, whose queues the run no longer drains, goes
+// on alone and passes the rest.
+TEST(CheckBesideTheRun, ARunThatEndsEarlyLeavesTheCheckToFinishAlone) {
+    std::string body = "swait flag=5 cond=ge val=1\n";
+    for (int i = 0; i < 30000; ++i) body += "salu d=s2 s0=s1\n";
+    const std::string t = trace_of("early", ".stream chip=0 core=0\n" + body + "halt\n.stream chip=0 core=1\n" + body + "halt\n");
+    PlatformConfig cfg = load_platform(source_path(kTwoCore));
+    Simulation sim(cfg, t);
+    sim.start_check();
+    RunResult r = sim.run();
+    EXPECT_EQ(r.stop, StopReason::Deadlock);
+    EXPECT_TRUE(sim.finish_check());
 }
 
 // ---- how runs end ----------------------------------------------------------------------------

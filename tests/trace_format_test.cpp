@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "traces/instruction.h"
-#include "traces/check_progress.h"
+#include "traces/checked_feed.h"
 #include "traces/crc32.h"
 #include "traces/file_digest.h"
 #include "traces/sha256.h"
@@ -934,34 +934,80 @@ TEST(TraceValidate, FastCheckAgreesWithTheMessages) {
     EXPECT_GT(not_conforming, 40000u);
 }
 
-// The gate between a check thread and the run (traces/check_progress.h). Reference: its
-// contract, stated in the header: nothing gated before start(); a reader returns once what it
-// asks for has passed, and with false as soon as the check ends without passing it.
-TEST(CheckProgress, ReadersWaitForWhatTheCheckPassedAndStopWhenItFails) {
-    CheckProgress open(2);
-    EXPECT_TRUE(open.wait_for(1, 1000000));  // not started: nothing is gated
+// The feed from a check thread to the run (traces/checked_feed.h). Reference: its contract,
+// stated in the header: a reader gets the instructions pushed to its stream, in order, waiting
+// for them; a queue holds at most `depth` pieces; a failure stops every reader, even with
+// instructions still queued; detach() frees the queues and wakes a check waiting for room.
+namespace {
+std::vector<Instruction> piece_of(std::uint64_t first, std::size_t n) {
+    std::vector<Instruction> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i].value = static_cast<std::int64_t>(first + i);
+    return v;
+}
+}  // namespace
 
-    CheckProgress p(2);
-    p.start();
-    p.passed(0, 100);
-    EXPECT_TRUE(p.wait_for(0, 100));
-    std::atomic<bool> got{false};
-    std::thread reader([&] { got = p.wait_for(1, 50); });
+TEST(CheckedFeed, ReadersTakeWhatTheCheckPushedInOrderAndStopWhenItFails) {
+    CheckedFeed f(2, 8, 2);
+    EXPECT_FALSE(f.started());
+    f.start();
+    EXPECT_TRUE(f.wants(0));
+    f.push(0, piece_of(0, 8));
+    f.push(0, piece_of(8, 5));
+    EXPECT_FALSE(f.wants(0));  // two pieces queued: full
+    EXPECT_TRUE(f.wants(1));
+    Instruction out[16];
+    ASSERT_EQ(f.take(0, out, 3), 3u);
+    EXPECT_EQ(out[2].value, 2);
+    EXPECT_FALSE(f.wants(0));  // the first piece is not used up yet
+    ASSERT_EQ(f.take(0, out, 16), 10u);  // the rest of both pieces
+    EXPECT_EQ(out[0].value, 3);
+    EXPECT_EQ(out[9].value, 12);
+    EXPECT_TRUE(f.wants(0));
+
+    std::atomic<std::size_t> got{99};
+    std::thread reader([&] {
+        Instruction o[4];
+        got = f.take(1, o, 4);
+    });
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    EXPECT_FALSE(got.load());  // stream 1 has passed nothing yet
-    p.passed(1, 60);
+    EXPECT_EQ(got.load(), 99u);  // stream 1 has nothing yet: the reader waits
+    f.push(1, piece_of(100, 2));
     reader.join();
-    EXPECT_TRUE(got.load());
+    EXPECT_EQ(got.load(), 2u);
 
-    std::atomic<int> verdict{-1};
-    std::thread late([&] { verdict = p.wait_for(1, 61) ? 1 : 0; });
-    p.finish(false);  // a problem at instruction 60 of stream 1
-    late.join();
-    EXPECT_EQ(verdict.load(), 0);
-    EXPECT_FALSE(p.wait_for(0, 1));  // a failed check stops every reader
+    f.push(0, piece_of(13, 8));
+    std::atomic<std::size_t> late{99};
+    std::thread waiting([&] {
+        Instruction o[4];
+        late = f.take(1, o, 4);
+    });
+    f.fail();
+    waiting.join();
+    EXPECT_EQ(late.load(), 0u);
+    EXPECT_EQ(f.take(0, out, 4), 0u);  // queued, but a failed check runs nothing more
+    EXPECT_TRUE(f.closed());
+    EXPECT_FALSE(f.wants(0));
+}
 
-    CheckProgress done(1);
-    done.start();
-    done.finish(true);
-    EXPECT_TRUE(done.wait_for(0, 1u << 30));
+TEST(CheckedFeed, ACheckWaitingForRoomWakesWhenAReaderTakesOrTheRunDetaches) {
+    CheckedFeed f(1, 4, 1);
+    f.start();
+    f.push(0, piece_of(0, 4));
+    EXPECT_FALSE(f.wants(0));
+    std::thread reader([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        Instruction o[4];
+        f.take(0, o, 4);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    f.wait_for_room(5000);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
+    reader.join();
+    EXPECT_TRUE(f.wants(0));
+    f.push(0, piece_of(4, 4));
+    f.detach();
+    f.wait_for_room(5000);  // returns at once: closed
+    EXPECT_TRUE(f.closed());
+    EXPECT_FALSE(f.wants(0));
+    f.ended(0);
 }

@@ -6,7 +6,7 @@
 #include <set>
 #include <utility>
 
-#include "traces/check_progress.h"
+#include "traces/checked_feed.h"
 #include "traces/crc32.h"
 #include "traces/file_digest.h"
 
@@ -183,9 +183,9 @@ TraceFile TraceFile::with_digest(std::shared_ptr<FileDigest> digest) const {
     return t;
 }
 
-TraceFile TraceFile::with_gate(std::shared_ptr<const CheckProgress> gate) const {
+TraceFile TraceFile::with_feed(std::shared_ptr<CheckedFeed> feed) const {
     TraceFile t = *this;
-    t.gate_ = std::move(gate);
+    t.feed_ = std::move(feed);
     return t;
 }
 
@@ -380,16 +380,18 @@ TraceFile TraceFile::open(const std::string& path, const std::shared_ptr<FileDig
 // StreamReader
 
 namespace {
-detail::InputFile open_for_stream(const TraceFile& file, std::size_t index) {
+detail::InputFile open_for_stream(const TraceFile& file, std::size_t index, bool fed) {
     if (index >= file.streams().size())
         fail(file.path(), "stream index " + std::to_string(index) + " out of range (the file has " +
                               std::to_string(file.streams().size()) + " streams)");
-    return detail::InputFile(file.path());
+    return fed ? detail::InputFile() : detail::InputFile(file.path());
 }
+
+bool fed_by(const std::shared_ptr<CheckedFeed>& feed) { return feed && feed->started(); }
 }  // namespace
 
 StreamReader::StreamReader(const TraceFile& file, std::size_t stream_index)
-    : file_(open_for_stream(file, stream_index)) {
+    : file_(open_for_stream(file, stream_index, fed_by(file.feed_))) {
     file_.report_to(file.digest_.get());
     where_ = file.describe_stream(stream_index);
     info_ = file.streams()[stream_index];
@@ -399,7 +401,10 @@ StreamReader::StreamReader(const TraceFile& file, std::size_t stream_index)
     next_offset_ = info_.first_block_offset;
     block_offsets_ = file.block_offsets(stream_index);
     if (block_offsets_) index_ = file.block_index_;
-    gate_ = file.gate_;
+    if (fed_by(file.feed_)) {
+        feed_ = file.feed_;
+        return;
+    }
     if (file_.size() != file.file_size())
         throw TraceError(file.path() + ": file changed size since it was opened (" + std::to_string(file.file_size()) +
                          " -> " + std::to_string(file_.size()) + " bytes)");
@@ -506,6 +511,7 @@ bool runs_past_payload(const std::uint8_t* p, const std::uint8_t* end) {
 }  // namespace
 
 std::size_t StreamReader::read(Instruction* out, std::size_t max) {
+    if (feed_) return read_fed(out, max);
     std::size_t n = 0;
     codec::DecodeFailure failure;
     while (n < max) {
@@ -548,10 +554,17 @@ std::size_t StreamReader::read(Instruction* out, std::size_t max) {
                                        " bytes left in the block after its last instruction (instruction_count too "
                                        "small, or garbage)");
     }
-    // A gated trace: what the caller will execute must have passed the check first.
-    if (gate_ && n > 0 && !gate_->wait_for(stream_index_, position_))
-        throw TraceError(where_ + ": instruction " + std::to_string(position_ - 1) +
+    return n;
+}
+
+std::size_t StreamReader::read_fed(Instruction* out, std::size_t max) {
+    const std::uint64_t left = info_.instructions - position_;
+    if (left == 0 || max == 0) return 0;
+    const std::size_t n = feed_->take(stream_index_, out, static_cast<std::size_t>(std::min<std::uint64_t>(max, left)));
+    if (n == 0)
+        throw TraceError(where_ + ": instruction " + std::to_string(position_) +
                          " not run: the check of the trace ended without passing it");
+    position_ += n;
     return n;
 }
 

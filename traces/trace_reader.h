@@ -15,7 +15,7 @@
 namespace xpu::trace {
 
 class FileDigest;
-class CheckProgress;
+class CheckedFeed;
 
 // The metadata of a trace file. Opening reads and checks the header, the stream table and the
 // string table (not the blocks). Cheap to copy; immutable, so it can be shared between threads.
@@ -34,10 +34,11 @@ class TraceFile {
     std::uint16_t version_minor() const { return header_.version_minor; }
 
     // Extras for tools (info, validate).
-    // Copies of this TraceFile whose StreamReaders report every read to `digest`, or wait in
-    // read() for `gate` (traces/check_progress.h) to pass what they return; null: neither.
+    // Copies of this TraceFile whose StreamReaders report every read to `digest`, or, made once
+    // `feed` has started, take their instructions from it (traces/checked_feed.h) instead of
+    // reading the file; null: neither.
     TraceFile with_digest(std::shared_ptr<FileDigest> digest) const;
-    TraceFile with_gate(std::shared_ptr<const CheckProgress> gate) const;
+    TraceFile with_feed(std::shared_ptr<CheckedFeed> feed) const;
 
     const FileHeader& header() const { return header_; }
     std::uint64_t file_size() const { return header_.file_size; }
@@ -64,13 +65,14 @@ class TraceFile {
     std::uint64_t block_area_end_ = kHeaderSize;
     std::shared_ptr<const std::vector<std::vector<std::uint64_t>>> block_index_;
     std::shared_ptr<FileDigest> digest_;
-    std::shared_ptr<const CheckProgress> gate_;
+    std::shared_ptr<CheckedFeed> feed_;
 };
 
 namespace detail {
 // A read-only file handle that reads at explicit offsets (no shared position).
 class InputFile {
  public:
+    InputFile() = default;  // none: reads fail
     explicit InputFile(const std::string& path);  // throws TraceError if it cannot be opened
     ~InputFile();
     InputFile(InputFile&& o) noexcept;
@@ -102,8 +104,8 @@ class StreamReader {
     StreamReader& operator=(StreamReader&&) noexcept;
 
     // Fills out[0..max) with the next instructions; returns how many (0 at the end of the
-    // stream). Throws TraceError on any corruption, naming the place, and, for a gated
-    // TraceFile, when the check it waits for ended without passing them.
+    // stream). Throws TraceError on any corruption, naming the place, and, for a reader fed by
+    // a check (TraceFile::with_feed), when the check ended without passing them.
     std::size_t read(Instruction* out, std::size_t max);
     std::uint64_t position() const { return position_; }  // instructions read so far
     const StreamInfo& info() const { return info_; }
@@ -114,6 +116,7 @@ class StreamReader {
 
  private:
     bool load_next_block();  // false at the end of the stream
+    std::size_t read_fed(Instruction* out, std::size_t max);  // read() from feed_
     [[noreturn]] void fail_block(const std::string& what) const;
     [[noreturn]] void fail_instruction(const std::uint8_t* at, const std::string& what) const;
 
@@ -136,7 +139,8 @@ class StreamReader {
     std::uint64_t position_ = 0;
     const std::vector<std::uint64_t>* block_offsets_ = nullptr;  // TraceFile::block_offsets
     std::shared_ptr<const std::vector<std::vector<std::uint64_t>>> index_;  // keeps it alive
-    std::shared_ptr<const CheckProgress> gate_;  // TraceFile::with_gate
+    // Set: the instructions come decoded and checked from here, and the file is not opened.
+    std::shared_ptr<CheckedFeed> feed_;
 };
 
 }  // namespace xpu::trace
