@@ -152,7 +152,7 @@ private:
     std::array<std::uint64_t, 5> per_kind_{};
     Tick sync_wait_ = 0;
     bool finished_ = false;
-    sc_core::sc_event parked_;  // never notified: where run() waits once done
+    sc_core::sc_event parked_{"parked"};  // never notified: where run() waits once done (named: dma_engine.h)
     Tick finish_time_ = 0;
     const Instruction* blocked_ = nullptr;
     std::uint64_t blocked_index_ = 0;

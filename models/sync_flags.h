@@ -81,7 +81,7 @@ private:
     SyncFlagsConfig cfg_;
     std::vector<std::int64_t> values_;
     std::vector<std::unique_ptr<sc_core::sc_event>> changed_;  // per flag, made on its first wait
-    sc_core::sc_event barrier_done_;
+    sc_core::sc_event barrier_done_{"barrier_done"};  // named: see dma_engine.h
     std::uint64_t generation_ = 0;
     std::size_t arrivals_ = 0;
     std::vector<FlagWaiter> waiters_;

@@ -57,8 +57,12 @@ void warn_unused_units(std::ostream& os, const xpu::platform::RunResult& r) {
                 if (u.busy_ns <= 0) idle.push_back(u.name);
             }
         if (idle.empty() || idle.size() == total) continue;
+        // The first few by name, then a count: on a 256-chip ring running one chip's trace the
+        // whole list was ~55 KB on one line.
+        constexpr std::size_t kNamed = 6;
         std::string list;
-        for (const auto& n : idle) list += (list.empty() ? "" : ", ") + n;
+        for (std::size_t i = 0; i < idle.size() && i < kNamed; ++i) list += (list.empty() ? "" : ", ") + idle[i];
+        if (idle.size() > kNamed) list += " and " + std::to_string(idle.size() - kNamed) + " more";
         os << "warning    the trace used " << total - idle.size() << " of the platform's " << total << " " << what
                   << " units; never used: " << list
                   << " (xpu_tracegen ... --platform FILE generates for the platform's units)\n";

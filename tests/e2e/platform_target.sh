@@ -6,6 +6,8 @@
 #    (every default filled in by the models' own declarations): its defaults cannot drift.
 #  - configs/xpu-2vpu.yaml (two vector units, 256x256 MXUs): the default GEMM trace leaves vpu1
 #    idle and sim_main says so; generated with --platform it uses both, no warning, and is faster.
+#  - One chip's trace on a 16-chip ring: the warning names the first 6 idle units and counts the
+#    rest (it listed all of them: ~55 KB on one line for 256 chips).
 set -euo pipefail
 BUILD_DIR=$1
 SOURCE_DIR=$2
@@ -47,3 +49,11 @@ PY
 set +e; "$GEN" gemm --m 8 --n 8 --k 8 --platform "$SOURCE_DIR/README.md" -o "$WORK/x.bin" 2>"$WORK/err"; rc=$?; set -e
 [[ $rc -eq 2 && ! -e "$WORK/x.bin" ]] && grep -q "README.md" "$WORK/err" || fail "bad --platform: exit $rc: $(cat "$WORK/err")"
 echo "ok: bad --platform -> exit 2: $(cat "$WORK/err")"
+
+"$SIM" --platform "$SOURCE_DIR/configs/xpu-ring4.yaml" --set chips=16 --set 'topology.dims=[16]' \
+    --trace "$SOURCE_DIR/traces/samples/gemm-1k.bin" --out "$WORK/ring" --no-txlog >"$WORK/ring.txt" 2>"$WORK/ring.err"
+line=$(grep "matrix units; never used" "$WORK/ring.txt") || { cat "$WORK/ring.txt"; fail "16-chip ring: no warning"; }
+[[ $line == *"of the platform's 128 matrix units; never used: xpu.chip1.core0.mxu0, "*" and 114 more ("* ]] \
+    || fail "16-chip ring: the warning does not name 6 and count 114 more: $line"
+(( ${#line} < 400 )) || fail "16-chip ring: a warning of ${#line} characters"
+echo "ok: ${line:0:120}..."
