@@ -97,11 +97,21 @@ void print_summary(std::ostream& os, const RunInputs& in, const RunResult& r) {
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {
+    write_file_atomically(path, [&](std::ostream& os) { os << text; });
+}
+
+void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
     std::string tmp = path + ".tmp";
     {
         std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
         if (!f) throw std::runtime_error(path + ": cannot write (check that the output folder is writable)");
-        f << text;
+        try {
+            write(f);
+        } catch (...) {
+            f.close();
+            std::remove(tmp.c_str());
+            throw;
+        }
         f.flush();
         if (!f) {
             f.close();
@@ -159,8 +169,9 @@ private:
 };
 }  // namespace
 
-void write_stats_json(const std::string& path, const RunInputs& in, const RunResult& r, const Platform& p) {
-    std::ostringstream os;
+namespace {
+// stats.json's text, to `os` (the JSON writer hands it over in blocks of 64 KiB).
+void write_stats(std::ostream& os, const RunInputs& in, const RunResult& r, const Platform& p) {
     JsonWriter j(os);
     Described d(j);
     j.begin_object();
@@ -263,7 +274,11 @@ void write_stats_json(const std::string& path, const RunInputs& in, const RunRes
     if (!r.completed) j.field("diagnosis", r.diagnosis);
     d.write();
     j.end_object();
-    write_file_atomically(path, os.str());
+}
+}  // namespace
+
+void write_stats_json(const std::string& path, const RunInputs& in, const RunResult& r, const Platform& p) {
+    write_file_atomically(path, [&](std::ostream& os) { write_stats(os, in, r, p); });
 }
 
 }  // namespace xpu::platform

@@ -1,6 +1,7 @@
 // What a run reports: the terminal summary and stats.json (schema in docs/outputs.md).
 #pragma once
 
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -26,5 +27,8 @@ void print_summary(std::ostream& os, const RunInputs& in, const RunResult& r);
 void write_stats_json(const std::string& path, const RunInputs& in, const RunResult& r, const Platform& p);
 // Writes `text` to `path` atomically (temp file + rename); throws std::runtime_error.
 void write_file_atomically(const std::string& path, const std::string& text);
+// The same with the text written by `write` straight into the temporary file (no copy of a
+// large file in memory: a 256-chip stats.json is 1.7 MB).
+void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write);
 
 }  // namespace xpu::platform
