@@ -12,6 +12,7 @@ vacuously. Exit 0 when the tree is layered, 1 with one line per offending includ
 import os
 import re
 import sys
+import shutil
 import tempfile
 
 # The layering of docs/architecture.md: traces/ is the base; models/ uses it; platform/ uses
@@ -92,8 +93,11 @@ def check(root):
 
 
 def self_test():
+    made = []
+
     def tree(files):
         d = tempfile.mkdtemp(prefix="layering_")
+        made.append(d)  # removed below: every run of the suite left three folders in /tmp
         for path, text in files.items():
             full = os.path.join(d, path)
             os.makedirs(os.path.dirname(full), exist_ok=True)
@@ -117,6 +121,8 @@ def self_test():
     if not check(forbidden):
         print("self-test: analysis/ including platform/ was not reported")
         ok = False
+    for d in made:
+        shutil.rmtree(d, ignore_errors=True)
     return ok
 
 
