@@ -1,5 +1,6 @@
 #include "analysis/rounds.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -54,6 +55,13 @@ std::vector<std::uint32_t> best_verified(const Analysis& a, Tick& saving) {
     return ranks;
 }
 
+// How many of a run's suggestions its verification did not replay.
+std::size_t not_replayed(const Analysis& a) {
+    std::size_t n = 0;
+    for (const Suggestion& x : a.suggestions) n += x.verdict == Verdict::NotVerified;
+    return n;
+}
+
 // Removes what a finished round's folder needs no more (its log and timeline: the biggest files;
 // the reports, stats.json and verification.txt stay).
 void trim(const std::string& dir) {
@@ -74,6 +82,29 @@ RoundsResult run_rounds(const std::string& out_dir, const std::string& patched, 
     if (fs::exists(rounds_dir, ec) && !fs::is_empty(rounds_dir, ec))
         throw std::runtime_error(rounds_dir + ": already exists and is not empty (the rounds' runs go there: remove it or choose "
                                               "another -o)");
+    // Round n's run: sim_main on its patched trace, into its folder, with the round's options and
+    // `extra`.
+    auto run_round = [&](const std::string& trace, const std::string& to, unsigned n, const std::vector<std::string>& extra) {
+        std::vector<std::string> args = {sim_main, "--platform", platform, "--trace", trace, "--out", to, "--deterministic", "-q"};
+        // An option of `extra` replaces the same option of the round's (sim_main takes each once).
+        for (std::size_t i = 0; i < opt.sim_args.size(); ++i) {
+            const bool replaced = opt.sim_args[i].rfind("--", 0) == 0 &&
+                                  std::find(extra.begin(), extra.end(), opt.sim_args[i]) != extra.end();
+            if (replaced) {
+                if (i + 1 < opt.sim_args.size() && opt.sim_args[i + 1].rfind("--", 0) != 0) ++i;  // and its value
+                continue;
+            }
+            args.push_back(opt.sim_args[i]);
+        }
+        args.insert(args.end(), extra.begin(), extra.end());
+        const std::string log = to + ".log";
+        const int rc = run_program(args, log, opt.stop_requested);
+        if (rc == kStopped) throw std::runtime_error("interrupted during round " + std::to_string(n));
+        if (rc != 0)
+            throw std::runtime_error("round " + std::to_string(n) + ": sim_main on " + trace + " exited " +
+                                     (rc == kNotStarted ? std::string("(could not start ") + sim_main + ")" : std::to_string(rc)) +
+                                     "; its messages: " + log);
+    };
     RoundsResult res;
     std::string dir = out_dir, last_trace;
     RankedRun cur = ranked_run(dir);  // before anything is written: a run it cannot start from leaves no folder
@@ -88,7 +119,25 @@ RoundsResult run_rounds(const std::string& out_dir, const std::string& patched, 
             break;
         }
         Tick saving = 0;
-        const std::vector<std::uint32_t> ranks = best_verified(cur.a, saving);
+        std::vector<std::uint32_t> ranks = best_verified(cur.a, saving);
+        if (ranks.empty() && dir != out_dir && !last_trace.empty()) {
+            // Nothing verified, but suggestions its verification did not replay (beyond --verify K,
+            // whose slots went to each kind's best estimate): replay them all before stopping,
+            // by running the round again with verification of every suggestion (the run is the
+            // same deterministic simulation). A round's no-gain kind used to take the slot of a
+            // reorder that would have been verified, and the rounds stopped one round early
+            // (docs/analysis.md). Never the user's own run: its folder stays as it was.
+            const std::size_t unreplayed = not_replayed(cur.a);
+            if (unreplayed > 0) {
+                if (opt.progress)
+                    *opt.progress << "rounds: nothing verified in " << dir << ", " << unreplayed
+                                  << " suggestions not replayed: running it again, replaying every suggestion\n"
+                                  << std::flush;
+                run_round(last_trace, dir, n - 1, {"--verify", std::to_string(cur.a.suggestions.size())});
+                cur = ranked_run(dir);
+                ranks = best_verified(cur.a, saving);
+            }
+        }
         if (ranks.empty()) {
             res.stopped = "no verified suggestion in " + dir;
             break;
@@ -107,15 +156,7 @@ RoundsResult run_rounds(const std::string& out_dir, const std::string& patched, 
             *opt.progress << "rounds: round " << n << " of at most " << opt.rounds << ": applying " << list << " [" << r.kind << "] at "
                           << r.where << " (replayed: saves " << format_time(saving) << "), running sim_main on it\n"
                           << std::flush;
-        std::vector<std::string> args = {sim_main, "--platform", platform, "--trace", trace, "--out", r.dir, "--deterministic", "-q"};
-        args.insert(args.end(), opt.sim_args.begin(), opt.sim_args.end());
-        const std::string log = r.dir + ".log";
-        const int rc = run_program(args, log, opt.stop_requested);
-        if (rc == kStopped) throw std::runtime_error("interrupted during round " + std::to_string(n));
-        if (rc != 0)
-            throw std::runtime_error("round " + std::to_string(n) + ": sim_main on " + trace + " exited " +
-                                     (rc == kNotStarted ? std::string("(could not start ") + sim_main + ")" : std::to_string(rc)) +
-                                     "; its messages: " + log);
+        run_round(trace, r.dir, n, {});
         if (dir != out_dir) trim(dir);  // never the user's run
         dir = r.dir;
         last_trace = trace;

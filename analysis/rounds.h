@@ -7,7 +7,9 @@
 // sim_main on the patched trace with the same platform: a full run, its analysis and the
 // verification of its own suggestions, which the next round reads. It stops after K rounds, when
 // a run has no verified suggestion, or when a round's run does not reproduce the saving its
-// replay measured (then it says so: nothing is claimed that a run did not show).
+// replay measured (then it says so: nothing is claimed that a run did not show). A round's run
+// with nothing verified but suggestions its verification did not replay (--verify K replays K)
+// is run again replaying all of them before the rounds stop there.
 //
 // Every figure is a simulation: the saving of the rounds is the first run's simulated time
 // minus the last's.

@@ -79,4 +79,25 @@ pass "bad uses: clear messages, non-zero exits, nothing written"
 grep -q "stopped: no verified suggestion in late-opt-rounds/round-" late.txt && [[ -s late-opt.bin ]] ||
     fail "the rounds do not stop where nothing is left: $(cat late.txt)"
 pass "rounds stop at a run with nothing verified left: $(grep '^rounds: ' late.txt)"
+
+# A round's run with nothing verified but suggestions its verification did not replay (5 of 10
+# replayed, all no gain): the rounds run it again replaying all of them, and stop only if none
+# is verified then (on this 1-layer batch-8 decode, seq 2048, round 2's run). Whatever the rounds
+# do, they never stop at a run that still has a suggestion nobody replayed.
+"$GEN" transformer --model llama2-7b --phase decode --batch 8 --seq 2048 --layers 1 -o l1.bin >/dev/null
+"$SIM" --platform "$PLATFORM" --trace l1.bin --out l1 -q --deterministic
+"$ANA" l1 --rounds 3 -o l1-opt.bin > l1.txt 2> l1.err || fail "--rounds on the 1-layer decode: $(cat l1.err)"
+grep -q "suggestions not replayed: running it again, replaying every suggestion" l1.err ||
+    fail "the 1-layer decode's rounds no longer meet a run with unreplayed suggestions (choose another trace): $(cat l1.err)"
+"$PY" - l1.txt <<'PY' || fail "the rounds stopped at a run with suggestions nobody replayed"
+import json, re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"stopped: no verified suggestion in (\S+)", text)
+if m:
+    a = json.load(open(m.group(1) + "/analysis.json"))
+    left = [x["kind"] for x in a["suggestions"] if x["status"] == "not_verified"]
+    assert not left, "%s still has %d suggestions not replayed: %s" % (m.group(1), len(left), left)
+    print("ok: stopped at %s with all %d suggestions replayed" % (m.group(1), len(a["suggestions"])))
+PY
+pass "rounds replay every suggestion before stopping: $(grep '^rounds: ' l1.txt)"
 echo "$checks passed, 0 failed"
