@@ -13,6 +13,8 @@
 # top suggestion recovers: (planted - patched) / (planted - clean), with the patched trace written
 # by `xpu_analyze OUT --apply 1` and re-simulated, as tests/e2e/planted.sh does.
 #
+# Per kind, over every replayed suggestion: how many, verified / no gain, the estimates' and the
+# measurements' sums and the median of measured / estimated (a table after the bars).
 # Three bars, PASS/FAIL per trace and a summary line (a benchmark, not a test: the exit status is
 # 0 whatever the bars say, 1 only if a run failed outright):
 #   (a) clean traces: no suggestion with status `verified` measures slower (measured < 0);
@@ -456,6 +458,32 @@ for k in "abc":
 if not_applicable:
     L.append("Planted cases that lose nothing at their size, so not counted in (b): " + "; ".join(not_applicable) + ".")
     L.append("")
+# Per kind, over every replayed suggestion of every trace: how many, verified / no gain, the sums
+# of the estimates and of the measurements, and the median of measured / estimated (what one
+# kind's estimates are worth; advice kinds that are not replayed are left out).
+per_kind = {}
+for r in rows:
+    for s in r.get("suggestions", []):
+        if s["measured_saving_ns"] is None or not s["estimated_saving_ns"]:
+            continue
+        k = per_kind.setdefault(s["kind"], {"n": 0, "verified": 0, "est": 0.0, "meas": 0.0, "ratios": []})
+        k["n"] += 1
+        k["verified"] += s["status"] == "verified"
+        k["est"] += s["estimated_saving_ns"]
+        k["meas"] += s["measured_saving_ns"]
+        k["ratios"].append(s["measured_saving_ns"] / s["estimated_saving_ns"])
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else 0.5 * (v[len(v) // 2 - 1] + v[len(v) // 2])
+L.append("Estimates against measurements per kind, every replayed suggestion of every trace (measured / estimated):")
+L.append("")
+L.append("| kind | replayed | verified | no gain | estimated, sum (us) | measured, sum (us) | median measured / estimated |")
+L.append("|---|---|---|---|---|---|---|")
+for kind in sorted(per_kind, key=lambda x: -per_kind[x]["n"]):
+    k = per_kind[kind]
+    L.append("| `%s` | %d | %d | %d | %s | %s | %.2f |" % (kind, k["n"], k["verified"], k["n"] - k["verified"], fmt_us(k["est"]),
+                                                         fmt_us(k["meas"]), median(k["ratios"])))
+L.append("")
 slow_any = ["%s: #%d %s at %s measured %s us" % (r["trace"], s["rank"], s["kind"], s["where"],
              fmt_us(s["measured_saving_ns"])) for r in rows for s in r.get("slower_verified", [])]
 L.append("Suggestions verified yet measured slower, on any trace (clean or planted): %s."
