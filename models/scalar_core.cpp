@@ -17,6 +17,7 @@ ScalarCore::ScalarCore(const sc_core::sc_module_name& n, const ScalarCoreConfig&
       flags("flags"),
       cfg_(cfg),
       buf_(static_cast<std::size_t>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(cfg.batch, cfg.stream_instructions)))),
+      lent_(*new FetchInPlace),
       cmd_(*new UnitCommand),
       fetch_(cfg.cycle, cfg.fetch_width),
       issue_(cfg.cycle, cfg.issue_width),
@@ -28,6 +29,7 @@ ScalarCore::ScalarCore(const sc_core::sc_module_name& n, const ScalarCoreConfig&
     expose_initiator("mxu", mxu, true, false);
     expose_initiator("dma", dma, true, false);
     expose_initiator("flags", flags, false, false);
+    fetch_gp_.set_extension(&lent_);  // the payload owns it from here
     unit_gp_.set_command(tlm::TLM_IGNORE_COMMAND);
     unit_gp_.set_extension(&cmd_);  // the payload owns it from here
     flag_gp_.set_command(tlm::TLM_WRITE_COMMAND);
@@ -55,15 +57,20 @@ void ScalarCore::run() {
         fetch_gp_.set_data_ptr(reinterpret_cast<unsigned char*>(buf_.data()));
         fetch_gp_.set_data_length(static_cast<unsigned>(buf_.size() * sizeof(Instruction)));
         fetch_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+        lent_.first = nullptr;
+        lent_.count = 0;
         sc_core::sc_time zero = sc_core::SC_ZERO_TIME;
         imem->b_transport(fetch_gp_, zero);
         std::size_t n = fetch_gp_.get_data_length() / sizeof(Instruction);
         if (fetch_gp_.is_response_error() || n == 0) break;
+        // Lent in place by the injector (valid until the next fetch), or copied into buf_.
+        const Instruction* const ins = lent_.first ? lent_.first : buf_.data();
+        if (lent_.first) n = std::min(n, lent_.count);
         bool halted = false;
         for (std::size_t i = 0; i < n; ++i) {
-            execute(buf_[i]);
+            execute(ins[i]);
             ++index_;
-            if (buf_[i].op == Opcode::Halt) {
+            if (ins[i].op == Opcode::Halt) {
                 halted = true;
                 break;
             }

@@ -15,6 +15,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include "models/busy_tracker.h"
+#include "models/fetch_in_place.h"
 #include "models/params.h"
 #include "models/quantum.h"
 #include "models/unit_command.h"
@@ -133,6 +134,7 @@ private:
     ScalarCoreConfig cfg_;
     std::vector<Instruction> buf_;
     tlm::tlm_generic_payload fetch_gp_, unit_gp_, flag_gp_;
+    FetchInPlace& lent_;  // owned by fetch_gp_: the injector's instructions, read in place
     UnitCommand& cmd_;  // owned by unit_gp_ (a payload deletes its extensions)
     FlagCommand flag_cmd_;
 
