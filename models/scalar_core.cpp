@@ -50,7 +50,20 @@ void ScalarCore::fail(const std::string& what, const Instruction& in) {
     throw std::logic_error("unreachable");  // SC_REPORT_ERROR throws
 }
 
+void ScalarCore::bind_families() {
+    auto read = [](FamilySocket& socket, const char* name, bool may_wait, UnitFamily& into) {
+        into.name = name;
+        into.may_wait = may_wait;
+        into.units.clear();
+        for (unsigned i = 0, n = socket.size(); i < n; ++i) into.units.push_back(socket[static_cast<int>(i)]);
+    };
+    read(vpu, "vpu", false, vpu_units_);
+    read(mxu, "mxu", false, mxu_units_);
+    read(dma, "dma", true, dma_units_);
+}
+
 void ScalarCore::run() {
+    bind_families();  // elaboration is over: the bindings are final
     qk_.reset();
     for (;;) {
         fetch_gp_.set_command(tlm::TLM_READ_COMMAND);
@@ -111,13 +124,13 @@ void ScalarCore::execute(const Instruction& in) {
                                                                     : cfg_.salu_latency);
             break;
         case UnitKind::Vector:
-            issue = dispatch_to_unit(vpu, "vpu", in, slot, complete, operands_read);
+            issue = dispatch_to_unit(vpu_units_, in, slot, complete, operands_read);
             break;
         case UnitKind::Matrix:
-            issue = dispatch_to_unit(mxu, "mxu", in, slot, complete, operands_read);
+            issue = dispatch_to_unit(mxu_units_, in, slot, complete, operands_read);
             break;
         case UnitKind::Dma:
-            issue = dispatch_to_unit(dma, "dma", in, slot, complete, operands_read);
+            issue = dispatch_to_unit(dma_units_, in, slot, complete, operands_read);
             break;
         case UnitKind::Sync:
             issue = sync_op(in, slot);
@@ -155,12 +168,12 @@ void ScalarCore::execute(const Instruction& in) {
     if (qk_.past_quantum(issue)) qk_.sync_to(issue);
 }
 
-Tick ScalarCore::dispatch_to_unit(FamilySocket& fam, const char* fam_name, const Instruction& in,
-                                  Tick t, Tick& complete, Tick& operands_read) {
-    if (in.unit >= fam.size()) {
+Tick ScalarCore::dispatch_to_unit(const UnitFamily& fam, const Instruction& in, Tick t, Tick& complete,
+                                  Tick& operands_read) {
+    if (in.unit >= fam.units.size()) {
         std::ostringstream os;
-        os << "unit " << fam_name << "[" << unsigned(in.unit) << "] does not exist (this core has "
-           << fam.size() << " bound to its " << fam_name << " socket)";
+        os << "unit " << fam.name << "[" << unsigned(in.unit) << "] does not exist (this core has "
+           << fam.units.size() << " bound to its " << fam.name << " socket)";
         fail(os.str(), in);
     }
     cmd_.in = &in;
@@ -175,8 +188,8 @@ Tick ScalarCore::dispatch_to_unit(FamilySocket& fam, const char* fam_name, const
     // which accepts no earlier than the kernel time it wakes the core at.
     const Tick now = now_ticks();
     sc_core::sc_time delay = to_sc(t > now ? t - now : 0);
-    fam[in.unit]->b_transport(unit_gp_, delay);
-    if (&fam == &dma) qk_.reset();  // a full DMA queue waits: a new quantum
+    fam.units[in.unit]->b_transport(unit_gp_, delay);
+    if (fam.may_wait) qk_.reset();  // a full DMA queue waits: a new quantum
     if (unit_gp_.is_response_error())
         fail(cmd_.error ? cmd_.error : "the unit rejected the instruction", in);
     complete = cmd_.complete;
