@@ -8,9 +8,10 @@
 
 namespace xpu {
 
-void BusyTracker::add(Tick start, Tick end) {
+void BusyTracker::add_anywhere(Tick start, Tick end) {
     if (end <= start) return;
-    // Fast path: at or after the last interval (in-order units).
+    // At or after the last interval (in-order units): add()'s fast path, and its append once
+    // 64 intervals are open (then settled).
     if (open_.size() > head_) {
         auto& last = open_.back();
         if (start >= last.first) {
