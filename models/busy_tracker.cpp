@@ -48,7 +48,7 @@ void BusyTracker::add_anywhere(Tick start, Tick end) {
     }
 }
 
-void BusyTracker::settle(Tick watermark) {
+void BusyTracker::settle_before(Tick watermark) {
     while (head_ < open_.size() && open_[head_].second < watermark) {
         closed_ += open_[head_].second - open_[head_].first;
         ++head_;

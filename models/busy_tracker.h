@@ -34,11 +34,16 @@ public:
         }
         add_anywhere(start, end);
     }
-    void settle(Tick watermark);
+    // Inline up to its first test: units settle after every op, and mostly nothing ends
+    // before the watermark yet (a call per op before).
+    void settle(Tick watermark) {
+        if (head_ < open_.size() && open_[head_].second < watermark) settle_before(watermark);
+    }
     Tick total() const;
 
 private:
     void add_anywhere(Tick start, Tick end);
+    void settle_before(Tick watermark);  // settle() once the first open interval ends before it
     // Disjoint merged intervals (start, end), sorted by start, from open_[head_] on: settled
     // ones are skipped by moving head_, and the vector compacted now and then. A sorted vector,
     // not a map: the open set stays small (settle), most adds touch its last element, and a

@@ -187,7 +187,14 @@ Tick ScalarCore::dispatch_to_unit(const UnitFamily& fam, const Instruction& in, 
     // (quantum), in sync operations (it resumes at the kernel time) and in a full DMA queue,
     // which accepts no earlier than the kernel time it wakes the core at.
     const Tick now = now_ticks();
-    sc_core::sc_time delay = to_sc(t > now ? t - now : 0);
+    const Tick ahead = t > now ? t - now : 0;
+    // sc_time::from_value is a library call: the last annotation is kept and reused while the
+    // core's lead over the kernel stays the same (instructions issued in the same cycle).
+    if (ahead != delay_ticks_) {
+        delay_ticks_ = ahead;
+        delay_sc_ = to_sc(ahead);
+    }
+    sc_core::sc_time delay = delay_sc_;
     fam.units[in.unit]->b_transport(unit_gp_, delay);
     if (fam.may_wait) qk_.reset();  // a full DMA queue waits: a new quantum
     if (unit_gp_.is_response_error())

@@ -143,6 +143,8 @@ private:
     tlm::tlm_generic_payload fetch_gp_, unit_gp_, flag_gp_;
     FetchInPlace& lent_;  // owned by fetch_gp_: the injector's instructions, read in place
     UnitFamily vpu_units_, mxu_units_, dma_units_;
+    Tick delay_ticks_ = 0;                      // the last annotation a unit was offered ...
+    sc_core::sc_time delay_sc_ = sc_core::SC_ZERO_TIME;  // ... as sc_time (dispatch_to_unit)
     UnitCommand& cmd_;  // owned by unit_gp_ (a payload deletes its extensions)
     FlagCommand flag_cmd_;
 
