@@ -9,6 +9,7 @@
 // model built on it never exceeds its configured bandwidth (conservation, not a tuning).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "traces/instruction.h"
@@ -41,7 +42,7 @@ public:
         // touches is usable whole. fill()'s loop without its first-bucket cut, which can never
         // apply here (t is before every bucket it visits): the same steps, the same answer.
         if (b < frontier_) {
-            double left = static_cast<double>(bytes);
+            double left = to_real(bytes);
             std::uint64_t c = frontier_;
             for (;;) {
                 Bucket& u = slot(c);
@@ -66,15 +67,22 @@ public:
     Tick busy() const { return static_cast<Tick>(static_cast<double>(bytes_) / rate_ + 0.5); }
 
 private:
+    // Conversions through int64_t: the same values as the unsigned ones for operands below 2^63,
+    // without the range test and fix-up path x86-64 needs for unsigned 64-bit <-> double (a
+    // compare and a branch on the floating-point result, per conversion, on every reservation).
+    // What a calendar converts is always far below: a request's bytes (a transaction's length
+    // is 32-bit), a time within a bucket, a bucket's fill times its transfer rate.
+    static double to_real(std::uint64_t x) { return static_cast<double>(static_cast<std::int64_t>(x)); }
+    static Tick to_tick(double x) { return static_cast<Tick>(static_cast<std::int64_t>(x)); }
     void forget(std::uint64_t now_b);
     Tick fill(std::uint64_t b, Tick t, std::uint64_t bytes);
     // When the last byte of a request of `bytes` moves: it ends in bucket b, filled to `used`
     // (a bucket fills front to back), and not before t + its own transfer time.
     Tick finish(std::uint64_t b, double used, Tick t, std::uint64_t bytes) {
-        const Tick end = (b << shift_) + static_cast<Tick>(used * inv_rate_ + 0.5);
+        const Tick end = (b << shift_) + to_tick(used * inv_rate_ + 0.5);
         if (bytes != own_bytes_) {
             own_bytes_ = bytes;
-            own_ticks_ = static_cast<Tick>(static_cast<double>(bytes) * inv_rate_ + 0.5);
+            own_ticks_ = to_tick(to_real(bytes) * inv_rate_ + 0.5);
         }
         const Tick own = t + own_ticks_;
         return end > own ? end : own;
