@@ -68,17 +68,16 @@ void BandwidthCalendar::forget(std::uint64_t now_b) {
     if (frontier_ < base_) frontier_ = first_free(base_);
 }
 
-// The general case of reserve(): bucket by bucket from t's bucket (b), skipping full ones.
-Tick BandwidthCalendar::fill(std::uint64_t b, Tick t, std::uint64_t bytes) {
-    b = std::max<std::uint64_t>(b, base_);
-    double left = static_cast<double>(bytes);
+// The general case of reserve(): bucket by bucket, skipping full ones, from the bucket after
+// t's (reserve() took its first step inline: the same loop, split after its first pass).
+Tick BandwidthCalendar::fill(std::uint64_t b, Tick t, std::uint64_t bytes, double left) {
     for (;;) {
         b = b <= frontier_ ? frontier_ : first_free(b);
         Bucket& u = slot(b);
         const Tick start = b << shift_;
         double room = cap_ - u.used;
         // In the first bucket only the part after t is usable.
-        if (t > start) room = std::min(room, cap_ * static_cast<double>(start + bucket_ - t) * inv_bucket_);
+        if (t > start) room = std::min(room, cap_ * to_real(start + bucket_ - t) * inv_bucket_);
         if (room > 1e-6) {
             double take = std::min(room, left);
             u.used += take;

@@ -9,6 +9,8 @@
 // model built on it never exceeds its configured bandwidth (conservation, not a tuning).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "traces/instruction.h"
@@ -41,7 +43,7 @@ public:
         // touches is usable whole. fill()'s loop without its first-bucket cut, which can never
         // apply here (t is before every bucket it visits): the same steps, the same answer.
         if (b < frontier_) {
-            double left = static_cast<double>(bytes);
+            double left = to_real(bytes);
             std::uint64_t c = frontier_;
             for (;;) {
                 Bucket& u = slot(c);
@@ -60,21 +62,50 @@ public:
                 c = c <= frontier_ ? frontier_ : first_free(c);
             }
         }
-        return fill(b, t, bytes);
+        // Otherwise (a resource with room, VMEM's usual case): fill()'s first step inline, which
+        // usually ends the request (it fits the bucket of its arrival), and fill() for the rest.
+        if (b < base_) b = base_;
+        b = b <= frontier_ ? frontier_ : first_free(b);
+        Bucket& u = slot(b);
+        const Tick start = b << shift_;
+        double room = cap_ - u.used;
+        // In the first bucket only the part after t is usable.
+        if (t > start) room = std::min(room, cap_ * to_real(start + bucket_ - t) * inv_bucket_);
+        double left = to_real(bytes);
+        if (room > 1e-6) {
+            const double take = std::min(room, left);
+            u.used += take;
+            left -= take;
+        }
+        if (full(u)) {
+            u.next = b + 1;
+            if (b == frontier_) frontier_ = first_free(b + 1);
+        }
+        if (left <= 1e-6) return finish(b, u.used, t, bytes);
+        return fill(b + 1, t, bytes, left);
     }
     // Transfer time used so far (bytes / rate), for utilisation.
     Tick busy() const { return static_cast<Tick>(static_cast<double>(bytes_) / rate_ + 0.5); }
 
 private:
+    // Conversions through int64_t: the same values as the unsigned ones for operands below 2^63,
+    // without the range test and fix-up path x86-64 needs for unsigned 64-bit <-> double (a
+    // compare and a branch on the floating-point result, per conversion, on every reservation).
+    // What a calendar converts is always far below: a request's bytes (a transaction's length
+    // is 32-bit), a time within a bucket, a bucket's fill times its transfer rate.
+    static double to_real(std::uint64_t x) { return static_cast<double>(static_cast<std::int64_t>(x)); }
+    static Tick to_tick(double x) { return static_cast<Tick>(static_cast<std::int64_t>(x)); }
     void forget(std::uint64_t now_b);
-    Tick fill(std::uint64_t b, Tick t, std::uint64_t bytes);
+    // reserve()'s general case from bucket b on, `left` of the request's `bytes` still to place
+    // (the first bucket was reserve()'s, inline).
+    Tick fill(std::uint64_t b, Tick t, std::uint64_t bytes, double left);
     // When the last byte of a request of `bytes` moves: it ends in bucket b, filled to `used`
     // (a bucket fills front to back), and not before t + its own transfer time.
     Tick finish(std::uint64_t b, double used, Tick t, std::uint64_t bytes) {
-        const Tick end = (b << shift_) + static_cast<Tick>(used * inv_rate_ + 0.5);
+        const Tick end = (b << shift_) + to_tick(used * inv_rate_ + 0.5);
         if (bytes != own_bytes_) {
             own_bytes_ = bytes;
-            own_ticks_ = static_cast<Tick>(static_cast<double>(bytes) * inv_rate_ + 0.5);
+            own_ticks_ = to_tick(to_real(bytes) * inv_rate_ + 0.5);
         }
         const Tick own = t + own_ticks_;
         return end > own ? end : own;

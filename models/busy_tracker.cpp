@@ -8,9 +8,10 @@
 
 namespace xpu {
 
-void BusyTracker::add(Tick start, Tick end) {
+void BusyTracker::add_anywhere(Tick start, Tick end) {
     if (end <= start) return;
-    // Fast path: at or after the last interval (in-order units).
+    // At or after the last interval (in-order units): add()'s fast path, and its append once
+    // 64 intervals are open (then settled).
     if (open_.size() > head_) {
         auto& last = open_.back();
         if (start >= last.first) {
@@ -47,7 +48,7 @@ void BusyTracker::add(Tick start, Tick end) {
     }
 }
 
-void BusyTracker::settle(Tick watermark) {
+void BusyTracker::settle_before(Tick watermark) {
     while (head_ < open_.size() && open_[head_].second < watermark) {
         closed_ += open_[head_].second - open_[head_].first;
         ++head_;

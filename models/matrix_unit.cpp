@@ -6,7 +6,9 @@ namespace xpu {
 
 MatrixUnit::MatrixUnit(const sc_core::sc_module_name& n, const MatrixUnitConfig& cfg)
     : XpuModule(n), cmd("cmd"), cfg_(cfg), queue_(cfg.queue_depth),
-      flow_(cfg.dataflow == "os" ? Flow::Os : cfg.dataflow == "is" ? Flow::Is : Flow::Ws) {
+      flow_(cfg.dataflow == "os" ? Flow::Os : cfg.dataflow == "is" ? Flow::Is : Flow::Ws),
+      per_row_cycle_(cfg.rows_per_cycle),
+      per_pop_cycle_(cfg.pop_rows_per_cycle) {
     cmd.register_b_transport(this, &MatrixUnit::b_transport);
     expose_target("cmd", cmd, false);
 }
@@ -105,7 +107,7 @@ void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& del
                 break;
             }
             start = max_tick(max_tick(earliest, weights_ready_), stream_free_);
-            occupied_until = start + ((Tick(in.m) + cfg_.rows_per_cycle - 1) / cfg_.rows_per_cycle) * cyc;
+            occupied_until = start + per_row_cycle_(in.m) * cyc;
             complete = occupied_until + Tick(cfg_.rows + cfg_.cols - 2) * cyc;  // the last row drains
             stream_free_ = occupied_until;
             drain_done_ = max_tick(drain_done_, complete);
@@ -121,7 +123,7 @@ void MatrixUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& del
         case Opcode::MPop: {
             std::uint64_t rows = in.has(kShape) && in.m ? in.m : cfg_.pop_rows_per_cycle;
             start = max_tick(accept, pop_free_);  // the result path: in order among pops
-            occupied_until = start + ((rows + cfg_.pop_rows_per_cycle - 1) / cfg_.pop_rows_per_cycle) * cyc;
+            occupied_until = start + per_pop_cycle_(rows) * cyc;
             complete = occupied_until + cfg_.pop_latency * cyc;
             pop_free_ = occupied_until;
             ++pops_;

@@ -38,6 +38,7 @@
 
 #include "models/lt_target_socket.h"
 #include "models/busy_tracker.h"
+#include "models/ceil_div.h"
 #include "models/params.h"
 #include "models/unit_command.h"
 #include "models/xpu_module.h"
@@ -106,6 +107,7 @@ private:
     MatrixUnitConfig cfg_;
     QueueSlots queue_;
     Flow flow_;
+    CeilDiv per_row_cycle_, per_pop_cycle_;  // ceil(rows / rows_per_cycle), ceil(rows / pop_rows_per_cycle)
     Tick last_start_ = 0;        // of the LHS path (matmul)
     Tick weight_port_free_ = 0;  // the weight-load path
     Tick shadow_free_ = 0;       // when the buffer a push writes may be overwritten

@@ -17,6 +17,7 @@ ScalarCore::ScalarCore(const sc_core::sc_module_name& n, const ScalarCoreConfig&
       flags("flags"),
       cfg_(cfg),
       buf_(static_cast<std::size_t>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(cfg.batch, cfg.stream_instructions)))),
+      lent_(*new FetchInPlace),
       cmd_(*new UnitCommand),
       fetch_(cfg.cycle, cfg.fetch_width),
       issue_(cfg.cycle, cfg.issue_width),
@@ -28,6 +29,7 @@ ScalarCore::ScalarCore(const sc_core::sc_module_name& n, const ScalarCoreConfig&
     expose_initiator("mxu", mxu, true, false);
     expose_initiator("dma", dma, true, false);
     expose_initiator("flags", flags, false, false);
+    fetch_gp_.set_extension(&lent_);  // the payload owns it from here
     unit_gp_.set_command(tlm::TLM_IGNORE_COMMAND);
     unit_gp_.set_extension(&cmd_);  // the payload owns it from here
     flag_gp_.set_command(tlm::TLM_WRITE_COMMAND);
@@ -48,22 +50,40 @@ void ScalarCore::fail(const std::string& what, const Instruction& in) {
     throw std::logic_error("unreachable");  // SC_REPORT_ERROR throws
 }
 
+void ScalarCore::bind_families() {
+    auto read = [](FamilySocket& socket, const char* name, bool may_wait, UnitFamily& into) {
+        into.name = name;
+        into.may_wait = may_wait;
+        into.units.clear();
+        for (unsigned i = 0, n = socket.size(); i < n; ++i) into.units.push_back(socket[static_cast<int>(i)]);
+    };
+    read(vpu, "vpu", false, vpu_units_);
+    read(mxu, "mxu", false, mxu_units_);
+    read(dma, "dma", true, dma_units_);
+}
+
 void ScalarCore::run() {
+    bind_families();  // elaboration is over: the bindings are final
     qk_.reset();
     for (;;) {
         fetch_gp_.set_command(tlm::TLM_READ_COMMAND);
         fetch_gp_.set_data_ptr(reinterpret_cast<unsigned char*>(buf_.data()));
         fetch_gp_.set_data_length(static_cast<unsigned>(buf_.size() * sizeof(Instruction)));
         fetch_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+        lent_.first = nullptr;
+        lent_.count = 0;
         sc_core::sc_time zero = sc_core::SC_ZERO_TIME;
         imem->b_transport(fetch_gp_, zero);
         std::size_t n = fetch_gp_.get_data_length() / sizeof(Instruction);
         if (fetch_gp_.is_response_error() || n == 0) break;
+        // Lent in place by the injector (valid until the next fetch), or copied into buf_.
+        const Instruction* const ins = lent_.first ? lent_.first : buf_.data();
+        if (lent_.first) n = std::min(n, lent_.count);
         bool halted = false;
         for (std::size_t i = 0; i < n; ++i) {
-            execute(buf_[i]);
+            execute(ins[i]);
             ++index_;
-            if (buf_[i].op == Opcode::Halt) {
+            if (ins[i].op == Opcode::Halt) {
                 halted = true;
                 break;
             }
@@ -104,13 +124,13 @@ void ScalarCore::execute(const Instruction& in) {
                                                                     : cfg_.salu_latency);
             break;
         case UnitKind::Vector:
-            issue = dispatch_to_unit(vpu, "vpu", in, slot, complete, operands_read);
+            issue = dispatch_to_unit(vpu_units_, in, slot, complete, operands_read);
             break;
         case UnitKind::Matrix:
-            issue = dispatch_to_unit(mxu, "mxu", in, slot, complete, operands_read);
+            issue = dispatch_to_unit(mxu_units_, in, slot, complete, operands_read);
             break;
         case UnitKind::Dma:
-            issue = dispatch_to_unit(dma, "dma", in, slot, complete, operands_read);
+            issue = dispatch_to_unit(dma_units_, in, slot, complete, operands_read);
             break;
         case UnitKind::Sync:
             issue = sync_op(in, slot);
@@ -148,12 +168,12 @@ void ScalarCore::execute(const Instruction& in) {
     if (qk_.past_quantum(issue)) qk_.sync_to(issue);
 }
 
-Tick ScalarCore::dispatch_to_unit(FamilySocket& fam, const char* fam_name, const Instruction& in,
-                                  Tick t, Tick& complete, Tick& operands_read) {
-    if (in.unit >= fam.size()) {
+Tick ScalarCore::dispatch_to_unit(const UnitFamily& fam, const Instruction& in, Tick t, Tick& complete,
+                                  Tick& operands_read) {
+    if (in.unit >= fam.units.size()) {
         std::ostringstream os;
-        os << "unit " << fam_name << "[" << unsigned(in.unit) << "] does not exist (this core has "
-           << fam.size() << " bound to its " << fam_name << " socket)";
+        os << "unit " << fam.name << "[" << unsigned(in.unit) << "] does not exist (this core has "
+           << fam.units.size() << " bound to its " << fam.name << " socket)";
         fail(os.str(), in);
     }
     cmd_.in = &in;
@@ -167,9 +187,16 @@ Tick ScalarCore::dispatch_to_unit(FamilySocket& fam, const char* fam_name, const
     // (quantum), in sync operations (it resumes at the kernel time) and in a full DMA queue,
     // which accepts no earlier than the kernel time it wakes the core at.
     const Tick now = now_ticks();
-    sc_core::sc_time delay = to_sc(t > now ? t - now : 0);
-    fam[in.unit]->b_transport(unit_gp_, delay);
-    if (&fam == &dma) qk_.reset();  // a full DMA queue waits: a new quantum
+    const Tick ahead = t > now ? t - now : 0;
+    // sc_time::from_value is a library call: the last annotation is kept and reused while the
+    // core's lead over the kernel stays the same (instructions issued in the same cycle).
+    if (ahead != delay_ticks_) {
+        delay_ticks_ = ahead;
+        delay_sc_ = to_sc(ahead);
+    }
+    sc_core::sc_time delay = delay_sc_;
+    fam.units[in.unit]->b_transport(unit_gp_, delay);
+    if (fam.may_wait) qk_.reset();  // a full DMA queue waits: a new quantum
     if (unit_gp_.is_response_error())
         fail(cmd_.error ? cmd_.error : "the unit rejected the instruction", in);
     complete = cmd_.complete;

@@ -15,6 +15,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include "models/busy_tracker.h"
+#include "models/fetch_in_place.h"
 #include "models/params.h"
 #include "models/quantum.h"
 #include "models/unit_command.h"
@@ -125,14 +126,25 @@ public:
 private:
     void run();
     void execute(const Instruction& in);
-    Tick dispatch_to_unit(FamilySocket& fam, const char* fam_name, const Instruction& in,
-                          Tick t, Tick& complete, Tick& operands_read);
+    // The units bound to one family socket (vpu, mxu, dma), read once when the run starts: a
+    // multi-socket's size() is two virtual calls, asked per dispatched instruction before.
+    struct UnitFamily {
+        const char* name = "";
+        std::vector<tlm::tlm_fw_transport_if<>*> units;  // [i]: the unit the i-th binding reaches
+        bool may_wait = false;  // a DMA engine's full queue blocks the core (a new quantum after)
+    };
+    void bind_families();
+    Tick dispatch_to_unit(const UnitFamily& fam, const Instruction& in, Tick t, Tick& complete, Tick& operands_read);
     Tick sync_op(const Instruction& in, Tick t);
     [[noreturn]] void fail(const std::string& what, const Instruction& in);
 
     ScalarCoreConfig cfg_;
     std::vector<Instruction> buf_;
     tlm::tlm_generic_payload fetch_gp_, unit_gp_, flag_gp_;
+    FetchInPlace& lent_;  // owned by fetch_gp_: the injector's instructions, read in place
+    UnitFamily vpu_units_, mxu_units_, dma_units_;
+    Tick delay_ticks_ = 0;                      // the last annotation a unit was offered ...
+    sc_core::sc_time delay_sc_ = sc_core::SC_ZERO_TIME;  // ... as sc_time (dispatch_to_unit)
     UnitCommand& cmd_;  // owned by unit_gp_ (a payload deletes its extensions)
     FlagCommand flag_cmd_;
 

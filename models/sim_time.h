@@ -11,7 +11,9 @@
 namespace xpu {
 
 inline sc_core::sc_time to_sc(Tick t) { return sc_core::sc_time::from_value(t); }
-inline Tick now_ticks() { return sc_core::sc_time_stamp().value(); }
+// The kernel's time: what sc_time_stamp() returns, read inline (sc_time_stamp() is a call into
+// the SystemC library; the models ask it a few times per instruction and per DMA chunk).
+inline Tick now_ticks() { return sc_core::sc_get_curr_simcontext()->time_stamp().value(); }
 // Time from now until t (0 if t is in the past).
 inline sc_core::sc_time until(Tick t) {
     Tick n = now_ticks();

@@ -1,5 +1,7 @@
 #include "models/trace_injector.h"
 
+#include "models/fetch_in_place.h"
+
 namespace xpu {
 
 TraceInjector::TraceInjector(const sc_core::sc_module_name& n, const TraceInjectorConfig& cfg)
@@ -24,8 +26,15 @@ void TraceInjector::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&)
     auto* out = reinterpret_cast<Instruction*>(gp.get_data_ptr());
     std::size_t cap = gp.get_data_length() / sizeof(Instruction);
     std::size_t n = 0;
+    auto* lend = gp.get_extension<FetchInPlace>();  // the core reads ours in place: no copy
     try {
-        n = reader_->read(out, cap);
+        if (lend) {
+            lend->first = nullptr;
+            lend->count = cap ? reader_->read_in_place(lend->first, cap) : 0;
+            n = lend->count;
+        } else {
+            n = reader_->read(out, cap);
+        }
     } catch (const trace::TraceError& e) {
         SC_REPORT_ERROR("xpusim/trace", e.what());
         gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);

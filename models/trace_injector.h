@@ -1,8 +1,10 @@
 // TraceInjector: the instruction memory of one core, replaying one stream of a recorded trace.
 // The core pulls instructions in batches over TLM (target socket `port`): a READ whose data
 // pointer is an array of Instruction and whose length is its capacity in bytes; the injector
-// fills it and sets the length to what it wrote (0 = end of stream). Memory is bounded by one
-// batch here plus one trace block in the reader, whatever the trace length.
+// fills it and sets the length to what it wrote (0 = end of stream). With a FetchInPlace
+// extension on the payload (models/fetch_in_place.h) it lends its reader's instructions in place
+// instead and sets the length to what it lent. Memory is bounded by one batch here plus one
+// trace block in the reader (or the check's piece it reads), whatever the trace length.
 #pragma once
 
 #include <memory>

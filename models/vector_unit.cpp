@@ -5,7 +5,8 @@
 namespace xpu {
 
 VectorUnit::VectorUnit(const sc_core::sc_module_name& n, const VectorUnitConfig& cfg)
-    : XpuModule(n), cmd("cmd"), mem("mem"), cfg_(cfg), queue_(cfg.queue_depth), origin_(*new TxnOrigin) {
+    : XpuModule(n), cmd("cmd"), mem("mem"), cfg_(cfg), queue_(cfg.queue_depth),
+      per_vreg_(cfg.lanes * cfg.sublanes), per_ldst_cycle_(cfg.ldst_bytes_per_cycle), origin_(*new TxnOrigin) {
     origin_.initiator = name();
     mem_gp_.set_extension(&origin_);  // the payload owns it from here
     cmd.register_b_transport(this, &VectorUnit::b_transport);
@@ -35,7 +36,7 @@ void VectorUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& del
     Tick accept = queue_.accept(offered);
     unsigned per_vreg = cfg_.lanes * cfg_.sublanes;
     std::uint64_t elems = in.has(kCount) ? in.count : per_vreg;
-    std::uint64_t vregs = (elems + per_vreg - 1) / per_vreg;
+    std::uint64_t vregs = per_vreg_(elems);
     if (vregs == 0) vregs = 1;
 
     Pipe pipe = kAlu;
@@ -60,7 +61,7 @@ void VectorUnit::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& del
         case Opcode::VStore: {
             pipe = kLdSt;
             std::uint64_t b = in.has(kBytes) ? in.bytes : 0;
-            occupancy = ((b + cfg_.ldst_bytes_per_cycle - 1) / cfg_.ldst_bytes_per_cycle) * cfg_.cycle;
+            occupancy = per_ldst_cycle_(b) * cfg_.cycle;
             if (occupancy == 0) occupancy = cfg_.cycle;
             break;
         }

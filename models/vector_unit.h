@@ -9,6 +9,7 @@
 
 #include "models/lt_target_socket.h"
 #include "models/busy_tracker.h"
+#include "models/ceil_div.h"
 #include "models/params.h"
 #include "models/unit_command.h"
 #include "models/xpu_module.h"
@@ -64,6 +65,7 @@ private:
 
     VectorUnitConfig cfg_;
     QueueSlots queue_;
+    CeilDiv per_vreg_, per_ldst_cycle_;  // ceil(elements / lanes x sublanes), ceil(bytes / ldst_bytes_per_cycle)
     Tick pipe_free_[kPipes] = {};
     Tick pipe_busy_[kPipes] = {};
     BusyTracker busy_;

@@ -12,6 +12,7 @@
 #include "models/address.h"
 #include "models/bandwidth_calendar.h"
 #include "models/busy_tracker.h"
+#include "models/ceil_div.h"
 #include "models/dma_engine.h"
 #include "models/hbm_controller.h"
 #include "models/ici.h"
@@ -594,6 +595,25 @@ TEST(BusyTrackerAlone, TotalIsTheUnionOfTheIntervals) {
         }
         if (open) want += ce - cs;
         ASSERT_EQ(busy.total(), want) << "round " << round;
+    }
+}
+
+// CeilDiv (models/ceil_div.h): the units' ceil(x / d), a shift for a power-of-two divisor and a
+// division otherwise, against the quotient computed by hand, around the multiples of d and for
+// large x.
+TEST(CeilDivAlone, EqualsTheRoundedUpQuotientForEveryDivisor) {
+    std::mt19937_64 rng(5);
+    for (std::uint64_t d : {1ull, 2ull, 3ull, 7ull, 8ull, 96ull, 128ull, 1000ull, 4096ull, 1048576ull}) {
+        const CeilDiv div(d);
+        EXPECT_EQ(div.divisor(), d);
+        auto want = [d](std::uint64_t x) { return x / d + (x % d != 0); };
+        for (std::uint64_t k = 0; k < 50; ++k)
+            for (std::uint64_t x : {k * d, k * d + 1, k * d + d - 1})
+                ASSERT_EQ(div(x), want(x)) << "d " << d << " x " << x;
+        for (int i = 0; i < 1000; ++i) {
+            const std::uint64_t x = rng() >> 2;  // far from overflow in x + d - 1
+            ASSERT_EQ(div(x), want(x)) << "d " << d << " x " << x;
+        }
     }
 }
 

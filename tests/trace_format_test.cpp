@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -987,6 +988,69 @@ TEST(CheckedFeed, ReadersTakeWhatTheCheckPushedInOrderAndStopWhenItFails) {
     EXPECT_EQ(f.take(0, out, 4), 0u);  // queued, but a failed check runs nothing more
     EXPECT_TRUE(f.closed());
     EXPECT_FALSE(f.wants(0));
+}
+
+// take_piece() hands a reader the front piece itself (what take() left of it, moved down), and
+// takes back the reader's previous one as a blank for the check: nothing is lost, duplicated or
+// reordered, and after a failure nothing more is handed over.
+TEST(CheckedFeed, TakePieceHandsTheFrontPieceAndRecyclesTheReadersOld) {
+    CheckedFeed f(1, 8, 3);
+    f.start();
+    f.push(0, piece_of(0, 8));
+    f.push(0, piece_of(8, 6));
+    f.push(0, piece_of(14, 8));
+    std::vector<Instruction> held = piece_of(1000, 8);  // a reader's previous piece
+    const Instruction* old = held.data();
+    ASSERT_EQ(f.take_piece(0, held), 8u);
+    for (std::size_t i = 0; i < 8; ++i) EXPECT_EQ(held[i].value, static_cast<std::int64_t>(i));
+    std::vector<Instruction> b = f.blank();  // the reader's old piece, recycled for the check
+    EXPECT_EQ(b.data(), old);
+    EXPECT_GE(b.capacity(), 8u);
+    Instruction out[4];
+    ASSERT_EQ(f.take(0, out, 2), 2u);  // take() begins the next piece...
+    EXPECT_EQ(out[1].value, 9);
+    ASSERT_EQ(f.take_piece(0, held), 4u);  // ...take_piece() hands what is left of it
+    for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(held[i].value, static_cast<std::int64_t>(10 + i));
+    EXPECT_TRUE(f.wants(0));
+    f.fail();
+    EXPECT_EQ(f.take_piece(0, held), 0u);  // queued, but a failed check runs nothing more
+}
+
+// A reader fed by the check lends the check's pieces in place: the same instructions, in the same
+// order, as reading the file, in batches of at most `max` that stay valid until the next call;
+// and a reader of the file lends what it decoded.
+TEST_F(TraceTest, ReadInPlaceLendsTheSameInstructionsFedOrFromTheFile) {
+    const std::string path = file("inplace.bin");
+    std::mt19937_64 rng(11);
+    std::vector<Instruction> want;
+    {
+        TraceWriter w(path);
+        w.add_stream(0, 0);
+        for (int i = 0; i < 3000; ++i) {
+            want.push_back(random_instruction(rng, 0));
+            w.append(0, want.back());
+        }
+        w.close();
+    }
+    const TraceFile tf = TraceFile::open(path);
+    auto feed = std::make_shared<CheckedFeed>(1, 700, 8);
+    feed->start();
+    for (std::size_t at = 0; at < want.size(); at += 700)
+        feed->push(0, std::vector<Instruction>(want.begin() + static_cast<std::ptrdiff_t>(at),
+                                               want.begin() + static_cast<std::ptrdiff_t>(std::min(at + 700, want.size()))));
+    feed->passed_all();
+    StreamReader fed(tf.with_feed(feed), 0), plain(tf, 0);
+    for (StreamReader* r : {&fed, &plain}) {
+        std::size_t got = 0;
+        const Instruction* p = nullptr;
+        while (const std::size_t n = r->read_in_place(p, 256)) {
+            ASSERT_LE(n, 256u);
+            for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(p[i], want[got + i]) << got + i;
+            got += n;
+            EXPECT_EQ(r->position(), got);
+        }
+        EXPECT_EQ(got, want.size());
+    }
 }
 
 TEST(CheckedFeed, ACheckWaitingForRoomWakesWhenAReaderTakesOrTheRunDetaches) {

@@ -125,4 +125,23 @@ std::size_t CheckedFeed::take(std::size_t s, Instruction* out, std::size_t max) 
     return n;
 }
 
+std::size_t CheckedFeed::take_piece(std::size_t s, std::vector<Instruction>& held) {
+    if (s >= queues_.size()) return 0;
+    std::unique_lock<std::mutex> lk(m_);
+    Queue& q = queues_[s];
+    data_.wait(lk, [&] { return failed_ || passed_ || detached_ || !q.pieces.empty(); });
+    if (failed_ || q.pieces.empty()) return 0;  // as take(): nothing more runs after a failure
+    std::vector<Instruction>& front = q.pieces.front();
+    // A piece take() has begun (never when a reader uses one call only): its rest moves down.
+    if (q.head) front.erase(front.begin(), front.begin() + static_cast<std::ptrdiff_t>(q.head));
+    q.head = 0;
+    held.swap(front);
+    if (front.capacity()) spare_.push_back(std::move(front));
+    q.pieces.pop_front();
+    const bool freed = q.pieces.size() <= depth_ / 2;  // as take(): wake the check at half empty
+    lk.unlock();
+    if (freed) room_.notify_one();
+    return held.size();
+}
+
 }  // namespace xpu::trace

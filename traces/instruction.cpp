@@ -23,16 +23,6 @@ constexpr std::array<std::string_view, 6> kConds{"eq", "ne", "ge", "gt", "le", "
 constexpr std::array<std::string_view, 2> kSpaces{"vmem", "hbm"};
 }  // namespace
 
-UnitKind unit_kind(Opcode op) {
-    switch (static_cast<unsigned>(op) >> 4) {
-        case 0x0: return UnitKind::Scalar;
-        case 0x1: return UnitKind::Vector;
-        case 0x2: return UnitKind::Matrix;
-        case 0x3: return UnitKind::Dma;
-        default: return UnitKind::Sync;
-    }
-}
-
 bool is_valid_opcode(std::uint8_t raw) {
     // A table: every instruction of every run is checked against it (a loop over kOps was a
     // few percent of a run).

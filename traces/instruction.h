@@ -111,7 +111,16 @@ struct Instruction {
     bool operator!=(const Instruction& o) const { return !(*this == o); }
 };
 
-UnitKind unit_kind(Opcode op);
+// Inline: the core asks it of every instruction it issues (a call per instruction before).
+inline UnitKind unit_kind(Opcode op) {
+    switch (static_cast<unsigned>(op) >> 4) {
+        case 0x0: return UnitKind::Scalar;
+        case 0x1: return UnitKind::Vector;
+        case 0x2: return UnitKind::Matrix;
+        case 0x3: return UnitKind::Dma;
+        default: return UnitKind::Sync;
+    }
+}
 bool is_valid_opcode(std::uint8_t raw);
 std::string_view mnemonic(Opcode op);
 std::optional<Opcode> opcode_from_mnemonic(std::string_view s);

@@ -557,6 +557,33 @@ std::size_t StreamReader::read(Instruction* out, std::size_t max) {
     return n;
 }
 
+std::size_t StreamReader::read_in_place(const Instruction*& first, std::size_t max) {
+    if (max == 0) return 0;
+    if (lent_pos_ == lent_n_) {
+        lent_pos_ = lent_n_ = 0;
+        if (!feed_) {  // from the file: decoded into decoded_, as read() would copy them out
+            if (decoded_.size() < max) decoded_.resize(max);
+            lent_n_ = read(decoded_.data(), max);
+            lent_ = decoded_.data();
+        } else {
+            if (info_.instructions == position_) return 0;
+            if (feed_->take_piece(stream_index_, held_) == 0)
+                throw TraceError(where_ + ": instruction " + std::to_string(position_) +
+                                 " not run: the check of the trace ended without passing it");
+            // The check hands a stream no more than its instructions; the bound only keeps
+            // position() within the stream whatever a feed holds.
+            lent_n_ = static_cast<std::size_t>(std::min<std::uint64_t>(held_.size(), info_.instructions - position_));
+            lent_ = held_.data();
+        }
+        if (lent_n_ == 0) return 0;
+    }
+    const std::size_t n = std::min(max, lent_n_ - lent_pos_);
+    first = lent_ + lent_pos_;
+    lent_pos_ += n;
+    if (feed_) position_ += n;  // read() counts the file's itself
+    return n;
+}
+
 std::size_t StreamReader::read_fed(Instruction* out, std::size_t max) {
     const std::uint64_t left = info_.instructions - position_;
     if (left == 0 || max == 0) return 0;

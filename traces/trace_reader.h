@@ -107,6 +107,11 @@ class StreamReader {
     // stream). Throws TraceError on any corruption, naming the place, and, for a reader fed by
     // a check (TraceFile::with_feed), when the check ended without passing them.
     std::size_t read(Instruction* out, std::size_t max);
+    // The same, read in place: `first` points at the next instructions (up to `max`, > 0),
+    // which stay valid until the next call or the reader's end; returns how many (0 at the
+    // end of the stream). Fed by a check, they are the check's own decoded piece (no copy);
+    // from the file, decoded into a buffer of the reader's. Throws as read() does.
+    std::size_t read_in_place(const Instruction*& first, std::size_t max);
     std::uint64_t position() const { return position_; }  // instructions read so far
     const StreamInfo& info() const { return info_; }
 
@@ -117,6 +122,11 @@ class StreamReader {
  private:
     bool load_next_block();  // false at the end of the stream
     std::size_t read_fed(Instruction* out, std::size_t max);  // read() from feed_
+    // What read_in_place() lends from: the feed's piece (held_), or instructions decoded from
+    // the file (decoded_, sized once); lent_n_ of them at lent_, lent_pos_ lent so far.
+    std::vector<Instruction> held_, decoded_;
+    const Instruction* lent_ = nullptr;
+    std::size_t lent_n_ = 0, lent_pos_ = 0;
     [[noreturn]] void fail_block(const std::string& what) const;
     [[noreturn]] void fail_instruction(const std::uint8_t* at, const std::string& what) const;
 
