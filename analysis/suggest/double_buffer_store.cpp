@@ -4,15 +4,23 @@
 // write-back of the copy they overwrite, kStoreCopies blocks back (the plan, its legality rule
 // and its estimate: analysis/suggest/store_rename.h).
 //
+// Two suggestions per write-back flag: the store side alone, and the store side on top of
+// prefetch_ahead's plan (its loads moved into the HBM's idle time, the rule of store_rename.h
+// checked on the program with them moved). The second is what a decode's QK^T phase needs once
+// its waits are reordered: alone, prefetch_ahead's loads fill the HBM's channel queues and
+// every small write-back a block waits for queues behind them (docs/analysis.md,
+// "prefetch_ahead"); with more write-back buffers a block waits for a write-back further back.
+//
 // A kind of its own, not a case of double_buffer: that one renames the destinations of loads,
 // by the pipeline steps of the waits a load's readers need, and then hoists the loads; here
 // the fills are the core's own stores, the waits are for DMAs reading the buffer (write-after-
-// read), and nothing moves: the waits change what they wait for. The two share only where the
-// free VMEM and the unused flags are (BufferRenamer::room).
+// read), and nothing of the store side moves: the waits change what they wait for. The two
+// share only where the free VMEM and the unused flags are (BufferRenamer::room).
 #include <iomanip>
 #include <sstream>
 
 #include "analysis/suggest/finder.h"
+#include "analysis/suggest/prefetch_plan.h"
 #include "analysis/suggest/store_rename.h"
 #include "analysis/suggest/wait_groups.h"
 
@@ -24,26 +32,47 @@ class DoubleBufferStore : public SuggestionFinder {
 public:
     const char* kind() const override { return "double_buffer_store"; }
     void find(const SuggestContext& sc, std::vector<Suggestion>& out) const override {
+        std::uint64_t reserve = 0;  // the most VMEM one plan's copies take
         for (StoreRenamePlan& p : plan_store_renames(sc)) {
-            WaitGroup g;
-            g.s = std::move(p.s);
-            g.s.kind = kind();
-            g.saving_on = p.saving_on;
-            g.ops = p.wait_ops;
-            g.dma_anns = p.dma_ops;
-            const std::string at = finish_group(g);
-            std::ostringstream cause, action;
-            cause << p.waits << " waits at " << at << " stalled until the previous write-back of their staging buffer landed, "
-                  << "before the buffer is written again (" << dma_list(g) << ")";
-            action << "multi-buffer the write-back: give " << p.buffers << " staging buffer" << (p.buffers == 1 ? "" : "s") << " ("
-                   << std::fixed << std::setprecision(1) << double(p.buffer_bytes) / 1024 << " KiB) " << kStoreCopies - 1
-                   << " more copies in free VMEM, the blocks' stores and write-backs in turn, each copy's write-backs on a flag "
-                   << "of its own, so that each wait waits only for the write-back of the copy it overwrites ("
-                   << p.generations << " blocks; " << p.full_waits << " waits still wait for all)";
-            g.s.cause = cause.str();
-            g.s.action = action.str();
-            out.push_back(std::move(g.s));
+            if (p.buffers) reserve = std::max(reserve, p.vmem_bytes);
+            out.push_back(suggestion(std::move(p), nullptr));
         }
+        if (!reserve) return;  // no staging buffer to multiply: prefetch_ahead's own suggestion is the same
+        PrefetchPlan ahead = plan_prefetch_ahead(sc, reserve);
+        if (ahead.s.moves.empty() && ahead.s.edits.empty()) return;
+        for (StoreRenamePlan& p : plan_store_renames(sc, &ahead.s, reserve))
+            if (p.buffers) out.push_back(suggestion(std::move(p), &ahead));
+    }
+
+private:
+    Suggestion suggestion(StoreRenamePlan&& p, const PrefetchPlan* ahead) const {
+        WaitGroup g;
+        g.s = std::move(p.s);
+        g.s.kind = kind();
+        g.saving_on = p.saving_on;
+        g.ops = p.wait_ops;
+        g.dma_anns = p.dma_ops;
+        if (ahead) {  // its waits and loads too; the two serve different waits, so their savings add up
+            for (const auto& [stream, t] : ahead->saving_on) g.saving_on[stream] += t;
+            g.ops.insert(ahead->wait_ops.begin(), ahead->wait_ops.end());
+        }
+        const std::string at = finish_group(g);
+        std::ostringstream cause, action;
+        cause << p.waits << " waits stalled until the previous write-back of their staging buffer landed, before the buffer is "
+              << "written again (" << dma_list(g) << ")";
+        if (ahead) cause << "; " << ahead->waits << " waits on loads the HBM had idle time to move earlier";
+        action << "multi-buffer the write-back: give " << p.buffers << " staging buffer" << (p.buffers == 1 ? "" : "s") << " ("
+               << std::fixed << std::setprecision(1) << double(p.buffer_bytes) / 1024 << " KiB) " << kStoreCopies - 1
+               << " more copies in free VMEM, the blocks' stores and write-backs in turn, each copy's write-backs on a flag "
+               << "of its own, so that each wait waits only for the write-back of the copy it overwrites (" << p.generations
+               << " blocks; " << p.full_waits << " waits still wait for all)";
+        if (ahead)
+            action << "; with prefetch ahead: load " << ahead->dmas << " DMAs earlier, where the HBM idled, into buffers of their own "
+                   << "(as prefetch_ahead)";
+        g.s.cause = cause.str();
+        g.s.action = action.str();
+        (void)at;
+        return std::move(g.s);
     }
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <unordered_map>
 #include <set>
 
 #include "analysis/suggest/finder.h"
@@ -71,20 +72,33 @@ private:
 // The plan of one flag on one stream (store_rename.h).
 class StreamStorePlan {
 public:
-    StreamStorePlan(const SuggestContext& sc, std::uint32_t s, std::uint16_t flag, const BufferRenamer::Room& room, std::vector<std::uint16_t> free_flags)
-        : sc_(sc), s_(s), st_(sc.run.streams[s]), flag_(flag), room_(room), free_flags_(std::move(free_flags)) {}
+    // `base`: a plan this one goes on top of (prefetch_ahead's: its loads moved up, renamed and
+    // recounted), or null; `vmem_from`: where its copies may start (at least the top of what the
+    // chip uses).
+    StreamStorePlan(const SuggestContext& sc, std::uint32_t s, std::uint16_t flag, const BufferRenamer::Room& room,
+                    std::vector<std::uint16_t> free_flags, const Suggestion* base, std::uint64_t vmem_from)
+        : sc_(sc), s_(s), st_(sc.run.streams[s]), flag_(flag), room_(room), free_flags_(std::move(free_flags)), vmem_from_(vmem_from) {
+        if (base) {
+            for (const Edit& e : base->edits)
+                if (e.stream == s_) base_edits_.emplace(e.index, &e);
+            for (const Move& m : base->moves)
+                if (m.stream == s_) base_moves_.push_back(m);
+        }
+    }
 
     // False when the flag is not a write-back flag of this kind, or nothing would change.
     bool run(StoreRenamePlan& out) {
         if (!qualifies()) return false;
+        lay_out();
         find_generations();
         rename_buffers(out);
         place_flags();
         if (!plan_waits(out)) return false;
-        std::vector<std::uint64_t> order;
-        for (const auto& [j, e] : edits_)
-            if (e.in != st_.code[j] || !e.then.empty()) order.push_back(j);  // a wait left as it was is no edit
-        for (std::uint64_t j : order) out.s.edits.push_back(std::move(edits_.at(j)));
+        // The base's edits, with this plan's changes where both rewrite an instruction.
+        for (const auto& [j, e] : base_edits_) edits_.try_emplace(j, *e);
+        for (auto& [j, e] : edits_)
+            if (e.in != st_.code[j] || !e.then.empty()) out.s.edits.push_back(std::move(e));  // a wait left as it was is no edit
+        out.s.moves.insert(out.s.moves.end(), base_moves_.begin(), base_moves_.end());
         return true;
     }
 
@@ -99,20 +113,67 @@ private:
     std::vector<std::uint64_t> write_backs_; // the flag's DMAs, program order
     std::vector<unsigned> slot_;             // per generation (waits_.size() + 1 of them)
     std::uint16_t flag_of_[kStoreCopies] = {};
+    const std::uint64_t vmem_from_;
     std::map<std::uint64_t, Edit> edits_;
+    std::unordered_map<std::uint64_t, const Edit*> base_edits_;
+    std::vector<Move> base_moves_;
+    // The program this plan rewrites (the original, or the base's): the original's indices in
+    // its order, each one's generation, and where each wait of the flag is in it.
+    std::vector<std::uint64_t> order_;
+    std::vector<std::uint32_t> gen_;
+    std::vector<std::size_t> wait_at_;
 
-    // The generation of instruction j (not a wait of the flag): the waits before it.
-    std::size_t generation(std::uint64_t j) const {
-        return static_cast<std::size_t>(std::upper_bound(waits_.begin(), waits_.end(), j) - waits_.begin());
+    // The program's order: the base's moved instructions go in front of the index they move
+    // before (in rank order, then program order), as write_patched_trace puts them.
+    void lay_out() {
+        const std::uint64_t n = st_.code.size();
+        std::vector<bool> gone(n, false);
+        std::map<std::uint64_t, std::vector<std::pair<std::uint64_t, std::uint64_t>>> before;  // at -> (rank, from)
+        for (const Move& m : base_moves_) {
+            if (gone[m.from]) continue;
+            gone[m.from] = true;
+            if (m.before != Move::kDelete) before[m.before].push_back({m.rank, m.from});
+        }
+        for (auto& [at, v] : before) std::sort(v.begin(), v.end());
+        order_.reserve(n);
+        auto b = before.begin();
+        for (std::uint64_t i = 0; i <= n; ++i) {
+            if (b != before.end() && b->first == i) {
+                for (const auto& [rank, from] : b->second) order_.push_back(from);
+                ++b;
+            }
+            if (i < n && !gone[i]) order_.push_back(i);
+        }
+        gen_.assign(n, 0);
+        std::uint32_t g = 0;
+        for (std::size_t p = 0; p < order_.size(); ++p) {
+            const std::uint64_t j = order_[p];
+            if (g < waits_.size() && j == waits_[g]) {  // the flag's waits do not move (the base moves loads)
+                wait_at_.push_back(p);
+                gen_[j] = ++g;
+            } else {
+                gen_[j] = g;
+            }
+        }
+    }
+    // The generation of instruction j: the waits of the flag before it (a wait: the one it opens).
+    std::size_t generation(std::uint64_t j) const { return gen_[j]; }
+    // Instruction j as the program this plan rewrites has it.
+    const Instruction& view(std::uint64_t j) const {
+        auto it = base_edits_.find(j);
+        return it == base_edits_.end() ? st_.code[j] : it->second->in;
     }
     Edit& edit(std::uint64_t j) {
         auto [it, fresh] = edits_.try_emplace(j);
-        if (fresh) it->second = {s_, j, st_.code[j], {}};
+        if (fresh) {
+            auto b = base_edits_.find(j);
+            it->second = b == base_edits_.end() ? Edit{s_, j, st_.code[j], {}} : *b->second;
+        }
         return it->second;
     }
     const Instruction& current(std::uint64_t j) const {
         auto it = edits_.find(j);
-        return it == edits_.end() ? st_.code[j] : it->second.in;
+        return it == edits_.end() ? view(j) : it->second.in;
     }
 
     // The flag is counted the plain way, only waits and this stream's write-backs name it, and
@@ -134,6 +195,12 @@ private:
             }
         }
         if (waits_.size() < 2 || write_backs_.size() < 2) return false;
+        for (const std::vector<std::uint64_t>* v : {&waits_, &write_backs_})  // the base leaves them as they are
+            for (std::uint64_t j : *v)
+                if (base_edits_.count(j)) return false;
+        for (const Move& m : base_moves_)
+            if (std::binary_search(waits_.begin(), waits_.end(), m.from) || std::binary_search(write_backs_.begin(), write_backs_.end(), m.from))
+                return false;
         for (const WaitStall& w : sc_.cx.waits)
             if (w.stream == s_ && w.stall > 0 && std::binary_search(waits_.begin(), waits_.end(), w.index)) return true;
         return false;
@@ -180,8 +247,8 @@ private:
         std::vector<std::pair<std::uint64_t, std::size_t>> uses;  // (instruction, buffer)
         const std::size_t gens = waits_.size() + 1;
         for (Buffer& b : buffers) b.joined.assign(gens, false);
-        for (std::uint64_t j = 0; j < st_.code.size(); ++j) {
-            const Instruction& in = st_.code[j];
+        for (std::uint64_t j : order_) {
+            const Instruction& in = view(j);
             if (in.op != Opcode::VLoad && in.op != Opcode::VStore && in.op != Opcode::Dma) continue;
             const std::uint64_t n = std::max<std::uint64_t>(in.has(kBytes) ? in.bytes : 0, 1);
             const bool rd = (in.op == Opcode::VLoad || in.op == Opcode::Dma) && in.has(kMemSrc) && local_vmem(in.mem_src, st_.chip);
@@ -233,7 +300,8 @@ private:
         }
 
         // Room for the copies, first come first served.
-        std::uint64_t next = align_up(room_.top);
+        const std::uint64_t start = align_up(std::max(room_.top, vmem_from_));
+        std::uint64_t next = start;
         for (Buffer& b : buffers) {
             if (std::all_of(b.copy_of.begin(), b.copy_of.end(), [](unsigned c) { return c == 0; })) b.ok = false;  // nothing moves
             if (!b.ok) continue;
@@ -251,11 +319,12 @@ private:
             ++out.buffers;
             out.buffer_bytes += b.hi - b.lo;
         }
+        out.vmem_bytes = std::max(out.vmem_bytes, next - start);
         for (const auto& [j, i] : uses) {
             const Buffer& b = buffers[i];
             const unsigned c = b.copy_of[generation(j)];
             if (!b.ok || c == 0) continue;
-            const Instruction& in = st_.code[j];
+            const Instruction& in = view(j);
             Edit& e = edit(j);
             auto move = [&](MemRef& r) {
                 if (local_vmem(r, st_.chip) && r.addr >= b.lo && r.addr < b.hi) r.addr = r.addr - b.lo + b.copy[c];
@@ -334,7 +403,7 @@ private:
             if (i + 1 == waits_.size()) {
                 for (unsigned c = 0; c < kStoreCopies; ++c) must[c] = !pending[c].empty();
             } else {
-                deferral_conflicts(w, waits_[i + 1], pending, must);
+                deferral_conflicts(wait_at_[i], wait_at_[i + 1], pending, must);
             }
             must[mine] = true;
             Tick latest = 0;
@@ -385,10 +454,10 @@ private:
         return true;
     }
 
-    // For each slot with write-backs in flight at wait `w`: must they be waited for there, since
-    // something before the next wait `next` conflicts with one of them (its renamed accesses),
+    // For each slot with write-backs in flight at the wait at position `w` of the program: must
+    // they be waited for there, since something before the next wait (at `next`) conflicts with one of them (its renamed accesses),
     // or is a fence?
-    void deferral_conflicts(std::uint64_t w, std::uint64_t next, const std::vector<std::uint64_t> (&pending)[kStoreCopies],
+    void deferral_conflicts(std::size_t w, std::size_t next, const std::vector<std::uint64_t> (&pending)[kStoreCopies],
                             bool (&must)[kStoreCopies]) const {
         std::vector<std::pair<unsigned, Access>> flight;  // (slot, access)
         for (unsigned c = 0; c < kStoreCopies; ++c)
@@ -398,7 +467,8 @@ private:
                 for (int x = 0; x < n; ++x) flight.push_back({c, a[x]});
             }
         if (flight.empty()) return;
-        for (std::uint64_t j = w + 1; j < next; ++j) {
+        for (std::size_t p = w + 1; p < next; ++p) {
+            const std::uint64_t j = order_[p];
             const Instruction& orig = st_.code[j];
             if (orig.op != Opcode::VLoad && orig.op != Opcode::VStore && orig.op != Opcode::Dma && !is_barrier_like(orig.op)) continue;
             const Instruction& in = current(j);
@@ -416,7 +486,7 @@ private:
 
 }  // namespace
 
-std::vector<StoreRenamePlan> plan_store_renames(const SuggestContext& sc) {
+std::vector<StoreRenamePlan> plan_store_renames(const SuggestContext& sc, const Suggestion* base, std::uint64_t reserve) {
     // Per chip: the flags its program names (the copies' flags are ones it does not).
     std::map<std::uint16_t, std::vector<bool>> named;
     for (std::uint32_t s = 0; s < sc.run.streams.size(); ++s) {
@@ -435,6 +505,15 @@ std::vector<StoreRenamePlan> plan_store_renames(const SuggestContext& sc) {
             if (is_write_back(in, st.chip)) candidates[in.flag].insert(s);
         }
     }
+    // The base's flags are taken too.
+    if (base)
+        for (const Edit& e : base->edits) {
+            auto it = named.find(sc.run.streams[e.stream].chip);
+            if (it == named.end()) continue;
+            if (e.in.has(kFlag) && e.in.flag < it->second.size()) it->second[e.in.flag] = true;
+            for (const Instruction& more : e.then)
+                if (more.has(kFlag) && more.flag < it->second.size()) it->second[more.flag] = true;
+        }
     std::vector<StoreRenamePlan> out;
     for (const auto& [flag, streams] : candidates) {
         StoreRenamePlan p;
@@ -448,9 +527,13 @@ std::vector<StoreRenamePlan> plan_store_renames(const SuggestContext& sc) {
             for (std::size_t f = 0; f < it->second.size() && free.size() + 1 < kStoreCopies; ++f)
                 if (!it->second[f]) free.push_back(static_cast<std::uint16_t>(f));
             StoreRenamePlan one;
-            if (!StreamStorePlan(sc, s, flag, room, std::move(free)).run(one)) continue;
+            // With a base, the copies go in the top `reserve` bytes (the base's buffers are below).
+            const std::uint64_t from = base && room.capacity > reserve ? room.capacity - reserve : 0;
+            if (base && !from) continue;
+            if (!StreamStorePlan(sc, s, flag, room, std::move(free), base, from).run(one)) continue;
             any = true;
             p.s.edits.insert(p.s.edits.end(), std::make_move_iterator(one.s.edits.begin()), std::make_move_iterator(one.s.edits.end()));
+            p.s.moves.insert(p.s.moves.end(), one.s.moves.begin(), one.s.moves.end());
             for (const auto& [stream, t] : one.saving_on) p.saving_on[stream] += t;
             p.wait_ops.insert(one.wait_ops.begin(), one.wait_ops.end());
             p.dma_ops.insert(one.dma_ops.begin(), one.dma_ops.end());
@@ -459,8 +542,18 @@ std::vector<StoreRenamePlan> plan_store_renames(const SuggestContext& sc) {
             p.buffers += one.buffers;
             p.buffer_bytes = std::max(p.buffer_bytes, one.buffer_bytes);
             p.generations += one.generations;
+            p.vmem_bytes = std::max(p.vmem_bytes, one.vmem_bytes);
         }
-        if (any) out.push_back(std::move(p));
+        if (!any) continue;
+        if (base) {  // the base's changes to the streams without a plan, as they are
+            std::set<std::uint32_t> planned;
+            for (const auto& [stream, t] : p.saving_on) planned.insert(stream);
+            for (const Edit& e : base->edits)
+                if (!planned.count(e.stream)) p.s.edits.push_back(e);
+            for (const Move& m : base->moves)
+                if (!planned.count(m.stream)) p.s.moves.push_back(m);
+        }
+        out.push_back(std::move(p));
     }
     return out;
 }

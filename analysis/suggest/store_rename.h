@@ -64,10 +64,16 @@ struct StoreRenamePlan {
     std::uint64_t full_waits = 0;              // waits that still wait for every write-back (a conflict or the last)
     std::uint64_t buffers = 0, buffer_bytes = 0;  // staging buffers renamed, their bytes (one copy each)
     std::uint64_t generations = 0;             // generations with write-backs
+    std::uint64_t vmem_bytes = 0;              // the VMEM its copies take on a chip (aligned; the most of its streams')
 };
 
 // One plan per write-back flag (by its id; the streams of all chips that use that flag id are
-// one plan, each stream planned on its own), only those whose waits now wait for less.
-std::vector<StoreRenamePlan> plan_store_renames(const SuggestContext& sc);
+// one plan, each stream planned on its own), only those whose waits now wait for less. With a
+// `base` suggestion, each plan is made on the program the base patches (its moves and edits
+// are part of the plan: its rules are checked on the base's order), with VMEM above the base's
+// flags the base does not name, and the copies in the top `reserve` bytes of each chip's VMEM
+// (which the base was planned to leave free); a stream whose write-backs or waits of the flag
+// the base touches has no plan.
+std::vector<StoreRenamePlan> plan_store_renames(const SuggestContext& sc, const Suggestion* base = nullptr, std::uint64_t reserve = 0);
 
 }  // namespace xpu::analysis
