@@ -32,19 +32,35 @@ class DoubleBufferStore : public SuggestionFinder {
 public:
     const char* kind() const override { return "double_buffer_store"; }
     void find(const SuggestContext& sc, std::vector<Suggestion>& out) const override {
-        std::uint64_t reserve = 0;  // the most VMEM one plan's copies take
+        // With prefetch_ahead: one suggestion, for the flag whose store side alone saves the most
+        // (at least the ranking's noise floor, with a staging buffer renamed): the others would be
+        // prefetch_ahead's own suggestion again, with next to nothing of the store side.
+        const Tick noise = std::max<Tick>(10000, sc.run.end / 10000);  // as rank_suggestions
+        std::uint16_t best = 0;
+        Tick most = 0;
+        std::uint64_t reserve = 0;  // the VMEM its copies take
         for (StoreRenamePlan& p : plan_store_renames(sc)) {
-            if (p.buffers) reserve = std::max(reserve, p.vmem_bytes);
+            const Tick t = saving(p);
+            if (p.buffers && t >= noise && t > most) {
+                most = t;
+                best = p.flag;
+                reserve = p.vmem_bytes;
+            }
             out.push_back(suggestion(std::move(p), nullptr));
         }
-        if (!reserve) return;  // no staging buffer to multiply: prefetch_ahead's own suggestion is the same
+        if (!most) return;
         PrefetchPlan ahead = plan_prefetch_ahead(sc, reserve);
         if (ahead.s.moves.empty() && ahead.s.edits.empty()) return;
         for (StoreRenamePlan& p : plan_store_renames(sc, &ahead.s, reserve))
-            if (p.buffers) out.push_back(suggestion(std::move(p), &ahead));
+            if (p.flag == best && p.buffers) out.push_back(suggestion(std::move(p), &ahead));
     }
 
 private:
+    static Tick saving(const StoreRenamePlan& p) {  // the largest stream's (streams run in parallel)
+        Tick t = 0;
+        for (const auto& [stream, x] : p.saving_on) t = std::max(t, x);
+        return t;
+    }
     Suggestion suggestion(StoreRenamePlan&& p, const PrefetchPlan* ahead) const {
         WaitGroup g;
         g.s = std::move(p.s);

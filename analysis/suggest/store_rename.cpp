@@ -517,6 +517,7 @@ std::vector<StoreRenamePlan> plan_store_renames(const SuggestContext& sc, const 
     std::vector<StoreRenamePlan> out;
     for (const auto& [flag, streams] : candidates) {
         StoreRenamePlan p;
+        p.flag = flag;
         bool any = false;
         for (std::uint32_t s : streams) {
             const Stream& st = sc.run.streams[s];
