@@ -10,6 +10,11 @@
 //    unchanged (every instruction reads, register by register and byte by byte, what the same
 //    producers wrote, in program-order semantics), and every read of a DMA's data still comes
 //    after a wait that covers that DMA.
+//  - `double_buffer_store` (analysis/suggest/store_rename.h, staging-buffer copies and a flag per
+//    copy): the same data flow, and every instruction that conflicts with a DMA in flight (a
+//    read of its destination, a write over its source: read-after-write and write-after-read)
+//    comes after a wait covering it; some wait leaves the write-backs of the copies it does not
+//    overwrite in flight.
 #include <algorithm>
 #include <cstdio>
 #include <deque>
