@@ -122,6 +122,7 @@ private:
     std::vector<std::uint64_t> order_;
     std::vector<std::uint32_t> gen_;
     std::vector<std::size_t> wait_at_;
+    std::vector<bool> refills_;  // per generation: does it write a staging buffer (a reuse of it)?
 
     // The program's order: the base's moved instructions go in front of the index they move
     // before (in rank order, then program order), as write_patched_trace puts them.
@@ -247,6 +248,7 @@ private:
         std::vector<std::pair<std::uint64_t, std::size_t>> uses;  // (instruction, buffer)
         const std::size_t gens = waits_.size() + 1;
         for (Buffer& b : buffers) b.joined.assign(gens, false);
+        refills_.assign(gens, false);
         for (std::uint64_t j : order_) {
             const Instruction& in = view(j);
             if (in.op != Opcode::VLoad && in.op != Opcode::VStore && in.op != Opcode::Dma) continue;
@@ -264,6 +266,7 @@ private:
                     Buffer& b = *it;
                     const std::size_t i = static_cast<std::size_t>(it - buffers.begin());
                     if (uses.empty() || uses.back() != std::make_pair(j, i)) uses.push_back({j, i});
+                    if (f == 1) refills_[generation(j)] = true;
                     if (!b.ok) continue;
                     if (a < b.lo || e > b.hi) {  // straddles it
                         b.ok = false;
@@ -400,7 +403,9 @@ private:
             const unsigned mine = slot_[i + 1];  // the generation this wait opens
             // Which other slots' write-backs must be waited for here.
             bool must[kStoreCopies] = {};
-            if (i + 1 == waits_.size()) {
+            // The last wait, and a wait whose generation writes no staging buffer (it waits for
+            // another reason: a reader of the results, or none), wait for every write-back.
+            if (i + 1 == waits_.size() || !refills_[i + 1]) {
                 for (unsigned c = 0; c < kStoreCopies; ++c) must[c] = !pending[c].empty();
             } else {
                 deferral_conflicts(wait_at_[i], wait_at_[i + 1], pending, must);

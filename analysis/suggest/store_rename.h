@@ -23,6 +23,9 @@
 //    the waits below then keep its order;
 //  - its flags: each slot's write-backs raise a flag of their own (slot 0: the flag; the others
 //    flags the chip never names), counted the plain way;
+//  - which waits change: those whose generation writes a staging buffer (the reuse the wait is
+//    for); a wait whose generation writes none waits for another reason (a reader of the
+//    results, or a false dependence: drop_wait's) and keeps waiting for every write-back;
 //  - its waits (the legality rule): each wait of the flag, at the start of generation g, waits
 //    on slot(g)'s flag for every write-back issued on it so far (the copy g's stores are about to
 //    overwrite is free: its last reader was on that flag); every other slot's write-backs not
