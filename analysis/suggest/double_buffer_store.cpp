@@ -34,11 +34,11 @@ public:
     const char* kind() const override { return "double_buffer_store"; }
     void find(const SuggestContext& sc, std::vector<Suggestion>& out) const override {
         // With prefetch_ahead: one suggestion, for the flag whose store side alone saves the most,
-        // with a staging buffer renamed and an estimate of at least the verification's floor
-        // (0.1% of the run, verify.h): below it the two together would be prefetch_ahead's own
-        // suggestion again, taking one more of the replays from the other kinds (a 1-layer 13b
-        // decode with --false-dep had drop_wait's, its planted cause, not replayed).
-        const Tick noise = std::max<Tick>(1000, sc.run.end / 1000);
+        // with a staging buffer renamed, and only where the store side is the larger part of the
+        // estimate: else the two together are prefetch_ahead's own suggestion again, and take one
+        // more of the replays from the other kinds (the decodes with --false-dep had drop_wait's,
+        // their planted cause, not replayed, with the store side at 0.04% and 0.2% of the run).
+        const Tick noise = std::max<Tick>(1000, sc.run.end / 1000);  // the verification's floor (verify.h)
         std::uint16_t best = 0;
         Tick most = 0;
         std::uint64_t reserve = 0;  // the VMEM its copies take
@@ -54,6 +54,9 @@ public:
         if (!most) return;
         PrefetchPlan ahead = plan_prefetch_ahead(sc, reserve);
         if (ahead.s.moves.empty() && ahead.s.edits.empty()) return;
+        Tick loads = 0;
+        for (const auto& [stream, t] : ahead.saving_on) loads = std::max(loads, t);
+        if (loads > most) return;
         for (StoreRenamePlan& p : plan_store_renames(sc, &ahead.s, reserve))
             if (p.flag == best && p.buffers) out.push_back(suggestion(std::move(p), &ahead));
     }
