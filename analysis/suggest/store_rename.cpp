@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <iterator>
-#include <unordered_map>
 #include <set>
+#include <unordered_map>
 
 #include "analysis/suggest/finder.h"
 
@@ -200,7 +200,8 @@ private:
             for (std::uint64_t j : *v)
                 if (base_edits_.count(j)) return false;
         for (const Move& m : base_moves_)
-            if (std::binary_search(waits_.begin(), waits_.end(), m.from) || std::binary_search(write_backs_.begin(), write_backs_.end(), m.from))
+            if (std::binary_search(waits_.begin(), waits_.end(), m.from) ||
+                std::binary_search(write_backs_.begin(), write_backs_.end(), m.from))
                 return false;
         for (const WaitStall& w : sc_.cx.waits)
             if (w.stream == s_ && w.stall > 0 && std::binary_search(waits_.begin(), waits_.end(), w.index)) return true;
@@ -279,8 +280,8 @@ private:
             }
         }
         // Each run of joined generations takes one copy: the slot of its first generation with
-        // write-backs from the buffer (none: copy 0, it is not staging there, nothing to move); a run whose data was there before any
-        // write (never written) stays in copy 0.
+        // write-backs from the buffer (none: copy 0, it is not staging there, nothing to move);
+        // a run that reads bytes nothing wrote before stays in copy 0.
         for (std::uint64_t k : write_backs_) {  // the generations whose write-backs read each buffer
             const std::uint64_t a = st_.code[k].mem_src.addr;
             auto it = std::upper_bound(buffers.begin(), buffers.end(), a, [](std::uint64_t x, const Buffer& b) { return x < b.lo; });
@@ -292,11 +293,12 @@ private:
                 std::size_t end = g + 1;
                 while (end < gens && b.joined[end]) ++end;
                 unsigned c = 0;
-                for (std::size_t h = g; h < end && !b.pinned_run(g, end); ++h)
-                    if (b.wb.count(h)) {
-                        c = slot_[h];
-                        break;
-                    }
+                if (!b.pinned_run(g, end))
+                    for (std::size_t h = g; h < end; ++h)
+                        if (b.wb.count(h)) {
+                            c = slot_[h];
+                            break;
+                        }
                 for (std::size_t h = g; h < end; ++h) b.copy_of[h] = c;
                 g = end;
             }
@@ -460,8 +462,8 @@ private:
     }
 
     // For each slot with write-backs in flight at the wait at position `w` of the program: must
-    // they be waited for there, since something before the next wait (at `next`) conflicts with one of them (its renamed accesses),
-    // or is a fence?
+    // they be waited for there, since something before the next wait (at `next`) conflicts with
+    // one of them (its renamed accesses), or is a fence?
     void deferral_conflicts(std::size_t w, std::size_t next, const std::vector<std::uint64_t> (&pending)[kStoreCopies],
                             bool (&must)[kStoreCopies]) const {
         std::vector<std::pair<unsigned, Access>> flight;  // (slot, access)
