@@ -57,8 +57,8 @@ public:
         if (!most) return;
         PrefetchPlan ahead = plan_prefetch_ahead(sc, reserve);
         if (ahead.s.moves.empty() && ahead.s.edits.empty()) return;
-        for (StoreRenamePlan& p : plan_store_renames(sc, &ahead.s, reserve))
-            if (p.flag == best && p.buffers) out.push_back(suggestion(std::move(p), &ahead));
+        for (StoreRenamePlan& p : plan_store_renames(sc, &ahead.s, reserve, best))
+            if (p.buffers) out.push_back(suggestion(std::move(p), &ahead));
     }
 
 private:

@@ -493,7 +493,7 @@ private:
 
 }  // namespace
 
-std::vector<StoreRenamePlan> plan_store_renames(const SuggestContext& sc, const Suggestion* base, std::uint64_t reserve) {
+std::vector<StoreRenamePlan> plan_store_renames(const SuggestContext& sc, const Suggestion* base, std::uint64_t reserve, int only_flag) {
     // Per chip: the flags its program names (the copies' flags are ones it does not).
     std::map<std::uint16_t, std::vector<bool>> named;
     for (std::uint32_t s = 0; s < sc.run.streams.size(); ++s) {
@@ -523,6 +523,7 @@ std::vector<StoreRenamePlan> plan_store_renames(const SuggestContext& sc, const 
         }
     std::vector<StoreRenamePlan> out;
     for (const auto& [flag, streams] : candidates) {
+        if (only_flag >= 0 && flag != only_flag) continue;
         StoreRenamePlan p;
         p.flag = flag;
         bool any = false;

@@ -83,6 +83,9 @@ struct StoreRenamePlan {
 // flags the base does not name, and the copies in the top `reserve` bytes of each chip's VMEM
 // (which the base was planned to leave free); a stream whose write-backs or waits of the flag
 // the base touches has no plan.
-std::vector<StoreRenamePlan> plan_store_renames(const SuggestContext& sc, const Suggestion* base = nullptr, std::uint64_t reserve = 0);
+// `only_flag` (>= 0): that write-back flag's plan alone (the others are not planned: each is a pass
+// over the stream).
+std::vector<StoreRenamePlan> plan_store_renames(const SuggestContext& sc, const Suggestion* base = nullptr, std::uint64_t reserve = 0,
+                                                int only_flag = -1);
 
 }  // namespace xpu::analysis
