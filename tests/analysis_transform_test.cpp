@@ -10,6 +10,11 @@
 //    unchanged (every instruction reads, register by register and byte by byte, what the same
 //    producers wrote, in program-order semantics), and every read of a DMA's data still comes
 //    after a wait that covers that DMA.
+//  - `double_buffer_store` (analysis/suggest/store_rename.h, staging-buffer copies and a flag per
+//    copy): the same data flow, and every instruction that conflicts with a DMA in flight (a
+//    read of its destination, a write over its source: read-after-write and write-after-read)
+//    comes after a wait covering it; some wait leaves the write-backs of the copies it does not
+//    overwrite in flight.
 #include <algorithm>
 #include <cstdio>
 #include <deque>
@@ -28,6 +33,7 @@
 #include "analysis/patch.h"
 #include "analysis/schedule.h"
 #include "analysis/suggest/finder.h"
+#include "analysis/suggest/store_rename.h"
 #include "analysis/wait_index.h"
 #include "tests/analysis_fixture.h"
 #include "traces/trace_reader.h"
@@ -402,6 +408,203 @@ TEST(DoubleBuffer, EdgeTilesOfAnOddGemmKeepTheDataFlowAndTheWaits) {
     p.k = 700;
     p.double_buffer = false;
     check_double_buffer(analyzed(stamped(gemm_trace("odd-single.bin", p).path)));
+}
+
+// Every instruction that conflicts with a DMA in flight (overlapping bytes, one of them
+// writing: a read of its destination, a write over its source or its destination) comes after
+// a swait on the DMA's flag for at least the flag's count once that DMA has landed: the order
+// every asynchronous DMA needs, read-after-write and write-after-read alike. Checked on `code`
+// as it stands (single stream, flags raised only by its own DMAs). Returns, over the waits on a
+// flag of `watch` that covered a DMA, the most flags of `watch` that write-backs (VMEM -> HBM)
+// still in flight right after it raise.
+std::size_t expect_dma_orders_kept(const std::vector<Instruction>& code, std::uint16_t chip, const std::set<std::uint16_t>& watch = {}) {
+    struct Flight {
+        std::size_t at;
+        std::uint16_t flag;
+        std::int64_t count;
+        Effects e;
+        bool write_back;
+    };
+    std::vector<Flight> flight;
+    std::map<std::uint16_t, std::int64_t> issued;
+    std::size_t most = 0;
+    for (std::size_t i = 0; i < code.size(); ++i) {
+        const Instruction& in = code[i];
+        if (in.op == Opcode::SWait) {
+            const std::int64_t v = in.cond == Cond::Gt ? in.value + 1 : in.value;
+            const std::size_t before = flight.size();
+            flight.erase(std::remove_if(flight.begin(), flight.end(), [&](const Flight& f) { return f.flag == in.flag && f.count <= v; }),
+                         flight.end());
+            if (flight.size() < before && watch.count(in.flag)) {
+                std::set<std::uint16_t> flags;
+                for (const Flight& f : flight)
+                    if (f.write_back && watch.count(f.flag)) flags.insert(f.flag);
+                most = std::max(most, flags.size());
+            }
+            continue;
+        }
+        const Effects e = effects(in, chip);
+        if (!e.mem.empty())
+            for (const Flight& f : flight)
+                if (mem_conflict(f.e, e)) {
+                    ADD_FAILURE() << "#" << i << " (" << trace::format_instruction(in) << ") conflicts with DMA #" << f.at << " ("
+                                  << trace::format_instruction(code[f.at]) << ") before a wait covers it";
+                    return most;
+                }
+        if (in.op == Opcode::Dma && in.has(kFlag))
+            flight.push_back({i, in.flag, issued[in.flag] += in.has(kValue) ? in.value : 1, e,
+                              in.mem_src.space == Space::Vmem && in.mem_dst.space == Space::Hbm});
+    }
+    return most;
+}
+
+// double_buffer_store (analysis/suggest/store_rename.h) on a generated trace: the patched
+// program is the original's instructions in their order (by timestamp; a wait may be followed
+// by more waits on the copies' flags), only VMEM addresses, flags and wait counts rewritten;
+// every read sees the producer it saw before; every DMA's data and buffer are waited for before
+// anything that conflicts with them; and some wait now leaves the write-backs of the blocks
+// since the copy it waits for in flight (kStoreCopies - 1 blocks, each copy's on its flag).
+const analysis::Suggestion& check_double_buffer_store(const Analyzed& r) {
+    auto it = std::find_if(r.a.suggestions.begin(), r.a.suggestions.end(),
+                           [](const analysis::Suggestion& x) { return x.kind == "double_buffer_store" && x.moves.empty(); });
+    if (it == r.a.suggestions.end()) {
+        ADD_FAILURE() << "no double_buffer_store suggestion (the store side alone)";
+        static const analysis::Suggestion none;
+        return none;
+    }
+    const analysis::Suggestion& s = *it;
+    EXPECT_GT(s.estimated_saving, 0u);
+    EXPECT_TRUE(s.moves.empty()) << "nothing moves: the waits change what they wait for";
+    const std::string out = temp_path("patched.bin");
+    analysis::write_patched_trace(r.data, s, out);
+    const std::vector<Instruction>& orig = r.data.streams[0].code;
+    const std::vector<Instruction> patched = read_stream(out, 0);
+    std::vector<int> seen(orig.size(), 0);
+    std::size_t added = 0;
+    for (std::size_t p2 = 0; p2 < patched.size(); ++p2) {
+        const Instruction& in = patched[p2];
+        EXPECT_LT(in.timestamp, orig.size());
+        if (in.timestamp >= orig.size()) return s;
+        if (seen[in.timestamp]++) {  // a wait on another copy's flag, after the wait it follows
+            ++added;
+            EXPECT_EQ(in.op, Opcode::SWait);
+            EXPECT_EQ(orig[in.timestamp].op, Opcode::SWait);
+            continue;
+        }
+        EXPECT_EQ(in.timestamp + added, p2) << "an instruction changed place";
+        Instruction o = orig[in.timestamp];
+        o.mem_src.addr = in.mem_src.addr;
+        o.mem_dst.addr = in.mem_dst.addr;
+        if (o.op == Opcode::Dma || o.op == Opcode::SWait) o.flag = in.flag;
+        if (o.op == Opcode::SWait) o.value = in.value;
+        EXPECT_EQ(o, in) << "only VMEM addresses, flags and wait values may change: " << trace::format_instruction(in);
+    }
+    for (int n : seen) EXPECT_GE(n, 1) << "an instruction went missing";
+    EXPECT_EQ(data_flow(orig, 0), data_flow(patched, 0)) << "a read now sees another producer";
+    expect_reads_after_their_wait(patched, 0);
+    std::set<std::uint16_t> flags;  // the write-back flags: the original's and the copies'
+    for (const analysis::Edit& e : s.edits)
+        if (e.in.op == Opcode::Dma) {
+            flags.insert(e.in.flag);
+            flags.insert(orig[e.index].flag);
+        }
+    EXPECT_EQ(flags.size(), analysis::kStoreCopies);
+    EXPECT_EQ(expect_dma_orders_kept(orig, 0, flags), 0u);  // as generated: each wait waits for every write-back
+    EXPECT_EQ(expect_dma_orders_kept(patched, 0, flags), analysis::kStoreCopies - 1)
+        << "the waits before the stores should leave the write-backs of the last kStoreCopies - 1 blocks in flight";
+    EXPECT_GT(vmem_top(patched), vmem_top(orig));
+    EXPECT_LE(vmem_top(patched), 32ull << 20);  // configs/xpu.yaml: 32 MiB of VMEM
+    return s;
+}
+
+// A llama2-7b decode layer of batch 8: the attention's QK^T blocks each wait for the previous
+// block's write-back before their stores.
+TEST(DoubleBufferStore, DecodeLayerKeepsTheDataFlowAndEveryDmaOrder) {
+    gen::TransformerParams p = decode_layer();
+    p.batch = 8;
+    p.seq = 512;
+    check_double_buffer_store(analyzed(stamped(transformer_trace("decode-b8.bin", p))));
+}
+
+// The same on top of prefetch_ahead's plan (its loads moved up into buffers of their own): the
+// store side's rule is checked on the program with the loads moved, so every DMA order holds
+// in the patched program as a whole.
+TEST(DoubleBufferStore, OnTopOfPrefetchAheadKeepsTheDataFlowAndEveryDmaOrder) {
+    gen::TransformerParams p = decode_layer();
+    p.batch = 8;
+    p.seq = 512;
+    const Analyzed r = analyzed(stamped(transformer_trace("decode-b8.bin", p)));
+    auto it = std::find_if(r.a.suggestions.begin(), r.a.suggestions.end(),
+                           [](const analysis::Suggestion& x) { return x.kind == "double_buffer_store" && !x.moves.empty(); });
+    ASSERT_NE(it, r.a.suggestions.end()) << "no double_buffer_store suggestion with prefetch_ahead's loads";
+    const std::string out = temp_path("patched.bin");
+    analysis::write_patched_trace(r.data, *it, out);
+    const std::vector<Instruction>& orig = r.data.streams[0].code;
+    const std::vector<Instruction> patched = read_stream(out, 0);
+    std::vector<int> seen(orig.size(), 0);
+    std::size_t moved = 0, added = 0;
+    for (std::size_t p2 = 0; p2 < patched.size(); ++p2) {
+        const Instruction& in = patched[p2];
+        ASSERT_LT(in.timestamp, orig.size());
+        if (seen[in.timestamp]++) {  // a wait on a new flag after the one it follows
+            ++added;
+            EXPECT_EQ(in.op, Opcode::SWait);
+            continue;
+        }
+        moved += in.timestamp + added != p2;
+        EXPECT_EQ(in.op, orig[in.timestamp].op);
+    }
+    for (int n : seen) EXPECT_GE(n, 1) << "an instruction went missing";
+    EXPECT_GT(moved, 0u);
+    EXPECT_GT(added, 0u);
+    EXPECT_EQ(data_flow(orig, 0), data_flow(patched, 0)) << "a read now sees another producer";
+    expect_reads_after_their_wait(patched, 0);
+    expect_dma_orders_kept(patched, 0);
+    EXPECT_LE(vmem_top(patched), 32ull << 20);  // configs/xpu.yaml: 32 MiB of VMEM
+}
+
+// The key rule of store_rename.h: a wait may leave a write-back in flight only while nothing
+// before the next wait conflicts with it. Without it (each wait on its copy's flag alone, the
+// waits on the other copies' flags dropped), the last write-backs of an op are still in flight
+// when the next op reads what they wrote, and the order check says so.
+TEST(DoubleBufferStore, TheOrderCheckCatchesWritebacksLeftInFlight) {
+    gen::TransformerParams p = decode_layer();
+    p.batch = 8;
+    p.seq = 512;
+    const Analyzed r = analyzed(stamped(transformer_trace("decode-b8.bin", p)));
+    analysis::Suggestion s = check_double_buffer_store(r);
+    std::size_t dropped = 0;
+    for (analysis::Edit& e : s.edits) {
+        dropped += e.then.size();
+        e.then.clear();
+    }
+    ASSERT_GT(dropped, 0u) << "some waits must wait for every copy";
+    const std::string out = temp_path("broken.bin");
+    analysis::write_patched_trace(r.data, s, out);
+    EXPECT_NONFATAL_FAILURE(expect_dma_orders_kept(read_stream(out, 0), 0), "before a wait covers it");
+}
+
+// The estimate is bounded: at most the time the waits it serves stalled, at most the run's
+// headroom over its lower bound.
+TEST(DoubleBufferStore, EstimateAtMostTheStallsItRemovesAndTheHeadroom) {
+    gen::TransformerParams p = decode_layer();
+    p.batch = 8;
+    p.seq = 512;
+    const Analyzed r = analyzed(stamped(transformer_trace("decode-b8.bin", p)));
+    const analysis::Suggestion& s = check_double_buffer_store(r);
+    const analysis::Stream& st = r.data.streams[0];
+    std::set<std::uint16_t> flags;  // the write-backs' flags in the patch, the original's and the copies'
+    for (const analysis::Edit& e : s.edits)
+        if (e.in.op == Opcode::Dma) flags.insert(st.code[e.index].flag);
+    ASSERT_FALSE(flags.empty());
+    Tick stalls = 0;
+    for (std::size_t i = 0; i < st.code.size(); ++i)
+        if (st.code[i].op == Opcode::SWait && flags.count(st.code[i].flag) && st.life[i].seen) stalls += st.life[i].issue - st.life[i].ready;
+    EXPECT_GT(stalls, 0u);
+    EXPECT_LE(s.estimated_saving, stalls);
+    EXPECT_LE(s.estimated_saving, r.a.bounds.headroom);
+    std::printf("double_buffer_store: estimated %.1f ns of %.1f ns stalled on the write-back flag, headroom %.1f ns\n",
+                s.estimated_saving / 1000.0, stalls / 1000.0, r.a.bounds.headroom / 1000.0);
 }
 
 // For each DMA of a single-stream program: the first swait that waits for it (flags counted by
@@ -825,8 +1028,8 @@ TEST(DoubleBuffer, TheDataFlowAndWaitChecksCatchBrokenRewrites) {
 TEST(Finders, OnePerKindAndEverySuggestionSelfContained) {
     std::vector<std::string> kinds;
     for (const auto& f : analysis::suggestion_finders()) kinds.push_back(f->kind());
-    const std::vector<std::string> want = {"double_buffer", "drop_wait", "hoist_dma",  "pipeline_collective", "prefetch_ahead",
-                                           "reorder",       "merge_dma", "split_dma", "collective_algorithm"};
+    const std::vector<std::string> want = {"double_buffer", "double_buffer_store", "drop_wait", "hoist_dma",  "pipeline_collective",
+                                           "prefetch_ahead", "reorder", "merge_dma", "split_dma", "collective_algorithm"};
     EXPECT_EQ(kinds, want);
     gen::GemmParams p = two_blocks(1024);
     p.double_buffer = false;

@@ -7,6 +7,7 @@
 namespace xpu::analysis {
 
 std::unique_ptr<SuggestionFinder> double_buffer_finder();
+std::unique_ptr<SuggestionFinder> double_buffer_store_finder();
 std::unique_ptr<SuggestionFinder> drop_wait_finder();
 std::unique_ptr<SuggestionFinder> hoist_dma_finder();
 std::unique_ptr<SuggestionFinder> pipeline_collective_finder();
@@ -20,6 +21,7 @@ const std::vector<std::unique_ptr<SuggestionFinder>>& suggestion_finders() {
     static const std::vector<std::unique_ptr<SuggestionFinder>> list = [] {
         std::vector<std::unique_ptr<SuggestionFinder>> v;
         v.push_back(double_buffer_finder());
+        v.push_back(double_buffer_store_finder());
         v.push_back(drop_wait_finder());
         v.push_back(hoist_dma_finder());
         v.push_back(pipeline_collective_finder());

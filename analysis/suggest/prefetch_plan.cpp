@@ -475,7 +475,7 @@ private:
 
 }  // namespace
 
-PrefetchPlan plan_prefetch_ahead(const SuggestContext& sc) {
+PrefetchPlan plan_prefetch_ahead(const SuggestContext& sc, std::uint64_t reserve) {
     PrefetchPlan out;
     // Per chip: the flags its program names (the new flag is one it does not).
     std::map<std::uint16_t, std::vector<bool>> named;
@@ -491,7 +491,8 @@ PrefetchPlan plan_prefetch_ahead(const SuggestContext& sc) {
             }
     for (std::uint32_t s = 0; s < sc.run.streams.size(); ++s) {
         const Stream& st = sc.run.streams[s];
-        const BufferRenamer::Room room = sc.renamer.room(st.chip);
+        BufferRenamer::Room room = sc.renamer.room(st.chip);
+        room.capacity = room.capacity > reserve ? room.capacity - reserve : 0;  // the top `reserve` bytes are not its
         if (!room.one_stream || room.capacity <= room.top || !named.count(st.chip)) continue;
         const auto& used = named.at(st.chip);
         std::vector<std::uint16_t> flags;

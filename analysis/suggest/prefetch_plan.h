@@ -52,6 +52,8 @@ struct PrefetchPlan {
     std::uint64_t peak_vmem = 0;               // the most VMEM its buffers take at once (bytes, per chip)
 };
 
-PrefetchPlan plan_prefetch_ahead(const SuggestContext& sc);
+// `reserve`: bytes at the top of each chip's VMEM it leaves alone (double_buffer_store's copies,
+// when it plans on top of this plan).
+PrefetchPlan plan_prefetch_ahead(const SuggestContext& sc, std::uint64_t reserve = 0);
 
 }  // namespace xpu::analysis
