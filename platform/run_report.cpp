@@ -164,7 +164,7 @@ private:
     };
     JsonWriter& j_;
     std::vector<Row> rows_;  // in the order first written
-    std::map<std::string, std::size_t> seen_;
+    std::unordered_map<std::string, std::size_t> seen_;  // hashed: looked up for every statistic of every module
     std::string key_;  // field()'s
 };
 }  // namespace
