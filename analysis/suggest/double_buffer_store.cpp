@@ -41,13 +41,13 @@ public:
         // (the decodes with --false-dep had drop_wait's, their planted cause, not replayed, with
         // the store side at 0.04% and 0.2% of the run; on the clean decodes it is 2-10%, and 3.1%
         // after the rounds' first reorder, where prefetch_ahead's estimate is three times it).
-        const Tick noise = sc.run.end / 100;
+        const Tick one_percent = sc.run.end / 100;  // of the run: the threshold the comment above explains
         std::uint16_t best = 0;
         Tick most = 0;
         std::uint64_t reserve = 0;  // the VMEM its copies take
         for (StoreRenamePlan& p : plan_store_renames(sc)) {
             const Tick t = saving(p);
-            if (p.buffers && t >= noise && t > most) {
+            if (p.buffers && t >= one_percent && t > most) {
                 most = t;
                 best = p.flag;
                 reserve = p.vmem_bytes;
