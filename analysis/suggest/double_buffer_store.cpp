@@ -55,7 +55,7 @@ public:
             out.push_back(suggestion(std::move(p), nullptr));
         }
         if (!most) return;
-        PrefetchPlan ahead = plan_prefetch_ahead(sc, reserve);
+        const PrefetchPlan ahead = prefetch_ahead_plan(sc, reserve);
         if (ahead.s.moves.empty() && ahead.s.edits.empty()) return;
         for (StoreRenamePlan& p : plan_store_renames(sc, &ahead.s, reserve, best))
             if (p.buffers) out.push_back(suggestion(std::move(p), &ahead));

@@ -25,6 +25,8 @@
 
 namespace xpu::analysis {
 
+struct PrefetchPlan;
+
 // What every finder reads, built once per run.
 struct SuggestContext {
     SuggestContext(const Context& cx, const Analysis& a, Planner& plan);
@@ -41,6 +43,9 @@ struct SuggestContext {
     const NeedOrder need_order;      // how far a hoisted DMA should move (not past DMAs needed sooner)
     const DmaTiming dma_timing;
     std::vector<WaitRemedy> remedies;  // per stalled wait with a remedy, the one chosen (program order per stream)
+    // prefetch_ahead's plan, made once when first asked for (prefetch_plan.h: prefetch_ahead_plan):
+    // prefetch_ahead and double_buffer_store both start from it.
+    mutable std::shared_ptr<const PrefetchPlan> prefetch_ahead_cache;
 };
 
 class SuggestionFinder {

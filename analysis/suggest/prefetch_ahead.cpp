@@ -21,7 +21,7 @@ class PrefetchAhead : public SuggestionFinder {
 public:
     const char* kind() const override { return "prefetch_ahead"; }
     void find(const SuggestContext& sc, std::vector<Suggestion>& out) const override {
-        PrefetchPlan p = plan_prefetch_ahead(sc);
+        PrefetchPlan p = prefetch_ahead_plan(sc);  // a copy: its suggestion takes the moves
         if (p.s.moves.empty() && p.s.edits.empty()) return;
         WaitGroup g;
         g.s = std::move(p.s);

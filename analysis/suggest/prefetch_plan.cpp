@@ -504,4 +504,23 @@ PrefetchPlan plan_prefetch_ahead(const SuggestContext& sc, std::uint64_t reserve
     return out;
 }
 
+const PrefetchPlan& prefetch_ahead_plan(const SuggestContext& sc) {
+    if (!sc.prefetch_ahead_cache) sc.prefetch_ahead_cache = std::make_shared<const PrefetchPlan>(plan_prefetch_ahead(sc));
+    return *sc.prefetch_ahead_cache;
+}
+
+PrefetchPlan prefetch_ahead_plan(const SuggestContext& sc, std::uint64_t reserve) {
+    const PrefetchPlan& whole = prefetch_ahead_plan(sc);
+    if (!reserve) return whole;
+    // Every stream plan_prefetch_ahead plans on: its buffers start at the room's top and end at
+    // most peak_vmem above it (the most of any chip, so this errs towards planning again).
+    for (const Stream& st : sc.run.streams) {
+        const BufferRenamer::Room room = sc.renamer.room(st.chip);
+        if (!room.one_stream || room.capacity <= room.top) continue;  // not planned on, reserve or not
+        if (room.capacity - room.top <= reserve || room.capacity - room.top - reserve < whole.peak_vmem)
+            return plan_prefetch_ahead(sc, reserve);
+    }
+    return whole;
+}
+
 }  // namespace xpu::analysis

@@ -49,11 +49,19 @@ struct PrefetchPlan {
     std::map<std::uint32_t, Tick> saving_on;   // per stream: the suggestion saves the largest
     std::set<std::string> wait_ops, dma_ops;   // annotations of the waits served and the DMAs moved
     std::uint64_t waits = 0, dmas = 0, bytes = 0;
-    std::uint64_t peak_vmem = 0;               // the most VMEM its buffers take at once (bytes, per chip)
+    std::uint64_t peak_vmem = 0;               // the highest its buffers reach above the chip's used VMEM (bytes, most of any chip)
 };
 
 // `reserve`: bytes at the top of each chip's VMEM it leaves alone (double_buffer_store's copies,
 // when it plans on top of this plan).
 PrefetchPlan plan_prefetch_ahead(const SuggestContext& sc, std::uint64_t reserve = 0);
+
+// The plan with nothing reserved, made on the first call and kept in `sc` (its finders share it).
+const PrefetchPlan& prefetch_ahead_plan(const SuggestContext& sc);
+
+// The plan leaving `reserve` bytes: a copy of the one above where its buffers end below every
+// chip's capacity less `reserve` (first fit never reached the reserved bytes, so it places every
+// buffer alike and gives up on the same loads), else planned again.
+PrefetchPlan prefetch_ahead_plan(const SuggestContext& sc, std::uint64_t reserve);
 
 }  // namespace xpu::analysis
