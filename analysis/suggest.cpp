@@ -2,6 +2,8 @@
 // their saving estimated from the run's own timing. Built here from one finder per kind
 // (analysis/suggest/finder.h); the estimates of the wait kinds: analysis/suggest/wait_remedy.cpp.
 #include <algorithm>
+#include <future>
+#include <system_error>
 
 #include "analysis/context.h"
 #include "analysis/suggest/finder.h"
@@ -47,8 +49,32 @@ std::vector<Suggestion> find_suggestions(const Context& cx, Analysis& a) {
     set_earliest_issue(cx.run, plan, a);
     SuggestContext sc(cx, a, plan);
     sc.remedies = choose_wait_remedies(sc);
+    // The finders that read only what is built run on a second thread beside the others; each
+    // finder appends to a list of its own, joined in the finders' order: the same result
+    // whatever the timing.
+    const auto& finders = suggestion_finders();
+    std::vector<std::vector<Suggestion>> found(finders.size());
+    auto apart = [&] {
+        for (std::size_t i = 0; i < finders.size(); ++i)
+            if (finders[i]->reads_only_what_is_built()) finders[i]->find(sc, found[i]);
+    };
+    std::future<void> beside;
+    try {
+        beside = std::async(std::launch::async, apart);
+    } catch (const std::system_error&) {  // no thread to be had: the same work, here, afterwards
+        beside = std::async(std::launch::deferred, apart);
+    }
+    try {
+        for (std::size_t i = 0; i < finders.size(); ++i)
+            if (!finders[i]->reads_only_what_is_built()) finders[i]->find(sc, found[i]);
+    } catch (...) {
+        beside.wait();  // it reads sc: let it finish before sc goes
+        throw;
+    }
+    beside.get();
     std::vector<Suggestion> out;
-    for (const auto& f : suggestion_finders()) f->find(sc, out);
+    for (auto& v : found)
+        for (Suggestion& x : v) out.push_back(std::move(x));
     return out;
 }
 

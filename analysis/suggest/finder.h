@@ -55,6 +55,11 @@ public:
     virtual const char* kind() const = 0;
     // Appends the suggestions of its kind (unranked; any estimate, even below the noise floor).
     virtual void find(const SuggestContext& sc, std::vector<Suggestion>& out) const = 0;
+    // True when find() reads only what the SuggestContext holds once built (the run, its index,
+    // the Planner's const rules, the loads, the remedies) and none of the caches filled as they
+    // are asked (Planner::hoist_point, the BufferRenamer's, prefetch_ahead_cache): it may then
+    // run on a thread of its own beside the other finders (find_suggestions).
+    virtual bool reads_only_what_is_built() const { return false; }
 };
 
 // Every finder, in the order their suggestions are listed before ranking (which breaks ties in
