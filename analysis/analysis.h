@@ -142,8 +142,8 @@ struct RunBounds {
 };
 
 struct Suggestion {
-    std::string kind;    // hoist_dma, double_buffer, pipeline_collective, prefetch_ahead, drop_wait, reorder, merge_dma,
-                         // split_dma, collective_algorithm
+    std::string kind;    // hoist_dma, hoist_wait, double_buffer, double_buffer_store, pipeline_collective, prefetch_ahead,
+                         // drop_wait, reorder, merge_dma, split_dma, collective_algorithm
     std::string cause;   // the finding, e.g. "sync-flag waits at gemm/wait_data on DMAs issued right before them"
     std::string action;  // what to change
     std::string where;   // annotation (op) it applies to; ops of several layers rolled up (analysis/names.h)
@@ -154,6 +154,9 @@ struct Suggestion {
     std::vector<Move> moves;
     std::vector<Edit> edits;  // applied with the moves (an edited instruction may also move)
     std::uint32_t candidate = 0;  // its rank by estimate (1 = the largest), before any replay
+    // Another suggestion of the list with more changes (hoist_wait: a hoist, and its waits raised
+    // as well): replayed only in a place left after each kind's best (verify.h, candidate_order).
+    bool variant = false;
     // Replay (analysis/verify.h): the original run's time minus the patched trace's, both
     // simulated on the run's effective platform; negative when the patch made the run slower.
     bool measured = false;

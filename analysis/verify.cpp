@@ -135,7 +135,7 @@ void rank_by_verdict(std::vector<Suggestion>& s) {
 std::vector<std::size_t> candidate_order(const std::vector<Suggestion>& s) {
     std::vector<std::size_t> first, rest;
     std::set<std::string> kinds;
-    for (std::size_t i = 0; i < s.size(); ++i) (kinds.insert(s[i].kind).second ? first : rest).push_back(i);
+    for (std::size_t i = 0; i < s.size(); ++i) (!s[i].variant && kinds.insert(s[i].kind).second ? first : rest).push_back(i);
     first.insert(first.end(), rest.begin(), rest.end());
     return first;
 }

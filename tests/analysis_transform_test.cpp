@@ -731,6 +731,70 @@ TEST(HoistDma, HoistedDmasStayInTheOrderTheyAreNeeded) {
     EXPECT_NONFATAL_FAILURE(expect_need_order(r.data.streams[0].code, read_stream(out, 0)), "needed sooner");
 }
 
+// No swait waits for a DMA issued after it in program order: at each wait, the increments of
+// the DMAs on its flag issued so far reach its count (flags counted by increments, `gt v` as
+// `ge v + 1`). A wait raised above one of its DMAs would never pass: the in-order core never
+// reaches the DMA. (expect_reads_after_their_wait does not see it: it takes a wait as covering.)
+void expect_no_wait_before_its_dmas(const std::vector<Instruction>& code) {
+    std::map<std::uint16_t, std::int64_t> issued;
+    for (const Instruction& in : code) {
+        if (in.op == Opcode::Dma && in.has(kFlag)) issued[in.flag] += in.has(kValue) ? in.value : 1;
+        if (in.op == Opcode::SWait) {
+            const std::int64_t need = in.cond == Cond::Gt ? in.value + 1 : in.value;
+            if (issued[in.flag] < need) {
+                ADD_FAILURE() << trace::format_instruction(in) << " (#" << in.timestamp << ") waits for DMAs issued after it";
+                return;
+            }
+        }
+    }
+}
+
+// hoist_wait (analysis/suggest/raise_waits.h) on the planted --late-dma GEMM, whose waits and
+// weight loads the plant moved next to their use: the variant of the hoist that moves them back
+// up. The patched program is the original's instructions (by timestamp); every read sees the
+// producer it saw before, after a wait covering it; no wait comes before a DMA it waits for;
+// and waits did move up, each with the loads after it.
+TEST(HoistWait, PlantedLateDmaKeepsTheDataFlowAndNoWaitPassesItsDmas) {
+    gen::GemmParams p;
+    p.m = 1024;
+    p.n = 2048;
+    p.k = 1024;
+    p.late_dma = true;
+    const Analyzed r = analyzed(stamped(gemm_trace("late.bin", p).path));
+    const analysis::Suggestion* s = nullptr;
+    for (const auto& x : r.a.suggestions)
+        if (x.kind == "hoist_wait" && !s) s = &x;
+    ASSERT_NE(s, nullptr) << "no hoist_wait suggestion";
+    EXPECT_TRUE(s->variant);
+    EXPECT_GT(s->estimated_saving, 0u);
+    EXPECT_LE(s->estimated_saving, r.a.bounds.headroom);
+    const std::vector<Instruction>& orig = r.data.streams[0].code;
+    std::size_t raised = 0;
+    for (const analysis::Move& m : s->moves) raised += orig[m.from].op == Opcode::SWait;
+    EXPECT_GT(raised, 0u) << "no wait moved";
+    const std::string out = temp_path("patched.bin");
+    analysis::write_patched_trace(r.data, *s, out);
+    const std::vector<Instruction> patched = read_stream(out, 0);
+    ASSERT_EQ(patched.size(), orig.size());
+    std::size_t up = 0;  // waits now earlier than they were
+    for (std::size_t i = 0; i < patched.size(); ++i) {
+        ASSERT_LT(patched[i].timestamp, orig.size());
+        EXPECT_EQ(patched[i].op, orig[patched[i].timestamp].op);
+        up += patched[i].op == Opcode::SWait && i < patched[i].timestamp;
+    }
+    EXPECT_GT(up, 0u);
+    EXPECT_EQ(data_flow(orig, 0), data_flow(patched, 0)) << "a read now sees another producer";
+    expect_reads_after_their_wait(patched, 0);
+    expect_no_wait_before_its_dmas(orig);
+    expect_no_wait_before_its_dmas(patched);
+    // The check catches what it forbids: the same suggestion with its waits at the top.
+    analysis::Suggestion top = *s;
+    for (auto& m : top.moves)
+        if (orig[m.from].op == Opcode::SWait) m.before = 0;
+    analysis::write_patched_trace(r.data, top, out);
+    EXPECT_NONFATAL_FAILURE(expect_no_wait_before_its_dmas(read_stream(out, 0)), "waits for DMAs issued after it");
+}
+
 // With too little VMEM for the buffer copies there is no double_buffer suggestion.
 TEST(DoubleBuffer, NotSuggestedWithoutVmemHeadroom) {
     gen::GemmParams p = two_blocks(1024);
@@ -1024,7 +1088,8 @@ TEST(DoubleBuffer, TheDataFlowAndWaitChecksCatchBrokenRewrites) {
 
 // The finders (analysis/suggest/finder.h): one per kind, each listed once; what they find is
 // self-contained (kind, where, finding, action, estimate, and the changes a patch writes), so
-// that a suggestion can be applied and re-simulated on its own.
+// that a suggestion can be applied and re-simulated on its own. A variant (hoist_wait: a hoist
+// with its waits raised, made by the hoist's own finder) has a kind of its own and says so.
 TEST(Finders, OnePerKindAndEverySuggestionSelfContained) {
     std::vector<std::string> kinds;
     for (const auto& f : analysis::suggestion_finders()) kinds.push_back(f->kind());
@@ -1037,7 +1102,8 @@ TEST(Finders, OnePerKindAndEverySuggestionSelfContained) {
     ASSERT_FALSE(r.a.suggestions.empty());
     for (std::size_t i = 0; i < r.a.suggestions.size(); ++i) {
         const analysis::Suggestion& s = r.a.suggestions[i];
-        EXPECT_NE(std::find(kinds.begin(), kinds.end(), s.kind), kinds.end()) << s.kind;
+        if (s.variant) EXPECT_EQ(s.kind, "hoist_wait");
+        else EXPECT_NE(std::find(kinds.begin(), kinds.end(), s.kind), kinds.end()) << s.kind;
         EXPECT_FALSE(s.where.empty()) << s.kind;
         EXPECT_FALSE(s.cause.empty()) << s.kind;
         EXPECT_FALSE(s.action.empty()) << s.kind;

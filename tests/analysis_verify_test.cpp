@@ -100,6 +100,16 @@ TEST(Verify, CandidatesAreEachKindsBestThenTheBestEstimates) {
     EXPECT_TRUE(analysis::candidate_order({}).empty());
 }
 
+// A variant (hoist_wait: a hoist with its waits raised too) takes no kind's first place: placed
+// first as a kind of its own, it left a planted decode's drop_wait unreplayed (verify.h).
+TEST(Verify, AVariantOnlyTakesThePlacesLeft) {
+    std::vector<analysis::Suggestion> s(4);
+    const char* kinds[] = {"hoist_wait", "reorder", "drop_wait", "hoist_dma"};
+    for (std::size_t i = 0; i < s.size(); ++i) s[i].kind = kinds[i];
+    s[0].variant = true;
+    EXPECT_EQ(analysis::candidate_order(s), (std::vector<std::size_t>{1, 2, 3, 0}));
+}
+
 TEST(Verify, FloorIsAThousandthOfTheRunAndAtLeastOneNanosecond) {
     EXPECT_EQ(verify_floor(10'000'000), 10'000u);
     EXPECT_EQ(verify_floor(50'000), 1000u);

@@ -6,10 +6,12 @@
 // plain hoist (wait_remedy.cpp).
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "analysis/patch.h"
 #include "analysis/suggest/finder.h"
+#include "analysis/suggest/raise_waits.h"
 #include "analysis/suggest/wait_groups.h"
 
 namespace xpu::analysis {
@@ -94,6 +96,7 @@ void absorb(WaitGroup& g, const WaitGroup& h) {
     g.ops.insert(h.ops.begin(), h.ops.end());
     g.dma_anns.insert(h.dma_anns.begin(), h.dma_anns.end());
     g.waits += h.waits;
+    g.served.insert(g.served.end(), h.served.begin(), h.served.end());
 }
 
 class DoubleBuffer : public SuggestionFinder {
@@ -119,7 +122,8 @@ public:
                    << " instruction slots earlier in all (" << changes_text(count_changes(sc.run, g.s)) << ")";
             g.s.cause = cause.str();
             g.s.action = action.str();
-            out.push_back(std::move(g.s));
+            out.push_back(g.s);
+            if (std::optional<Suggestion> v = with_raised_waits(sc, g)) out.push_back(std::move(*v));
         }
     }
 };

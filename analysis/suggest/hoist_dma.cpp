@@ -1,9 +1,11 @@
 // hoist_dma: sync-flag waits on DMAs issued late. Move each DMA a stalled wait waits for up to
 // just after the last instruction it depends on (a prefetch into the buffer as soon as it is
 // free). The estimate: wait_remedy.cpp (hoist_option).
+#include <optional>
 #include <sstream>
 
 #include "analysis/suggest/finder.h"
+#include "analysis/suggest/raise_waits.h"
 #include "analysis/suggest/wait_groups.h"
 
 namespace xpu::analysis {
@@ -23,7 +25,8 @@ public:
                    << g.passed << " instruction slots in all";
             g.s.cause = cause.str();
             g.s.action = action.str();
-            out.push_back(std::move(g.s));
+            out.push_back(g.s);
+            if (std::optional<Suggestion> v = with_raised_waits(sc, g)) out.push_back(std::move(*v));
         }
     }
 };

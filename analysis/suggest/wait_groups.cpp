@@ -24,6 +24,7 @@ WaitGroup& group_of(std::map<std::string, WaitGroup>& groups, const WaitRemedy& 
     g.saving_on[r.wait->stream] += r.saving;
     g.ops.insert(r.ann);
     ++g.waits;
+    g.served.push_back({r.wait->stream, r.wait->index});
     return g;
 }
 

@@ -31,6 +31,7 @@ struct WaitGroup {
         std::uint64_t wait, first_use;
     };
     std::vector<Held> held;
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> served;  // hoists: the stalled waits (stream, index)
 };
 
 // The step of an op: the last part of its annotation.

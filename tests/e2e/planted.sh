@@ -76,10 +76,12 @@ if [[ -n $SIZE ]]; then
 fi
 # The finding each planted cause must produce (docs/tracegen.md); kinds separated by "|" are
 # each a fix of that cause: a load issued late, or into the buffer still being read, is
-# prefetched by hoist_dma or double_buffer, or by prefetch_ahead into a buffer of its own.
+# prefetched by hoist_dma or double_buffer (hoist_wait: either, with the wait and the register
+# loads after it moved up too, as the plant moved them down), or by prefetch_ahead into a buffer
+# of its own.
 case "$CASE" in
-    *late-dma) want_kind="hoist_dma|prefetch_ahead" want_where=wait_data ;;
-    *no-double-buffer) want_kind="double_buffer|prefetch_ahead" want_where=wait_data ;;
+    *late-dma) want_kind="hoist_dma|hoist_wait|prefetch_ahead" want_where=wait_data ;;
+    *no-double-buffer) want_kind="double_buffer|hoist_wait|prefetch_ahead" want_where=wait_data ;;
     *false-dep) want_kind=drop_wait want_where=wait_c ;;
     *bad-order) want_kind=reorder want_where=wait_data ;;
     collective-serial) want_kind=pipeline_collective want_where=wait ;;
