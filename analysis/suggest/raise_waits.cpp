@@ -1,6 +1,7 @@
 #include "analysis/suggest/raise_waits.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "analysis/attribution.h"
 #include "analysis/dependencies.h"
@@ -13,6 +14,9 @@ namespace {
 
 constexpr std::uint64_t kNear = 16;  // the loads right after a wait, and their readers right after them
 constexpr Tick kMinStall = 5000;     // 5 ns: a reader's stall below it is an issue slot or two
+constexpr std::uint64_t kReach = 4096;  // the most instructions a wait moves up (a GEMM step is ~650)
+
+std::uint64_t key(std::uint32_t stream, std::uint64_t index) { return (std::uint64_t(stream) << 40) | index; }
 
 bool reads_register(const Instruction& y, std::uint8_t reg) {
     for (int k = 0; k < 3; ++k)
@@ -24,10 +28,14 @@ bool reads_register(const Instruction& y, std::uint8_t reg) {
 
 std::size_t raise_waits(const SuggestContext& sc, std::vector<std::pair<std::uint32_t, std::uint64_t>> waits, Suggestion& s,
                         std::map<std::uint32_t, Tick>& saving_on) {
-    std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> anchor;  // a moved instruction: where it goes
-    for (const Move& m : s.moves) anchor[{m.stream, m.from}] = m.before;
-    std::map<std::pair<std::uint32_t, std::uint64_t>, const Instruction*> edited;
-    for (const Edit& e : s.edits) edited[{e.stream, e.index}] = &e.in;
+    // Looked up for every instruction a wait's scan passes (a decode's double_buffer moves and
+    // edits tens of thousands): hashed by (stream, index).
+    std::unordered_map<std::uint64_t, std::uint64_t> anchor;  // a moved instruction: where it goes
+    anchor.reserve(s.moves.size());
+    for (const Move& m : s.moves) anchor[key(m.stream, m.from)] = m.before;
+    std::unordered_map<std::uint64_t, const Instruction*> edited;
+    edited.reserve(s.edits.size());
+    for (const Edit& e : s.edits) edited[key(e.stream, e.index)] = &e.in;
     std::sort(waits.begin(), waits.end());
     waits.erase(std::unique(waits.begin(), waits.end()), waits.end());
     std::map<std::uint32_t, std::uint64_t> fence;  // per stream: no raise goes above the previous one's place
@@ -36,12 +44,12 @@ std::size_t raise_waits(const SuggestContext& sc, std::vector<std::pair<std::uin
     for (const auto& [sid, w] : waits) {
         const Stream& st = sc.run.streams[sid];
         auto code = [&](std::uint64_t j) -> const Instruction& {
-            auto it = edited.find({sid, j});
+            auto it = edited.find(key(sid, j));
             return it != edited.end() ? *it->second : st.code[j];
         };
-        if (anchor.count({sid, w}) || !st.life[w].seen) continue;
+        if (anchor.count(key(sid, w)) || !st.life[w].seen) continue;
         // Its raisers: where they are now, and when they are estimated to be done.
-        std::uint64_t floor = fence[sid];
+        std::uint64_t floor = std::max(fence[sid], w > kReach ? w - kReach : 0);
         Tick done = 0;
         bool own = true;
         for (const Raiser& r : sc.plan.covered(sid, w)) {
@@ -50,7 +58,7 @@ std::size_t raise_waits(const SuggestContext& sc, std::vector<std::pair<std::uin
                 break;
             }
             const Dma& d = sc.run.dmas[r.dma];
-            auto it = anchor.find({sid, r.index});
+            auto it = anchor.find(key(sid, r.index));
             const std::uint64_t at = it != anchor.end() ? it->second : r.index + 1;
             floor = std::max(floor, at);
             const Tick issue = it != anchor.end() && st.life[it->second].seen ? std::min(d.issue, st.life[it->second].issue) : d.issue;
@@ -61,7 +69,7 @@ std::size_t raise_waits(const SuggestContext& sc, std::vector<std::pair<std::uin
         std::vector<std::uint64_t> loads;
         std::vector<Access> reads;
         Tick need = 0;
-        for (std::uint64_t k = w + 1; k < st.code.size() && k <= w + kNear && code(k).op == Opcode::VLoad && !anchor.count({sid, k});
+        for (std::uint64_t k = w + 1; k < st.code.size() && k <= w + kNear && code(k).op == Opcode::VLoad && !anchor.count(key(sid, k));
              ++k) {
             Access acc[2];
             const int na = accesses(st.code[k], st, acc);
@@ -83,7 +91,7 @@ std::size_t raise_waits(const SuggestContext& sc, std::vector<std::pair<std::uin
         const Instruction& wi = code(w);
         std::uint64_t to = w;
         for (std::uint64_t j = w; j-- > floor;) {
-            if (anchor.count({sid, j})) continue;  // moved away: not there any more
+            if (anchor.count(key(sid, j))) continue;  // moved away: not there any more
             const Instruction& y = code(j);
             if (!st.life[j].seen || st.life[j].issue < target || is_barrier_like(y.op)) break;
             if ((y.op == Opcode::Dma || y.op == Opcode::SWait) && y.has(kFlag) && wi.has(kFlag) && y.flag == wi.flag &&
@@ -120,7 +128,8 @@ std::optional<Suggestion> with_raised_waits(const SuggestContext& sc, const Wait
     if (!raised) return std::nullopt;
     v.estimated_saving = 0;
     for (const auto& [stream, t] : saving_on) v.estimated_saving = std::max(v.estimated_saving, t);
-    // The base's own action is long (its suggestion is listed beside this one): named, not repeated.
+    // The base's own action is long (its suggestion is listed beside this one): named, not
+    // repeated. The changes counted in all, as --apply and report.html count them.
     v.action = "as " + g.s.kind + " at " + g.s.where + ", and " + std::to_string(raised) +
                " of its waits moved up, each with the register loads after it, to where those DMAs are estimated to be done (" +
                changes_text(count_changes(sc.run, v)) + ")";
