@@ -41,7 +41,9 @@ std::size_t raise_waits(const SuggestContext& sc, std::vector<std::pair<std::uin
     std::map<std::uint32_t, std::uint64_t> fence;  // per stream: no raise goes above the previous one's place
     std::vector<Move> raises;
     std::size_t raised = 0;
-    for (const auto& [sid, w] : waits) {
+    for (const auto& sw : waits) {
+        const std::uint32_t sid = sw.first;  // plain variables: a lambda below captures them (clang
+        const std::uint64_t w = sw.second;   // does not capture structured bindings in C++17)
         const Stream& st = sc.run.streams[sid];
         auto code = [&](std::uint64_t j) -> const Instruction& {
             auto it = edited.find(key(sid, j));
