@@ -215,6 +215,17 @@ std::map<std::uint64_t, std::vector<std::uint64_t>> data_flow(const std::vector<
     return flow;
 }
 
+// A renaming patch (prefetch_ahead, double_buffer_store) rewrites only VMEM addresses, flags
+// and wait values: `in` is `was` with at most those changed.
+void expect_only_addresses_flags_and_counts_changed(const Instruction& was, const Instruction& in) {
+    Instruction o = was;
+    o.mem_src.addr = in.mem_src.addr;
+    o.mem_dst.addr = in.mem_dst.addr;
+    if (o.op == Opcode::Dma || o.op == Opcode::SWait) o.flag = in.flag;
+    if (o.op == Opcode::SWait) o.value = in.value;
+    EXPECT_EQ(o, in) << "only VMEM addresses, flags and wait values may change: " << trace::format_instruction(in);
+}
+
 // Every read of a DMA's data comes after a swait on the DMA's flag for at least the flag's count
 // once that DMA (all its pieces) has landed (flags count completions by their increments; a
 // `gt v` wait is a `ge v + 1`): checked on `code` as it stands.
@@ -492,12 +503,7 @@ const analysis::Suggestion& check_double_buffer_store(const Analyzed& r) {
             continue;
         }
         EXPECT_EQ(in.timestamp + added, p2) << "an instruction changed place";
-        Instruction o = orig[in.timestamp];
-        o.mem_src.addr = in.mem_src.addr;
-        o.mem_dst.addr = in.mem_dst.addr;
-        if (o.op == Opcode::Dma || o.op == Opcode::SWait) o.flag = in.flag;
-        if (o.op == Opcode::SWait) o.value = in.value;
-        EXPECT_EQ(o, in) << "only VMEM addresses, flags and wait values may change: " << trace::format_instruction(in);
+        expect_only_addresses_flags_and_counts_changed(orig[in.timestamp], in);
     }
     for (int n : seen) EXPECT_GE(n, 1) << "an instruction went missing";
     EXPECT_EQ(data_flow(orig, 0), data_flow(patched, 0)) << "a read now sees another producer";
@@ -635,12 +641,7 @@ void check_prefetch_ahead(const Analyzed& r) {
             continue;
         }
         if (in.timestamp + added != p2) ++moved;
-        Instruction o = orig[in.timestamp];
-        o.mem_src.addr = in.mem_src.addr;
-        o.mem_dst.addr = in.mem_dst.addr;
-        if (o.op == Opcode::Dma || o.op == Opcode::SWait) o.flag = in.flag;
-        if (o.op == Opcode::SWait) o.value = in.value;
-        EXPECT_EQ(o, in) << "only VMEM addresses, flags and wait values may change: " << trace::format_instruction(in);
+        expect_only_addresses_flags_and_counts_changed(orig[in.timestamp], in);
     }
     for (int n : seen) EXPECT_GE(n, 1) << "an instruction went missing";
     EXPECT_GT(added, 0u);

@@ -78,17 +78,8 @@ private:
             for (const auto& [stream, t] : ahead->saving_on) g.saving_on[stream] += t;
             g.ops.insert(ahead->wait_ops.begin(), ahead->wait_ops.end());
         }
-        std::string at = finish_group(g);
-        // On top of prefetch_ahead, where names the steps (as prefetch_ahead's: rolled up by op,
-        // the ops one layer alone had a wait served in would name that layer).
-        if (ahead && g.ops.size() > 1) {
-            std::set<std::string> steps;
-            for (const std::string& op : g.ops) steps.insert(step_of(op));
-            at.clear();
-            for (const std::string& st : steps) at += (at.empty() ? "*/" : ", */") + st;
-            at += " (" + std::to_string(g.ops.size()) + " ops)";
-            g.s.where = at;
-        }
+        finish_group(g);
+        if (ahead) steps_where(g);  // on top of prefetch_ahead, where names the steps, as prefetch_ahead's
         std::ostringstream cause, action;
         cause << p.waits << " waits for the last write-back of a staging buffer before writing it again (" << dma_list(g) << ")";
         if (ahead) cause << "; " << ahead->waits << " on loads the HBM had idle time for";

@@ -25,8 +25,9 @@ public:
                    << g.passed << " instruction slots in all";
             g.s.cause = cause.str();
             g.s.action = action.str();
-            out.push_back(g.s);
-            if (std::optional<Suggestion> v = with_raised_waits(sc, g)) out.push_back(std::move(*v));
+            std::optional<Suggestion> v = with_raised_waits(sc, g);  // copies g.s: before it moves
+            out.push_back(std::move(g.s));
+            if (v) out.push_back(std::move(*v));
         }
     }
 };

@@ -29,18 +29,9 @@ public:
         g.saving_on = p.saving_on;
         g.ops = p.wait_ops;
         g.dma_anns = p.dma_ops;
-        std::string at = finish_group(g);
-        // One suggestion for every step it serves (its flags and counts are one plan), so its
-        // where names the steps, "*/wait_data, */softmax (n ops)": rolled up by step alone, an
-        // op that only one layer had a wait served in would name that layer.
-        if (g.ops.size() > 1) {
-            std::set<std::string> steps;
-            for (const std::string& op : g.ops) steps.insert(step_of(op));
-            at.clear();
-            for (const std::string& st : steps) at += (at.empty() ? "*/" : ", */") + st;
-            at += " (" + std::to_string(g.ops.size()) + " ops)";
-            g.s.where = at;
-        }
+        finish_group(g);
+        // One suggestion for every step it serves (its flags and counts are one plan).
+        const std::string at = steps_where(g);
         auto mib = [](std::uint64_t b) {
             std::ostringstream o;
             o << std::fixed << std::setprecision(1) << double(b) / (1 << 20) << " MiB";

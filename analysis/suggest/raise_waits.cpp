@@ -24,8 +24,8 @@ bool reads_register(const Instruction& y, std::uint8_t reg) {
     return false;
 }
 
-}  // namespace
-
+// Adds the raises to `s` (moves, after its own) for the waits `waits` serves ((stream, index)),
+// and the savings to `saving_on` (per stream). Returns how many waits it raised.
 std::size_t raise_waits(const SuggestContext& sc, std::vector<std::pair<std::uint32_t, std::uint64_t>> waits, Suggestion& s,
                         std::map<std::uint32_t, Tick>& saving_on) {
     // Looked up for every instruction a wait's scan passes (a decode's double_buffer moves and
@@ -122,6 +122,8 @@ std::size_t raise_waits(const SuggestContext& sc, std::vector<std::pair<std::uin
     for (Move& m : raises) s.moves.push_back(m);
     return raised;
 }
+
+}  // namespace
 
 std::optional<Suggestion> with_raised_waits(const SuggestContext& sc, const WaitGroup& g) {
     Suggestion v = g.s;

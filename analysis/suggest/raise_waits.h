@@ -20,11 +20,7 @@
 // much earlier the loads now issue.
 #pragma once
 
-#include <cstdint>
-#include <map>
 #include <optional>
-#include <utility>
-#include <vector>
 
 #include "analysis/analysis.h"
 #include "analysis/suggest/wait_groups.h"
@@ -32,11 +28,6 @@
 namespace xpu::analysis {
 
 struct SuggestContext;
-
-// Adds the raises to `s` (moves, after its own) for the waits `waits` serves ((stream, index)),
-// and the savings to `saving_on` (per stream). Returns how many waits it raised.
-std::size_t raise_waits(const SuggestContext& sc, std::vector<std::pair<std::uint32_t, std::uint64_t>> waits, Suggestion& s,
-                        std::map<std::uint32_t, Tick>& saving_on);
 
 // The suggestion of kind `hoist_wait`: a hoist kind's finished suggestion (g.s, its texts set)
 // with its waits raised as well; nothing if none can be. A suggestion of its own beside the

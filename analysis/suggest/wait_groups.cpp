@@ -79,6 +79,17 @@ std::string finish_group(WaitGroup& g) {
     return g.s.where.empty() ? "(no annotation)" : g.s.where;
 }
 
+std::string steps_where(WaitGroup& g) {
+    if (g.ops.size() > 1) {
+        std::set<std::string> steps;
+        for (const std::string& op : g.ops) steps.insert(step_of(op));
+        std::string at;
+        for (const std::string& st : steps) at += (at.empty() ? "*/" : ", */") + st;
+        g.s.where = at + " (" + std::to_string(g.ops.size()) + " ops)";
+    }
+    return g.s.where.empty() ? "(no annotation)" : g.s.where;
+}
+
 std::string dma_list(const WaitGroup& g) {
     return rolled_list(std::vector<std::string>(g.dma_anns.begin(), g.dma_anns.end()), kListChars);
 }

@@ -56,4 +56,10 @@ inline constexpr std::size_t kListChars = 100;
 // gemm/load_b", "layer*/attn/out_proj/load_a x32, layer*/attn/out_proj/load_b x32, +3 more".
 std::string dma_list(const WaitGroup& g);
 
+// For a suggestion that is one plan over every step it serves (prefetch_ahead, and
+// double_buffer_store on top of it): sets where to the steps, "*/wait_data, */softmax (n ops)",
+// when it covers more than one op (rolled up by op, the ops one layer alone had a wait served
+// in would name that layer), and returns it; else where as finish_group left it.
+std::string steps_where(WaitGroup& g);
+
 }  // namespace xpu::analysis
