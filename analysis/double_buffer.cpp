@@ -174,11 +174,30 @@ bool BufferRenamer::rename_into(std::uint32_t s, const std::vector<std::uint64_t
         why = "several cores share the chip's VMEM";
         return false;
     }
-    // The buffers: distinct destinations of the DMAs, lowest first.
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> buffers;  // (addr, bytes)
-    for (std::uint64_t k : dmas) buffers.push_back({st.code[k].mem_dst.addr, st.code[k].bytes});
+    // The buffers: distinct destinations of the DMAs, lowest first. A destination that fills of
+    // other extents overlap (tiles packed back to back whose sizes change from step to step)
+    // is renamed as the whole region those fills cover, step by step (rename_region).
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> buffers, regions;  // (addr, bytes); (lo, hi)
+    for (std::uint64_t k : dmas) {
+        const std::uint64_t lo = st.code[k].mem_dst.addr, hi = lo + st.code[k].bytes;
+        const auto r = region_of(s, lo, hi);
+        if (r.first == lo && r.second == hi)
+            buffers.push_back({lo, st.code[k].bytes});
+        else
+            regions.push_back(r);
+    }
     std::sort(buffers.begin(), buffers.end());
     buffers.erase(std::unique(buffers.begin(), buffers.end()), buffers.end());
+    std::sort(regions.begin(), regions.end());
+    regions.erase(std::unique(regions.begin(), regions.end()), regions.end());
+    // A buffer inside a region (an edge tile's fill listed beside a full one) is renamed with it.
+    buffers.erase(std::remove_if(buffers.begin(), buffers.end(),
+                                 [&](const std::pair<std::uint64_t, std::uint64_t>& b) {
+                                     for (const auto& r : regions)
+                                         if (b.first < r.second && r.first < b.first + b.second) return true;
+                                     return false;
+                                 }),
+                  buffers.end());
     // Only checking (no `edited`): one buffer's exact fills rewrite disjoint ranges, each
     // instruction once, so nothing this call rewrites is looked at again and the rewrites need
     // not be kept. Several buffers: a later one sees what an earlier one moved.
@@ -267,6 +286,127 @@ bool BufferRenamer::rename_into(std::uint32_t s, const std::vector<std::uint64_t
                 if (changed && edited) edited->set(j, in);
             }
         }
+    }
+    for (const auto& r : regions) {
+        std::uint64_t shadow[kBufferCopies] = {r.first};
+        for (unsigned c = 1; c < kBufferCopies; ++c) {
+            shadow[c] = next;
+            next = align_up(next + (r.second - r.first));
+        }
+        if (next > room.capacity) {
+            why = "no VMEM headroom for more buffers";
+            return false;
+        }
+        if (!rename_region(s, r.first, r.second, shadow, edited, why)) return false;
+    }
+    return true;
+}
+
+std::pair<std::uint64_t, std::uint64_t> BufferRenamer::region_of(std::uint32_t s, std::uint64_t lo, std::uint64_t hi) const {
+    // Grown by every fill that overlaps it and reaches past it, until none does: the union of
+    // the chain of overlapping fills it belongs to. Those unions, found once per stream (a
+    // decode renames thousands of fills, each looked up here: a scan of all fills per lookup
+    // was 86% of its analysis).
+    auto it = regions_.find(s);
+    if (it == regions_.end()) {
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> v;
+        for (const Fill& f : local_fills(s))
+            if (f.bytes) v.push_back({f.addr, f.addr + f.bytes});
+        std::sort(v.begin(), v.end());
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> merged;
+        for (const auto& x : v)
+            if (!merged.empty() && x.first < merged.back().second)
+                merged.back().second = std::max(merged.back().second, x.second);
+            else
+                merged.push_back(x);
+        it = regions_.emplace(s, std::move(merged)).first;
+    }
+    const auto& u = it->second;
+    auto r = std::upper_bound(u.begin(), u.end(), std::make_pair(lo, ~std::uint64_t{0}));  // the last union starting at or before lo
+    if (r == u.begin()) return {lo, hi};
+    --r;
+    if (r->second <= lo || r->first > lo || r->second < hi) return {lo, hi};  // not a fill's range: itself
+    return *r;
+}
+
+// Region [lo, hi) of stream s, filled by DMAs of different extents: the fills in program order
+// form groups, consecutive fills of one pipeline step (step_of); each group's segment runs from
+// its first fill to the next group's, and every access to the region in it moves to the copy
+// of the group's step, as an exact buffer's fill and its accesses do. Safe only where each
+// segment reads nothing but what its own group's fills before the read wrote: then no read
+// wants bytes that another step's copy holds. A read of anything else (an earlier step's bytes
+// left in place, data a vector store put there), another chip writing the region, or an access
+// that straddles it: not renamed.
+bool BufferRenamer::rename_region(std::uint32_t s, std::uint64_t lo, std::uint64_t hi, const std::uint64_t* shadow,
+                                  Planner::Edited* edited, std::string& why) const {
+    const Stream& st = run_.streams[s];
+    for (std::uint32_t o = 0; o < run_.streams.size(); ++o) {
+        if (o == s) continue;
+        for (std::uint64_t j : plan_.sync_and_dma(o)) {
+            const Instruction& in = run_.streams[o].code[j];
+            if (in.op == Opcode::Dma && in.mem_dst.space == Space::Vmem && in.mem_dst.chip == st.chip && in.mem_dst.addr < hi &&
+                lo < in.mem_dst.addr + in.bytes) {
+                why = "another chip writes the buffer";
+                return false;
+            }
+        }
+    }
+    std::vector<Fill> over;  // the fills of the region, program order
+    for (const Fill& f : local_fills(s))
+        if (f.addr < hi && lo < f.addr + f.bytes) over.push_back(f);
+    const std::vector<VmemUse>& uses = vmem_uses(s);
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> written;  // the group's fills so far: [a, b)
+    for (std::size_t g = 0; g < over.size();) {
+        const std::uint64_t step = step_of(s, over[g].index);
+        std::size_t e = g + 1;  // the group: over[g, e)
+        while (e < over.size() && step_of(s, over[e].index) == step) ++e;
+        const std::uint64_t end = e < over.size() ? over[e].index : st.code.size();
+        const unsigned copy = static_cast<unsigned>(step % kBufferCopies);
+        written.clear();
+        std::size_t next_fill = g;
+        auto covered = [&](std::uint64_t a, std::uint64_t b) {  // is [a, b) within what `written` holds?
+            std::sort(written.begin(), written.end());
+            for (const auto& w : written) {
+                if (w.first > a) break;
+                if (w.second > a) a = w.second;
+                if (a >= b) return true;
+            }
+            return a >= b;
+        };
+        auto u = std::lower_bound(uses.begin(), uses.end(), over[g].index, [](const VmemUse& x, std::uint64_t j) { return x.index < j; });
+        for (; u != uses.end() && u->index < end; ++u) {
+            const std::uint64_t j = u->index;
+            const Instruction* current = edited && !edited->empty() ? edited->find(j) : nullptr;
+            Instruction in = current ? *current : st.code[j];
+            const std::uint64_t n = in.has(kBytes) ? in.bytes : 0;
+            bool changed = false, straddles = false, stale = false;
+            for_each_vmem_field(in, st.chip, [&](MemRef& r) {
+                const std::uint64_t a = r.addr, b = r.addr + std::max<std::uint64_t>(n, 1);
+                if (a >= hi || lo >= b) return;
+                if (a < lo || b > hi) {
+                    straddles = true;
+                    return;
+                }
+                if (&r == &in.mem_src && !covered(a, b)) stale = true;
+                r.addr = r.addr - lo + shadow[copy];
+                changed = true;
+            });
+            if (straddles) {
+                why = "an access straddles the buffer";
+                return false;
+            }
+            if (stale) {
+                why = "a step reads bytes of the buffer that its own fills did not write";
+                return false;
+            }
+            // The group's own fills, once passed: what the segment's later reads may read.
+            while (next_fill < e && over[next_fill].index <= j) {
+                written.push_back({over[next_fill].addr, over[next_fill].addr + over[next_fill].bytes});
+                ++next_fill;
+            }
+            if (changed && copy != 0 && edited) edited->set(j, in);
+        }
+        g = e;
     }
     return true;
 }

@@ -82,6 +82,11 @@ public:
     // A floor two steps back at every step cost the decodes ~0.1% of their loss.
     std::uint64_t step_floor(std::uint32_t s, std::uint64_t k) const;
 
+    // The region of stream s's VMEM that [lo, hi) belongs to for renaming: grown by every fill
+    // of the stream that overlaps it without lying inside it, until none does ([lo, hi) itself
+    // when every fill that touches it fills it exactly or inside it).
+    std::pair<std::uint64_t, std::uint64_t> region_of(std::uint32_t s, std::uint64_t lo, std::uint64_t hi) const;
+
     // Stream s's DMAs into its chip's VMEM, in program order (found once: each buffer renamed
     // looks for its fills among them, and a scan of the stream's syncs and DMAs per buffer read
     // every one of those instructions again).
@@ -105,6 +110,7 @@ private:
     mutable std::map<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>, bool> renamable_;  // (stream, addr, bytes)
     mutable std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> renamed_point_;
     mutable std::map<std::uint32_t, std::vector<Fill>> fills_;  // local_fills, per stream
+    mutable std::map<std::uint32_t, std::vector<std::pair<std::uint64_t, std::uint64_t>>> regions_;  // region_of's unions, per stream
     // Per stream, its instructions with operands in the chip's VMEM (the fields rename() moves),
     // in program order: a buffer's renaming looks only at these, in this compact copy (a scan of
     // every instruction per buffer, each ~100 bytes, was most of double_buffer's time on a decode).
@@ -130,6 +136,9 @@ private:
     std::size_t position(std::uint32_t s, std::uint64_t j) const;
     mutable std::map<std::uint32_t, Steps> steps_;  // per stream (find_steps)
     void find_steps(std::uint32_t s) const;
+    // rename_into()'s case of a region that fills of several extents share (double_buffer.cpp).
+    bool rename_region(std::uint32_t s, std::uint64_t lo, std::uint64_t hi, const std::uint64_t* shadow, Planner::Edited* edited,
+                       std::string& why) const;
     // rename() into `edited`; null: only whether it can (can_rename), nothing recorded.
     bool rename_into(std::uint32_t s, const std::vector<std::uint64_t>& dmas, Planner::Edited* edited, std::string& why) const;
 };

@@ -28,14 +28,16 @@ WaitGroup& group_of(std::map<std::string, WaitGroup>& groups, const WaitRemedy& 
     return g;
 }
 
-}  // namespace
-
-std::map<std::string, WaitGroup> group_hoists(const SuggestContext& sc, const char* kind) {
+// The groups of the remedies `hoists_of` gives hoists for (null: not in a group), as `kind`.
+template <typename HoistsOf>
+std::map<std::string, WaitGroup> group_by_step(const SuggestContext& sc, const char* kind, HoistsOf hoists_of) {
     std::map<std::string, WaitGroup> groups;
     for (const WaitRemedy& r : sc.remedies) {
-        if (std::strcmp(r.kind, kind) != 0) continue;
+        const std::vector<Hoist>* hoists = hoists_of(r);
+        if (!hoists) continue;
         WaitGroup& g = group_of(groups, r);
-        for (const Hoist& h : r.hoists) {
+        g.s.kind = kind;
+        for (const Hoist& h : *hoists) {
             if (h.renamed) g.renamed.insert({h.stream, h.from});
             if (g.moved.insert({h.stream, h.from}).second) {
                 g.s.moves.push_back({h.stream, h.from, h.to});
@@ -52,6 +54,17 @@ std::map<std::string, WaitGroup> group_hoists(const SuggestContext& sc, const ch
         for (const Move& m : g.s.moves) g.passed += m.from - m.before;
     }
     return groups;
+}
+
+}  // namespace
+
+std::map<std::string, WaitGroup> group_hoists(const SuggestContext& sc, const char* kind) {
+    return group_by_step(sc, kind, [&](const WaitRemedy& r) { return std::strcmp(r.kind, kind) == 0 ? &r.hoists : nullptr; });
+}
+
+std::map<std::string, WaitGroup> group_renamed_alternatives(const SuggestContext& sc) {
+    return group_by_step(sc, "double_buffer",
+                         [](const WaitRemedy& r) { return r.renamed_alternative.empty() ? nullptr : &r.renamed_alternative; });
 }
 
 std::map<std::string, WaitGroup> group_sinks(const SuggestContext& sc, const char* kind) {

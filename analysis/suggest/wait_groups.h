@@ -40,6 +40,9 @@ std::string step_of(const std::string& ann);
 // The waits whose remedy (wait_remedy.h) is `kind`, by step (in step order): for a hoist kind,
 // the DMAs moved (each once); for a sink kind, the waits sunk or deleted.
 std::map<std::string, WaitGroup> group_hoists(const SuggestContext& sc, const char* kind);
+// The same for the hoist_dma waits that have a renamed alternative (WaitRemedy::
+// renamed_alternative): those hoists instead, as kind double_buffer.
+std::map<std::string, WaitGroup> group_renamed_alternatives(const SuggestContext& sc);
 std::map<std::string, WaitGroup> group_sinks(const SuggestContext& sc, const char* kind);
 
 // Sets the group's estimated saving (the largest of its streams'), where it applies (its op, or

@@ -267,10 +267,12 @@ WaitRemedy remedy_of(const SuggestContext& sc, const WaitStall& w, const ChipQue
     r.wait = &w;
     r.ann = sc.run.annotation(st.code[w.index]);
     HoistOption h = hoist_option(sc, w, &others, false);
+    std::vector<Hoist> tied;  // the buffer copies' hoists where their estimate only ties
     {
         // Buffer copies only when it gains more than the plain prefetch does.
         HoistOption db = hoist_option(sc, w, &others, true);
         if (db.renamed && db.saving > h.saving) h = std::move(db);
+        else if (db.renamed && db.saving == h.saving && !db.remote) tied = std::move(db.hoists);
     }
     const auto [stop, redundant] = sc.plan.sink_point(w.stream, w.index);
     const Tick sink = sink_saving(sc, w, stop);
@@ -279,6 +281,7 @@ WaitRemedy remedy_of(const SuggestContext& sc, const WaitStall& w, const ChipQue
         r.kind = h.remote ? "pipeline_collective" : h.renamed ? "double_buffer" : "hoist_dma";
         r.saving = h.saving;
         r.hoists = std::move(h.hoists);
+        if (!h.remote && !h.renamed) r.renamed_alternative = std::move(tied);
     } else {
         r.kind = redundant && waits_for_stores(sc, w) ? "drop_wait" : "reorder";
         r.saving = sink;

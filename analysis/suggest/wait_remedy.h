@@ -34,6 +34,10 @@ struct WaitRemedy {
     // and whether it reached a later wait that makes it redundant (then it is deleted).
     std::uint64_t stop = 0;
     bool redundant = false;
+    // A hoist_dma whose estimate the buffer copies only tie: their hoists (some renamed), which
+    // move the DMAs further. The estimate cannot tell them apart, replay can: double_buffer
+    // offers them as a variant (analysis/suggest/double_buffer.cpp).
+    std::vector<Hoist> renamed_alternative;
 };
 
 // The remedy of every stalled wait that one would shorten, in the order of cx.waits.
