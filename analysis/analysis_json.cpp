@@ -180,6 +180,7 @@ void write_analysis_json(std::ostream& os, const RunData& run, const Analysis& a
         j.field("status", verdict_key(s.verdict));
         if (!s.verdict_note.empty()) j.field("status_note", s.verdict_note);
         j.field("candidate", static_cast<std::uint64_t>(s.candidate));
+        j.field("variant", s.variant);  // another form of a suggestion listed beside it (replayed in places left over)
         j.field("moves", static_cast<std::uint64_t>(s.moves.size() + s.edits.size()));  // instructions changed
         j.end_object();
     }

@@ -564,6 +564,7 @@ void write_report_html(const std::string& path, const RunData& run, const Analys
                 const Suggestion& s = *sug[i];
                 h += "<tr><td class=\"n\">" + std::to_string(i + 1) + "</td><td>";
                 esc(h, s.kind);
+                if (s.variant) h += " <small>(variant)</small>";
                 h += "</td><td>";
                 esc(h, s.where);
                 h += "</td><td>";

@@ -94,7 +94,7 @@ void print_report(std::ostream& os, const RunData& run, const Analysis& a, std::
     if (a.suggestions.empty()) os << "  none: no stall that a local move of a DMA or a wait would remove\n";
     for (std::size_t i = 0; i < a.suggestions.size(); ++i) {
         const Suggestion& s = a.suggestions[i];
-        os << "  " << i + 1 << ". [" << s.kind << "] ";
+        os << "  " << i + 1 << ". [" << s.kind << (s.variant ? ", variant" : "") << "] ";
         if (s.verdict == Verdict::Verified)
             os << "verified: saves " << format_time(static_cast<Tick>(s.measured_saving)) << " (" << pct(static_cast<Tick>(s.measured_saving), T)
                << " of the run, measured by replay; estimated ~" << format_time(s.estimated_saving) << ")";
