@@ -421,6 +421,22 @@ TEST(DoubleBuffer, EdgeTilesOfAnOddGemmKeepTheDataFlowAndTheWaits) {
     check_double_buffer(analyzed(stamped(gemm_trace("odd-single.bin", p).path)));
 }
 
+// An MxNxK GEMM without prefetch (--no-double-buffer), tiled for tpu-v6e-4.yaml's four 256x256
+// matrix units as `xpu_tracegen gemm --platform` tiles it (gen::tiles_for).
+gen::GemmParams v6e_gemm_without_prefetch(std::uint64_t m, std::uint64_t n, std::uint64_t k) {
+    gen::GemmParams p;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    p.mxus = 4;
+    p.dim = 256;
+    p.dma_engines = 4;
+    p.vpus = 1;
+    p.vec_base = 48ull << 20;  // three quarters of its 64 MiB of VMEM
+    p.double_buffer = false;
+    return p;
+}
+
 // Tiles packed back to back whose sizes change from step to step: on tpu-v6e-4.yaml's four
 // 256x256 matrix units (tiled for them, as `xpu_tracegen gemm --platform` does), a 500-deep K is
 // a 256 and a 244 step, and the two weight tiles of a step sit one after the other, so the second
@@ -431,16 +447,7 @@ TEST(DoubleBuffer, EdgeTilesOfAnOddGemmKeepTheDataFlowAndTheWaits) {
 // renaming is (the data flow, reads after their waits), and each step's weight fill lands in a
 // copy of its own.
 TEST(DoubleBuffer, TilesOfChangingSizesPackedInOneRegionAreRenamedTogether) {
-    gen::GemmParams p;
-    p.m = 3000;
-    p.n = 1000;
-    p.k = 500;
-    p.mxus = 4;  // gen::tiles_for(tpu-v6e-4.yaml)
-    p.dim = 256;
-    p.dma_engines = 4;
-    p.vpus = 1;
-    p.vec_base = 48ull << 20;
-    p.double_buffer = false;
+    const gen::GemmParams p = v6e_gemm_without_prefetch(3000, 1000, 500);
     const Analyzed r = analyzed(stamped(gemm_trace("packed-single.bin", p).path), {}, "configs/tpu-v6e-4.yaml");
     check_double_buffer(r, 64ull << 20);
     auto it = std::find_if(r.a.suggestions.begin(), r.a.suggestions.end(), [](const analysis::Suggestion& x) { return x.kind == "double_buffer"; });
@@ -469,17 +476,8 @@ TEST(DoubleBuffer, TilesOfChangingSizesPackedInOneRegionAreRenamedTogether) {
 // variant renames the data flow correctly (check_double_buffer), serves the same waits as the
 // hoist it ties with, at the same estimate.
 TEST(DoubleBuffer, ATieWithThePlainHoistIsOfferedAsAVariant) {
-    gen::GemmParams p;
-    p.m = 777;
-    p.n = 1000;
-    p.k = 1300;
-    p.mxus = 4;  // gen::tiles_for(tpu-v6e-4.yaml)
-    p.dim = 256;
-    p.dma_engines = 4;
-    p.vpus = 1;
-    p.vec_base = 48ull << 20;
-    p.double_buffer = false;
-    const Analyzed r = analyzed(stamped(gemm_trace("tie-single.bin", p).path), {}, "configs/tpu-v6e-4.yaml");
+    const Analyzed r = analyzed(stamped(gemm_trace("tie-single.bin", v6e_gemm_without_prefetch(777, 1000, 1300)).path), {},
+                                "configs/tpu-v6e-4.yaml");
     check_double_buffer(r, 64ull << 20);
     auto kind_is = [](const char* k) { return [k](const analysis::Suggestion& x) { return x.kind == k; }; };
     auto db = std::find_if(r.a.suggestions.begin(), r.a.suggestions.end(), kind_is("double_buffer"));
