@@ -468,6 +468,58 @@ TEST(DoubleBuffer, TilesOfChangingSizesPackedInOneRegionAreRenamedTogether) {
     EXPECT_GE(after.size(), analysis::kBufferCopies * before.size()) << "every place a weight tile is filled, in each copy";
 }
 
+// The rule that makes renaming a region safe, shown to refuse: a vector load of a 244 step that
+// reads bytes of the weight region only a 256 step's fills wrote (the tail its own smaller tiles
+// leave) wants the 256 step's copy, so the region cannot be renamed step by step. The program as
+// generated (that load reading its own step's bytes) is renamed.
+TEST(DoubleBuffer, ARegionWhoseStepReadsAnotherStepsBytesIsNotRenamed) {
+    const gen::GemmParams p = v6e_gemm_without_prefetch(3000, 1000, 500);
+    const Analyzed r = analyzed(stamped(gemm_trace("packed-refused.bin", p).path), {}, "configs/tpu-v6e-4.yaml");
+    // The weight region: every fill of B (placed right after A in HBM) lies in it.
+    const std::uint64_t b_lo = p.m * p.k * 2, b_hi = b_lo + p.k * p.n * 2;
+    const std::vector<Instruction>& code = r.data.streams[0].code;
+    std::vector<std::uint64_t> fills;
+    for (std::uint64_t j = 0; j < code.size(); ++j)
+        if (code[j].op == Opcode::Dma && code[j].mem_src.space == Space::Hbm && code[j].mem_src.addr >= b_lo && code[j].mem_src.addr < b_hi)
+            fills.push_back(j);
+    ASSERT_GE(fills.size(), 4u);
+    std::uint64_t lo = ~std::uint64_t{0}, hi = 0;  // the region
+    for (std::uint64_t j : fills) {
+        lo = std::min(lo, code[j].mem_dst.addr);
+        hi = std::max(hi, code[j].mem_dst.addr + code[j].bytes);
+    }
+    // The fill that ends highest below the region's top (a 244 step's second tile), and the first
+    // vector load of the region after it (its step's): moved to read the tail that step leaves.
+    std::uint64_t short_fill = 0, load = 0, short_end = 0;
+    for (std::uint64_t j : fills) {
+        const std::uint64_t end = code[j].mem_dst.addr + code[j].bytes;
+        if (end < hi && end > short_end) {
+            short_fill = j;
+            short_end = end;
+        }
+    }
+    ASSERT_GT(short_fill, 0u) << "no step leaves the region's tail unwritten";
+    for (std::uint64_t j = short_fill + 1; j < code.size() && !load; ++j)
+        if (code[j].op == Opcode::VLoad && code[j].mem_src.addr >= lo && code[j].mem_src.addr < hi) load = j;
+    ASSERT_GT(load, 0u);
+    auto renames = [&](const analysis::RunData& run, std::string& why) {
+        analysis::Context cx(run);
+        analysis::Planner plan(cx);
+        analysis::BufferRenamer renamer(run, plan);
+        EXPECT_EQ(renamer.region_of(0, code[fills[0]].mem_dst.addr, code[fills[0]].mem_dst.addr + code[fills[0]].bytes),
+                  std::make_pair(lo, hi))
+            << "the region is the union of the weight fills";
+        analysis::Planner::Edited edited;
+        return renamer.rename(0, {fills[0]}, edited, why);
+    };
+    std::string why;
+    EXPECT_TRUE(renames(r.data, why)) << why;
+    analysis::RunData stale = r.data;
+    stale.streams[0].code[load].mem_src.addr = hi - code[load].bytes;  // its bytes end at the region's top
+    EXPECT_FALSE(renames(stale, why));
+    EXPECT_NE(why.find("its own fills did not write"), std::string::npos) << why;
+}
+
 // Where the buffer copies only tie the plain hoist in the estimate, they are offered beside it
 // as a variant, counted once: a 777x1000x1300 GEMM without prefetch on tpu-v6e-4.yaml (six K
 // steps) has each step's A fill blocked by the step's own last vector loads; the plain hoist
