@@ -28,7 +28,8 @@
 #
 # usage: scripts/bench_suggestions.sh [--quick] [--rounds R] [--only REGEX] [--out DIR] [BUILD_DIR]
 #   --quick   a subset (one size per planted option, 1-2-layer decodes, 3 GEMMs, one TP decode,
-#             one collective): 11 s here; the full corpus (82 traces) 7.3 minutes on 2 cores
+#             one collective): 11 s here; the full corpus: 106 traces (the 100 before the 777x1000x1300 cases took
+#             264 s with --rounds 0 on 2 cores, 2026-11-25)
 #   --rounds  rounds of `xpu_analyze --rounds` on the clean traces of bar (c) (default 3; 0: none)
 #   --only    only the traces whose name matches REGEX (and the clean traces planted ones compare with)
 #   --out     results folder (default bench-results/suggestions[-quick]); the runs stay in DIR/runs
