@@ -208,27 +208,8 @@ bool BufferRenamer::rename_into(std::uint32_t s, const std::vector<std::uint64_t
         // Not a structured binding: C++17 does not let a lambda capture one (clang rejects it).
         const std::uint64_t lo = buffer.first, bytes = buffer.second;
         const std::uint64_t hi = lo + bytes;
-        std::uint64_t shadow[kBufferCopies] = {lo};
-        for (unsigned c = 1; c < kBufferCopies; ++c) {
-            shadow[c] = next;
-            next = align_up(next + bytes);
-        }
-        if (next > room.capacity) {
-            why = "no VMEM headroom for more buffers";
-            return false;
-        }
-        // Every other stream's DMAs into this chip must stay clear of the buffer.
-        for (std::uint32_t o = 0; o < run_.streams.size(); ++o) {
-            if (o == s) continue;
-            for (std::uint64_t j : plan_.sync_and_dma(o)) {
-                const Instruction& in = run_.streams[o].code[j];
-                if (in.op == Opcode::Dma && in.mem_dst.space == Space::Vmem && in.mem_dst.chip == st.chip &&
-                    in.mem_dst.addr < hi && lo < in.mem_dst.addr + in.bytes) {
-                    why = "another chip writes the buffer";
-                    return false;
-                }
-            }
-        }
+        std::uint64_t shadow[kBufferCopies];
+        if (!place_copies(s, lo, hi, next, shadow, why)) return false;
         // The DMAs that write into the buffer, in program order, and which of them fill exactly
         // it. Each exact fill moves to its step's copy with the accesses up to the next DMA into
         // the buffer, provided that one overwrites all of it (else a later read of the rest
@@ -288,16 +269,36 @@ bool BufferRenamer::rename_into(std::uint32_t s, const std::vector<std::uint64_t
         }
     }
     for (const auto& r : regions) {
-        std::uint64_t shadow[kBufferCopies] = {r.first};
-        for (unsigned c = 1; c < kBufferCopies; ++c) {
-            shadow[c] = next;
-            next = align_up(next + (r.second - r.first));
-        }
-        if (next > room.capacity) {
-            why = "no VMEM headroom for more buffers";
+        std::uint64_t shadow[kBufferCopies];
+        if (!place_copies(s, r.first, r.second, next, shadow, why) || !rename_region(s, r.first, r.second, shadow, edited, why))
             return false;
+    }
+    return true;
+}
+
+bool BufferRenamer::place_copies(std::uint32_t s, std::uint64_t lo, std::uint64_t hi, std::uint64_t& next, std::uint64_t* shadow,
+                                 std::string& why) const {
+    const Stream& st = run_.streams[s];
+    shadow[0] = lo;
+    for (unsigned c = 1; c < kBufferCopies; ++c) {
+        shadow[c] = next;
+        next = align_up(next + (hi - lo));
+    }
+    if (next > chips_.at(st.chip).capacity) {
+        why = "no VMEM headroom for more buffers";
+        return false;
+    }
+    // Every other stream's DMAs into this chip must stay clear of the range.
+    for (std::uint32_t o = 0; o < run_.streams.size(); ++o) {
+        if (o == s) continue;
+        for (std::uint64_t j : plan_.sync_and_dma(o)) {
+            const Instruction& in = run_.streams[o].code[j];
+            if (in.op == Opcode::Dma && in.mem_dst.space == Space::Vmem && in.mem_dst.chip == st.chip && in.mem_dst.addr < hi &&
+                lo < in.mem_dst.addr + in.bytes) {
+                why = "another chip writes the buffer";
+                return false;
+            }
         }
-        if (!rename_region(s, r.first, r.second, shadow, edited, why)) return false;
     }
     return true;
 }
@@ -335,22 +336,10 @@ std::pair<std::uint64_t, std::uint64_t> BufferRenamer::region_of(std::uint32_t s
 // of the group's step, as an exact buffer's fill and its accesses do. Safe only where each
 // segment reads nothing but what its own group's fills before the read wrote: then no read
 // wants bytes that another step's copy holds. A read of anything else (an earlier step's bytes
-// left in place, data a vector store put there), another chip writing the region, or an access
-// that straddles it: not renamed.
+// left in place, data a vector store put there) or an access that straddles it: not renamed.
 bool BufferRenamer::rename_region(std::uint32_t s, std::uint64_t lo, std::uint64_t hi, const std::uint64_t* shadow,
                                   Planner::Edited* edited, std::string& why) const {
     const Stream& st = run_.streams[s];
-    for (std::uint32_t o = 0; o < run_.streams.size(); ++o) {
-        if (o == s) continue;
-        for (std::uint64_t j : plan_.sync_and_dma(o)) {
-            const Instruction& in = run_.streams[o].code[j];
-            if (in.op == Opcode::Dma && in.mem_dst.space == Space::Vmem && in.mem_dst.chip == st.chip && in.mem_dst.addr < hi &&
-                lo < in.mem_dst.addr + in.bytes) {
-                why = "another chip writes the buffer";
-                return false;
-            }
-        }
-    }
     std::vector<Fill> over;  // the fills of the region, program order
     for (const Fill& f : local_fills(s))
         if (f.addr < hi && lo < f.addr + f.bytes) over.push_back(f);
@@ -364,8 +353,7 @@ bool BufferRenamer::rename_region(std::uint32_t s, std::uint64_t lo, std::uint64
         const unsigned copy = static_cast<unsigned>(step % kBufferCopies);
         written.clear();
         std::size_t next_fill = g;
-        auto covered = [&](std::uint64_t a, std::uint64_t b) {  // is [a, b) within what `written` holds?
-            std::sort(written.begin(), written.end());
+        auto covered = [&](std::uint64_t a, std::uint64_t b) {  // is [a, b) within what `written` holds (sorted)?
             for (const auto& w : written) {
                 if (w.first > a) break;
                 if (w.second > a) a = w.second;
@@ -401,7 +389,8 @@ bool BufferRenamer::rename_region(std::uint32_t s, std::uint64_t lo, std::uint64
             }
             // The group's own fills, once passed: what the segment's later reads may read.
             while (next_fill < e && over[next_fill].index <= j) {
-                written.push_back({over[next_fill].addr, over[next_fill].addr + over[next_fill].bytes});
+                const std::pair<std::uint64_t, std::uint64_t> w{over[next_fill].addr, over[next_fill].addr + over[next_fill].bytes};
+                written.insert(std::upper_bound(written.begin(), written.end(), w), w);
                 ++next_fill;
             }
             if (changed && copy != 0 && edited) edited->set(j, in);

@@ -136,6 +136,10 @@ private:
     std::size_t position(std::uint32_t s, std::uint64_t j) const;
     mutable std::map<std::uint32_t, Steps> steps_;  // per stream (find_steps)
     void find_steps(std::uint32_t s) const;
+    // The copies of [lo, hi) in stream s's VMEM: shadow[0] = lo, the others from `next` on (which
+    // it advances, aligned). False, with the reason, when they do not fit the VMEM or another
+    // stream's DMA writes the range.
+    bool place_copies(std::uint32_t s, std::uint64_t lo, std::uint64_t hi, std::uint64_t& next, std::uint64_t* shadow, std::string& why) const;
     // rename_into()'s case of a region that fills of several extents share (double_buffer.cpp).
     bool rename_region(std::uint32_t s, std::uint64_t lo, std::uint64_t hi, const std::uint64_t* shadow, Planner::Edited* edited,
                        std::string& why) const;
