@@ -81,9 +81,16 @@ PatchCount count_changes(const RunData& run, const Suggestion& s) {
         per.push_back(std::move(p));
         a = b;
     }
+    // Rewritten: an edit that changes its instruction (one that only carries inserted
+    // instructions after it leaves it as it was).
     std::vector<std::pair<std::uint32_t, std::uint64_t>> edited;
     edited.reserve(s.edits.size());
-    for (const Edit& e : s.edits) edited.push_back({e.stream, e.index});
+    for (const Edit& e : s.edits) {
+        c.inserted += e.then.size();
+        if (e.stream < run.streams.size() && e.index < run.streams[e.stream].code.size() && e.in == run.streams[e.stream].code[e.index])
+            continue;
+        edited.push_back({e.stream, e.index});
+    }
     std::sort(edited.begin(), edited.end());
     edited.erase(std::unique(edited.begin(), edited.end()), edited.end());
     for (const auto& [stream, index] : edited) {
@@ -107,6 +114,7 @@ std::string changes_text(const PatchCount& c) {
     part(c.moved, "changes place", "change place");
     part(c.deleted, "dropped", "dropped");
     part(c.rewritten, "rewritten", "rewritten");
+    part(c.inserted, "inserted", "inserted");
     return out.empty() ? "no instruction changes" : out;
 }
 

@@ -16,11 +16,13 @@ namespace xpu::analysis {
 // texts (reorder: "N instructions change place") and xpu_analyze --apply's message count alike.
 struct PatchCount {
     std::size_t moved = 0, deleted = 0, rewritten = 0;
-    std::size_t total() const { return moved + deleted + rewritten; }
+    std::size_t inserted = 0;  // new instructions (an edit's `then`: split_dma's and pipeline_store's pieces)
+    std::size_t total() const { return moved + deleted + rewritten + inserted; }
 };
 PatchCount count_changes(const RunData& run, const Suggestion& s);
 
-// "12 instructions change place, 3 dropped, 1 rewritten" (the parts that are not 0; "no instruction changes").
+// "12 instructions change place, 3 dropped, 1 rewritten, 8 inserted" (the parts that are not 0; "no
+// instruction changes").
 std::string changes_text(const PatchCount& c);
 
 // Writes the run's trace with `s` applied to `path` (atomically, via the trace writer).

@@ -184,7 +184,7 @@ std::string stamped(const std::string& path) {
 
 // Program-order data flow: for each instruction (by timestamp), who produced what it reads:
 // the last writer of each source register, and the last writer of each 256-byte granule of the
-// memory it reads (vld, a DMA's source).
+// memory it reads (vld, a DMA's source); for the pieces of a split DMA, all of theirs.
 std::map<std::uint64_t, std::vector<std::uint64_t>> data_flow(const std::vector<Instruction>& code, std::uint16_t chip) {
     constexpr std::uint64_t kReg = 1ull << 63;
     std::map<std::uint64_t, std::vector<std::uint64_t>> flow;
@@ -205,9 +205,12 @@ std::map<std::uint64_t, std::vector<std::uint64_t>> data_flow(const std::vector<
                     auto it = writer.find(g);
                     if (it != writer.end()) from.push_back(it->second);
                 });
-        std::sort(from.begin(), from.end());
-        from.erase(std::unique(from.begin(), from.end()), from.end());
-        if (!from.empty()) flow[in.timestamp] = std::move(from);
+        // The pieces of a split DMA share its timestamp: what they read, together.
+        auto& all = flow[in.timestamp];
+        all.insert(all.end(), from.begin(), from.end());
+        std::sort(all.begin(), all.end());
+        all.erase(std::unique(all.begin(), all.end()), all.end());
+        if (all.empty()) flow.erase(in.timestamp);
         for (unsigned r : e.reg_writes) reg_writer[r] = static_cast<std::int64_t>(in.timestamp);
         for (const auto& m : e.mem)
             if (m.write) granules(m, [&](std::uint64_t g) { writer[g] = in.timestamp; });
@@ -979,6 +982,108 @@ TEST(SplitDma, NotSuggestedWhenOneEngineFillsTheHbm) {
     for (const auto& s : r.a.suggestions) EXPECT_NE(s.kind, "split_dma") << s.action;
 }
 
+// Per swait of `code` on one of `flags` (by timestamp): the DMAs on those flags issued before
+// it (by timestamp: a split DMA's pieces share the DMA's). Checks that each such swait waits for
+// all of them: `ge` the sum of the increments issued on its flag before it (the flags are
+// counted that way, FlagCounting::waits_for_all).
+std::map<std::uint64_t, std::set<std::uint64_t>> waited_dmas(const std::vector<Instruction>& code, const std::set<std::uint16_t>& flags) {
+    std::map<std::uint64_t, std::set<std::uint64_t>> out;
+    std::map<std::uint16_t, std::int64_t> issued;
+    std::map<std::uint16_t, std::set<std::uint64_t>> dmas;
+    for (const Instruction& in : code) {
+        if (!in.has(kFlag) || !flags.count(in.flag)) continue;
+        if (in.op == Opcode::Dma) {
+            issued[in.flag] += in.has(kValue) ? in.value : 1;
+            dmas[in.flag].insert(in.timestamp);
+        } else if (in.op == Opcode::SWait) {
+            EXPECT_EQ(in.cond, Cond::Ge) << trace::format_instruction(in);
+            EXPECT_EQ(in.value, issued[in.flag]) << trace::format_instruction(in) << ": does not wait for every DMA issued on its flag";
+            out[in.timestamp].insert(dmas[in.flag].begin(), dmas[in.flag].end());
+        }
+    }
+    return out;
+}
+
+// pipeline_store (analysis/suggest/pipeline_store.cpp) on a GEMM of two row blocks, each
+// block's result stored whole after its epilogue: each split DMA becomes its bytes exactly, in
+// contiguous pieces of at most 256 KiB on a flag the trace never names, each after the last
+// write of its bytes (the data flow is the original's), some issued earlier than the DMA was;
+// every wait on the DMAs' flag waits, in the patched program, for the same DMAs as before.
+TEST(PipelineStore, PiecesFollowTheirWritersAndEveryWaitWaitsForWhatItDid) {
+    const Analyzed r = analyzed(stamped(gemm_trace("gemm.bin", two_blocks(1024)).path));
+    const analysis::Suggestion* s = nullptr;
+    for (const auto& x : r.a.suggestions)
+        if (x.kind == "pipeline_store") s = &x;
+    ASSERT_NE(s, nullptr) << "no pipeline_store suggestion";
+    EXPECT_GT(s->estimated_saving, 0u);
+    EXPECT_LE(s->estimated_saving, r.a.bounds.headroom);
+    const std::string out = temp_path("patched.bin");
+    const analysis::PatchCount n = analysis::write_patched_trace(r.data, *s, out);
+    EXPECT_EQ(n.moved, 0u);
+    EXPECT_GT(n.inserted, 0u);
+    const std::vector<Instruction>& orig = r.data.streams[0].code;
+    const std::vector<Instruction> patched = read_stream(out, 0);
+    std::set<std::uint16_t> named;
+    for (const Instruction& in : orig)
+        if (in.has(kFlag)) named.insert(in.flag);
+    std::map<std::uint64_t, std::vector<std::size_t>> at;  // timestamp -> positions in the patched program
+    for (std::size_t i = 0; i < patched.size(); ++i) at[patched[i].timestamp].push_back(i);
+    ASSERT_EQ(at.size(), orig.size());
+    std::set<std::uint16_t> split_flags, piece_flags;
+    std::size_t split = 0, earlier = 0;
+    for (const auto& [ts, pos] : at) {
+        const Instruction& o = orig[ts];
+        if (o.op != Opcode::Dma || (pos.size() == 1 && patched[pos[0]].bytes == o.bytes)) continue;
+        ++split;
+        split_flags.insert(o.flag);
+        std::uint64_t bytes = 0;
+        for (std::size_t i : pos) {
+            const Instruction& piece = patched[i];
+            EXPECT_EQ(piece.mem_src.addr, o.mem_src.addr + bytes);
+            EXPECT_EQ(piece.mem_dst.addr, o.mem_dst.addr + bytes);
+            EXPECT_EQ(piece.unit, o.unit);
+            EXPECT_LE(piece.bytes, 256u * 1024);
+            EXPECT_FALSE(named.count(piece.flag)) << "a piece raises a flag the trace uses";
+            piece_flags.insert(piece.flag);
+            bytes += piece.bytes;
+            // Issued earlier: an instruction that came before the DMA now comes after the piece.
+            for (std::size_t j = i + 1; j < patched.size(); ++j)
+                if (patched[j].timestamp < ts && !(patched[j].op == Opcode::Dma && at[patched[j].timestamp].size() > 1)) {
+                    ++earlier;
+                    break;
+                }
+        }
+        EXPECT_EQ(bytes, o.bytes);
+    }
+    EXPECT_GT(split, 0u);
+    EXPECT_GT(earlier, 0u) << "no piece is issued before the DMA was";
+    EXPECT_EQ(data_flow(orig, 0), data_flow(patched, 0)) << "a piece reads bytes before their last write";
+    std::set<std::uint16_t> both = split_flags;
+    both.insert(piece_flags.begin(), piece_flags.end());
+    const auto before = waited_dmas(orig, split_flags), after = waited_dmas(patched, both);
+    EXPECT_FALSE(before.empty());
+    EXPECT_EQ(before, after) << "a wait waits for other DMAs than it did";
+    // The checks catch what they forbid: a piece issued before the last write of its bytes, and
+    // the waits left on the DMA's flag alone.
+    analysis::Suggestion early = *s;
+    std::set<std::uint64_t> edited;
+    for (const analysis::Edit& e : early.edits) edited.insert(e.index);
+    for (analysis::Edit& e : early.edits)
+        if (!e.then.empty() && e.then.back().op == Opcode::Dma && !edited.count(e.index / 2)) {
+            e.index /= 2;  // before the epilogue that writes its bytes
+            e.in = orig[e.index];
+            break;
+        }
+    analysis::write_patched_trace(r.data, early, out);
+    EXPECT_NE(data_flow(orig, 0), data_flow(read_stream(out, 0), 0));
+    analysis::Suggestion unscaled = *s;
+    unscaled.edits.erase(std::remove_if(unscaled.edits.begin(), unscaled.edits.end(),
+                                        [&](const analysis::Edit& e) { return orig[e.index].op == Opcode::SWait; }),
+                         unscaled.edits.end());
+    analysis::write_patched_trace(r.data, unscaled, out);
+    EXPECT_NONFATAL_FAILURE(waited_dmas(read_stream(out, 0), both), "does not wait for every DMA");
+}
+
 TEST(Reorder, DecodeLayerEpiloguesAreListScheduledLegally) {
     gen::TransformerParams p = decode_layer();
     p.tiles.bad_order = true;
@@ -1217,7 +1322,7 @@ TEST(Finders, OnePerKindAndEverySuggestionSelfContained) {
     std::vector<std::string> kinds;
     for (const auto& f : analysis::suggestion_finders()) kinds.push_back(f->kind());
     const std::vector<std::string> want = {"double_buffer", "double_buffer_store", "drop_wait", "hoist_dma",  "pipeline_collective",
-                                           "prefetch_ahead", "reorder", "merge_dma", "split_dma", "collective_algorithm"};
+                                           "pipeline_store", "prefetch_ahead", "reorder", "merge_dma", "split_dma", "collective_algorithm"};
     EXPECT_EQ(kinds, want);
     gen::GemmParams p = two_blocks(1024);
     p.double_buffer = false;

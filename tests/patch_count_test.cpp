@@ -1,6 +1,7 @@
 // What a suggestion changes, counted one way (analysis/patch.h: count_changes), for the finders'
 // texts, report.html and xpu_analyze --apply alike: an instruction dropped; else moved if it
-// changes place among the instructions that are not dropped; else rewritten. No SystemC.
+// changes place among the instructions that are not dropped; else rewritten if an edit changes
+// it; and the instructions an edit puts after it, inserted. No SystemC.
 #include <gtest/gtest.h>
 
 #include "analysis/patch.h"
@@ -51,6 +52,7 @@ TEST(PatchCount, HoistsDeletesAndEdits) {
     EXPECT_EQ(c.moved, 0u);
     // Edits: rewritten unless dropped or moved (counted once).
     Instruction in;
+    in.op = Opcode::VAlu;  // not the program's (default) instructions
     s.moves = {{0, 1, Move::kDelete, 0}, {0, 10, 5, 0}};
     s.edits = {{0, 1, in, {}}, {0, 10, in, {}}, {0, 2, in, {}}, {0, 2, in, {}}};
     c = count_changes(r, s);
@@ -59,6 +61,25 @@ TEST(PatchCount, HoistsDeletesAndEdits) {
     EXPECT_EQ(c.rewritten, 1u);
     EXPECT_EQ(changes_text(c), "1 instruction changes place, 1 dropped, 1 rewritten");
     EXPECT_EQ(changes_text({}), "no instruction changes");
+}
+
+// An edit that leaves its instruction as it was and only puts new ones after it (pipeline_store's
+// pieces, behind the last write of their bytes) rewrites nothing: they count as inserted.
+TEST(PatchCount, InstructionsPutAfterAnUnchangedOneAreInsertedNotRewritten) {
+    const RunData r = program(6);
+    Instruction piece;
+    piece.op = Opcode::Dma;
+    Suggestion s;
+    s.moves = {{0, 5, Move::kDelete, 0}};
+    s.edits = {{0, 2, r.streams[0].code[2], {piece, piece}}, {0, 4, r.streams[0].code[4], {piece}}};
+    const PatchCount c = count_changes(r, s);
+    EXPECT_EQ(c.rewritten, 0u);
+    EXPECT_EQ(c.inserted, 3u);
+    EXPECT_EQ(c.deleted, 1u);
+    EXPECT_EQ(c.total(), 4u);
+    EXPECT_EQ(changes_text(c), "1 instruction dropped, 3 inserted");
+    s.edits[1].in = piece;  // now it changes too
+    EXPECT_EQ(changes_text(count_changes(r, s)), "1 instruction dropped, 1 rewritten, 3 inserted");
 }
 
 }  // namespace

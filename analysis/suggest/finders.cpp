@@ -11,6 +11,7 @@ std::unique_ptr<SuggestionFinder> double_buffer_store_finder();
 std::unique_ptr<SuggestionFinder> drop_wait_finder();
 std::unique_ptr<SuggestionFinder> hoist_dma_finder();
 std::unique_ptr<SuggestionFinder> pipeline_collective_finder();
+std::unique_ptr<SuggestionFinder> pipeline_store_finder();
 std::unique_ptr<SuggestionFinder> prefetch_ahead_finder();
 std::unique_ptr<SuggestionFinder> reorder_finder();
 std::unique_ptr<SuggestionFinder> merge_dma_finder();
@@ -25,6 +26,7 @@ const std::vector<std::unique_ptr<SuggestionFinder>>& suggestion_finders() {
         v.push_back(drop_wait_finder());
         v.push_back(hoist_dma_finder());
         v.push_back(pipeline_collective_finder());
+        v.push_back(pipeline_store_finder());
         v.push_back(prefetch_ahead_finder());
         v.push_back(reorder_finder());
         v.push_back(merge_dma_finder());
