@@ -18,8 +18,9 @@
 // pieces issued before a swait are exactly those of the split DMAs before it: each wait waits
 // for what it did before, and the pieces read and write what the DMA did.
 // The estimate: per stalled wait, how much earlier the split DMAs it waits for land, the pieces
-// one after another on the DMA's engine at the rate the DMA moved, each from the issue time of
-// the instruction it goes before; at most the wait's stall and the HBM time left idle from the
+// one after another on the DMA's engine, each from the issue time of the instruction it goes
+// before, those issued before the DMA was at the HBM's peak (or the engine's bandwidth), the
+// others at the rate the DMA moved; at most the wait's stall and the HBM time left idle from the
 // first piece on (the roofline). Per stream the sum; the suggestion the largest over streams
 // (streams run side by side). A model of the engine, not a replay: the verification measures.
 #include <algorithm>
@@ -167,13 +168,22 @@ private:
             sp.pieces.push_back(p);
         }
         if (!earlier) return nullptr;
-        // The pieces one after another on the engine, at the rate the DMA moved.
+        // The pieces one after another on the engine: those issued before the DMA was at the
+        // HBM's peak (or the engine's bandwidth, the lower), the HBM time idle then bounding the
+        // whole (wait()); the others at the rate the DMA moved.
         const double per_byte = static_cast<double>(d.complete - std::min(d.complete, d.start)) / static_cast<double>(in.bytes);
+        const double engine = run_.units[d.engine].peak_gbps;
+        auto alone = [&](std::uint64_t bytes) {
+            const Tick at_engine = engine > 0 ? static_cast<Tick>(static_cast<double>(bytes) * 1000.0 / engine) : 0;
+            return std::max(sc_.hbm.transfer(st.chip, bytes), at_engine);
+        };
         std::vector<const Piece*> order;
         for (const Piece& p : sp.pieces) order.push_back(&p);
         std::stable_sort(order.begin(), order.end(), [](const Piece* a, const Piece* b) { return a->ready < b->ready; });
         Tick t = 0;
-        for (const Piece* p : order) t = std::max(t, p->ready) + static_cast<Tick>(per_byte * static_cast<double>(p->in.bytes));
+        for (const Piece* p : order)
+            t = std::max(t, p->ready) +
+                (p->ready < d.start ? alone(p->in.bytes) : static_cast<Tick>(per_byte * static_cast<double>(p->in.bytes)));
         sp.first_ready = order.front()->ready;
         sp.complete = std::min(t, d.complete);
         refused_.erase(key);
