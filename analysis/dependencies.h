@@ -17,6 +17,7 @@
 //    is dropped.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <unordered_map>
 #include <utility>
@@ -135,5 +136,27 @@ private:
     std::unordered_map<std::uint64_t, std::uint64_t> hoist_cache_;
     std::vector<Raiser> none_;
 };
+
+// When the raises wait w covers have all landed: as the run had them (`latest`), and with each
+// DMA raiser landing at landed(raiser, its DMA record) instead (`latest_new`; the run's
+// completion where nothing changes). A raiser that is not a DMA counts as the wait's own issue
+// (what a change of DMAs cannot move). What split_dma and pipeline_store gain at a wait.
+struct WaitLanding {
+    Tick latest = 0, latest_new = 0;
+};
+template <class Landed>
+WaitLanding wait_landing(const Planner& plan, const RunData& run, const WaitStall& w, Landed&& landed) {
+    WaitLanding l;
+    for (const Raiser& r : plan.covered(w.stream, w.index)) {
+        if (r.dma == kNone) {
+            l.latest = l.latest_new = std::max(l.latest, run.streams[w.stream].life[w.index].issue);
+            continue;
+        }
+        const Dma& d = run.dmas[r.dma];
+        l.latest = std::max(l.latest, d.complete);
+        l.latest_new = std::max(l.latest_new, static_cast<Tick>(landed(r, d)));
+    }
+    return l;
+}
 
 }  // namespace xpu::analysis

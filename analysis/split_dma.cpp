@@ -88,26 +88,17 @@ private:
         const Stream& st = run_.streams[w.stream];
         const Chip& chip = chips_.at(st.chip);
         if (chip.streams != 1 || chip.hbm_gbps <= 0) return;
-        Tick latest = 0, latest_new = 0;
         bool any = false;
-        for (const Raiser& r : plan_.covered(w.stream, w.index)) {
-            if (r.dma == kNone) {
-                latest = latest_new = std::max(latest, st.life[w.index].issue);
-                continue;
-            }
-            const Dma& d = run_.dmas[r.dma];
-            latest = std::max(latest, d.complete);
-            Tick done = d.complete;
+        const auto [latest, latest_new] = wait_landing(plan_, run_, w, [&](const Raiser& r, const Dma& d) {
             unsigned k = 0;
             const Tick gain = split_gain(w, r, chip, k);
             if (gain > 0) {
-                done -= gain;
                 c_.split[{r.stream, r.index}] = k;
                 any = true;
                 c_.anns.insert(run_.annotation(run_.streams[r.stream].code[r.index]));
             }
-            latest_new = std::max(latest_new, done);
-        }
+            return d.complete - gain;
+        });
         if (!any || latest_new >= latest) return;
         c_.saving_on[w.stream] += std::min(w.stall, latest - latest_new);
         ++c_.waits;

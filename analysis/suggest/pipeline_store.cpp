@@ -192,24 +192,16 @@ private:
 
     void wait(const WaitStall& w) {
         const Stream& st = run_.streams[w.stream];
-        Tick latest = 0, latest_new = 0, first = ~Tick{0};
+        Tick first = ~Tick{0};
         std::vector<std::pair<std::uint32_t, std::uint64_t>> used;
-        for (const Raiser& r : sc_.plan.covered(w.stream, w.index)) {
-            if (r.dma == kNone) {
-                latest = latest_new = std::max(latest, st.life[w.index].issue);
-                continue;
-            }
-            const Dma& d = run_.dmas[r.dma];
-            latest = std::max(latest, d.complete);
-            Tick done = d.complete;
-            if (r.stream == w.stream && qualifies(r.stream, run_.streams[r.stream].code[r.index]))
-                if (const Split* sp = plan_split(r.stream, r.index, d)) {
-                    done = sp->complete;
-                    first = std::min(first, sp->first_ready);
-                    used.push_back({r.stream, r.index});
-                }
-            latest_new = std::max(latest_new, done);
-        }
+        const auto [latest, latest_new] = wait_landing(sc_.plan, run_, w, [&](const Raiser& r, const Dma& d) {
+            if (r.stream != w.stream || !qualifies(r.stream, run_.streams[r.stream].code[r.index])) return d.complete;
+            const Split* sp = plan_split(r.stream, r.index, d);
+            if (!sp) return d.complete;
+            first = std::min(first, sp->first_ready);
+            used.push_back({r.stream, r.index});
+            return sp->complete;
+        });
         if (used.empty() || latest_new >= latest) return;
         const Tick gain = std::min({w.stall, latest - latest_new, sc_.hbm.idle(st.chip, first, latest)});
         if (gain == 0) return;
