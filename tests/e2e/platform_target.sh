@@ -3,7 +3,9 @@
 # "warning" line of its summary) when a trace leaves whole units of the platform unused.
 #  - The minimal platform reader of traces/gen/target.cpp (traces/ may not use platform/) reads
 #    every shipped description to the same target as that description's `sim_main --dump-config`
-#    (every default filled in by the models' own declarations): its defaults cannot drift.
+#    (every default filled in by the models' own declarations): its defaults cannot drift; and the
+#    trace generated for a description runs on it (core 0's units as chip.bindings binds them:
+#    configs/xpu-2chip-2core.yaml has two cores of 4 MXUs and 2 DMA engines each).
 #  - configs/xpu-2vpu.yaml (two vector units, 256x256 MXUs): the default GEMM trace leaves vpu1
 #    idle and sim_main says so; generated with --platform it uses both, no warning, and is faster.
 #  - One chip's trace on a 16-chip ring: the warning names the first 6 idle units and counts the
@@ -23,8 +25,16 @@ for cfg in "$SOURCE_DIR"/configs/*.yaml; do
     b=$("$GEN" gemm --m 8 --n 8 --k 8 --platform "$WORK/dump.yaml" -o "$WORK/b.bin" | grep '^target' | sed 's/^target [^:]*: //')
     [[ -n "$a" && "$a" == "$b" ]] || fail "$(basename "$cfg"): '$a' but its --dump-config gives '$b'"
     cmp -s "$WORK/a.bin" "$WORK/b.bin" || fail "$(basename "$cfg"): traces differ from its --dump-config's"
+    # ... and the trace runs there: it names only units core 0 is bound to.
+    "$SIM" --quiet --platform "$cfg" --trace "$WORK/a.bin" --out "$WORK/run" --no-txlog 2>"$WORK/run.err" \
+        || { cat "$WORK/run.err"; fail "$(basename "$cfg"): the trace generated for it does not run on it"; }
     echo "ok: $(basename "$cfg"): $a"
 done
+# A chip of two cores: core 0's own units (chip.bindings), not the chip's (8 MXUs, 4 engines).
+a=$("$GEN" gemm --m 8 --n 8 --k 8 --platform "$SOURCE_DIR/configs/xpu-2chip-2core.yaml" -o "$WORK/a.bin" | grep '^target')
+[[ $a == *"4 matrix units 128x128 (4 used), 1 vector unit(s), 2 DMA engines, VMEM 16777216 bytes"* ]] \
+    || fail "xpu-2chip-2core.yaml: core 0 has 4 MXUs, 1 vector unit, 2 DMA engines, 16 MiB of VMEM; the target says: $a"
+echo "ok: two cores: $a"
 
 cfg="$SOURCE_DIR/configs/xpu-2vpu.yaml"
 "$GEN" gemm --m 2048 --n 2048 --k 2048 -o "$WORK/plain.bin" >/dev/null

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -21,40 +23,61 @@ std::uint64_t parse_bytes(const std::string& file, const std::string& key, const
     return std::stoull(text.substr(0, i)) * mult;
 }
 
-void walk(const std::string& file, const YAML::Node& n, const std::string& path, Target& t, bool& first_mxu) {
+// Every module under chip.modules, by its dotted path ("core0.mxu0", "dma0"): its node and type.
+struct Module {
+    std::string path, type;
+    YAML::Node node;
+};
+
+void collect(const YAML::Node& n, const std::string& path, std::vector<Module>& out) {
     if (!n.IsMap()) return;
     if (n["type"] && n["type"].IsScalar()) {
-        const std::string type = n["type"].as<std::string>();
-        auto u = [&](const char* key, unsigned dflt) {
-            try {
-                return n[key] ? n[key].as<unsigned>() : dflt;
-            } catch (const YAML::Exception&) {
-                throw TargetError(file + ": " + path + "." + key + ": expected a positive integer");
-            }
-        };
-        if (type == "MatrixUnit") {
-            const unsigned rows = u("rows", 128), cols = u("cols", 128);
-            if (first_mxu) {
-                t.mxus = 0;
-                t.mxu_rows = rows;
-                t.mxu_cols = cols;
-                first_mxu = false;
-            } else if (rows != t.mxu_rows || cols != t.mxu_cols) {
-                throw TargetError(file + ": " + path + ": matrix units of different sizes (" + std::to_string(rows) + "x" +
-                                  std::to_string(cols) + " and " + std::to_string(t.mxu_rows) + "x" +
-                                  std::to_string(t.mxu_cols) + "): the generators tile for one size");
-            }
-            ++t.mxus;
-        } else if (type == "VectorUnit") {
-            ++t.vpus;
-        } else if (type == "DmaEngine") {
-            ++t.dma_engines;
-        } else if (type == "Vmem") {
-            t.vmem_bytes = n["capacity"] ? parse_bytes(file, path + ".capacity", n["capacity"].as<std::string>()) : 32ull << 20;
-        }
+        out.push_back({path, n["type"].as<std::string>(), n});
         return;
     }
-    for (const auto& kv : n) walk(file, kv.second, path + "." + kv.first.as<std::string>(), t, first_mxu);
+    for (const auto& kv : n) collect(kv.second, path.empty() ? kv.first.as<std::string>() : path + "." + kv.first.as<std::string>(), out);
+}
+
+unsigned unsigned_key(const std::string& file, const Module& m, const char* key, unsigned dflt) {
+    try {
+        return m.node[key] ? m.node[key].as<unsigned>() : dflt;
+    } catch (const YAML::Exception&) {
+        throw TargetError(file + ": chip.modules." + m.path + "." + key + ": expected a positive integer");
+    }
+}
+
+std::string trim(std::string x) {
+    const auto b = x.find_first_not_of(" \t"), e = x.find_last_not_of(" \t");
+    return b == std::string::npos ? "" : x.substr(b, e - b + 1);
+}
+
+// The modules core 0's scalar core (at `scalar`) is bound to, per role ("mxu", "vpu", "dma"), from
+// chip.bindings ("core0.scalar.mxu[3] -> core0.mxu3.cmd"): a trace's stream runs on core 0 and
+// can use only those. Empty where the description binds nothing to such a core.
+// The path of core 0's scalar core ("core0.scalar"), or "" if there is none.
+std::string core0_scalar(const std::string& file, const std::vector<Module>& mods) {
+    for (const Module& m : mods)
+        if (m.type == "ScalarCore" && unsigned_key(file, m, "core", 0) == 0) return m.path;
+    return "";
+}
+
+std::map<std::string, std::vector<std::string>> bound_to_core0(const YAML::Node& chip, const std::string& scalar) {
+    std::map<std::string, std::vector<std::string>> by_role;
+    const YAML::Node bindings = chip["bindings"];
+    if (scalar.empty() || !bindings || !bindings.IsSequence()) return by_role;
+    for (const auto& b : bindings) {
+        if (!b.IsScalar()) continue;
+        const std::string text = b.as<std::string>();
+        const auto arrow = text.find("->");
+        if (arrow == std::string::npos) continue;
+        const std::string from = trim(text.substr(0, arrow)), to = trim(text.substr(arrow + 2));
+        if (from.compare(0, scalar.size() + 1, scalar + ".") != 0) continue;
+        const std::string port = from.substr(scalar.size() + 1);
+        const std::string role = port.substr(0, port.find('['));
+        const auto dot = to.rfind('.');
+        if (dot != std::string::npos) by_role[role].push_back(to.substr(0, dot));
+    }
+    return by_role;
 }
 
 }  // namespace
@@ -70,10 +93,50 @@ Target read_target(const std::string& file) {
     }
     const YAML::Node mods = root["chip"] ? root["chip"]["modules"] : YAML::Node();
     if (!mods || !mods.IsMap()) throw TargetError(file + ": expected a platform description with chip.modules");
+    std::vector<Module> all;
+    collect(mods, "", all);
+    // Core 0's own units where the bindings say which they are (a chip of several cores: the
+    // others' units are not the trace's); else every unit of the chip.
+    const std::string scalar = core0_scalar(file, all);
+    const auto bound = bound_to_core0(root["chip"], scalar);
+    // Core 0's VMEM: the one beside its scalar core ("core0.vmem" for "core0.scalar"), else the first.
+    const std::string group = scalar.find('.') == std::string::npos ? "" : scalar.substr(0, scalar.rfind('.') + 1);
+    const Module* vmem = nullptr;
+    for (const Module& m : all)
+        if (m.type == "Vmem" && (!vmem || (!group.empty() && m.path.compare(0, group.size(), group) == 0 &&
+                                           vmem->path.compare(0, group.size(), group) != 0)))
+            vmem = &m;
+    auto in_core0 = [&](const Module& m, const char* role) {
+        auto it = bound.find(role);
+        if (it == bound.end() || it->second.empty()) return true;
+        return std::find(it->second.begin(), it->second.end(), m.path) != it->second.end();
+    };
     Target t;
-    t.vpus = t.dma_engines = 0;
+    t.mxus = t.vpus = t.dma_engines = 0;
     bool first_mxu = true;
-    walk(file, mods, "chip.modules", t, first_mxu);
+    for (const Module& m : all) {
+        if (m.type == "MatrixUnit" && in_core0(m, "mxu")) {
+            const unsigned rows = unsigned_key(file, m, "rows", 128), cols = unsigned_key(file, m, "cols", 128);
+            if (first_mxu) {
+                t.mxu_rows = rows;
+                t.mxu_cols = cols;
+                first_mxu = false;
+            } else if (rows != t.mxu_rows || cols != t.mxu_cols) {
+                throw TargetError(file + ": chip.modules." + m.path + ": matrix units of different sizes (" + std::to_string(rows) + "x" +
+                                  std::to_string(cols) + " and " + std::to_string(t.mxu_rows) + "x" +
+                                  std::to_string(t.mxu_cols) + "): the generators tile for one size");
+            }
+            ++t.mxus;
+        } else if (m.type == "VectorUnit" && in_core0(m, "vpu")) {
+            ++t.vpus;
+        } else if (m.type == "DmaEngine" && in_core0(m, "dma")) {
+            ++t.dma_engines;
+        }
+    }
+    if (vmem)
+        t.vmem_bytes = vmem->node["capacity"]
+                           ? parse_bytes(file, "chip.modules." + vmem->path + ".capacity", vmem->node["capacity"].as<std::string>())
+                           : 32ull << 20;
     if (first_mxu) throw TargetError(file + ": no MatrixUnit under chip.modules: nothing to tile matmuls for");
     if (!t.vpus) throw TargetError(file + ": no VectorUnit under chip.modules");
     if (!t.dma_engines) throw TargetError(file + ": no DmaEngine under chip.modules");

@@ -1,5 +1,7 @@
-// What the generators tile for, read from a platform description (--platform FILE): the matrix
-// units of chip 0 (count and size), its vector units, DMA engines and VMEM capacity.
+// What the generators tile for, read from a platform description (--platform FILE): the units
+// core 0 of a chip can use (a trace's stream runs there): its matrix units (count and size),
+// vector units and DMA engines, as chip.bindings binds them to core 0's scalar core (every unit
+// of the chip where nothing is bound to it), and its VMEM capacity.
 //
 // traces/ is the base of the project and may not use platform/ (tests/layering), so this is a
 // minimal reader of the few keys it needs, with yaml-cpp: modules are found by their `type`
