@@ -400,6 +400,17 @@ bool BufferRenamer::rename_region(std::uint32_t s, std::uint64_t lo, std::uint64
     return true;
 }
 
+std::vector<bool> BufferRenamer::named_flags(std::uint16_t chip) const {
+    auto it = chips_.find(chip);
+    std::vector<bool> named(it == chips_.end() ? 0 : it->second.flags, false);
+    for (std::uint32_t o = 0; o < run_.streams.size(); ++o)
+        for (std::uint64_t j : plan_.sync_and_dma(o)) {
+            const Instruction& in = run_.streams[o].code[j];
+            if (in.has(kFlag) && in.flag < named.size() && flag_chip(in, run_.streams[o].chip) == chip) named[in.flag] = true;
+        }
+    return named;
+}
+
 std::size_t BufferRenamer::split_flags(std::uint32_t s, const std::vector<std::uint64_t>& renamed, Planner::Edited& edited) const {
     const Stream& st = run_.streams[s];
     const ChipRoom& room = chips_.at(st.chip);
@@ -409,13 +420,7 @@ std::size_t BufferRenamer::split_flags(std::uint32_t s, const std::vector<std::u
         return e ? *e : st.code[j];
     };
     auto local = [&](const Instruction& in) { return in.mem_dst.chip == kLocalChip || in.mem_dst.chip == st.chip; };
-    // Every flag of this chip the program names (flags are only on syncs and DMAs).
-    std::vector<bool> named(room.flags, false);
-    for (std::uint32_t o = 0; o < run_.streams.size(); ++o)
-        for (std::uint64_t j : plan_.sync_and_dma(o)) {
-            const Instruction& in = run_.streams[o].code[j];
-            if (in.has(kFlag) && in.flag < room.flags && flag_chip(in, run_.streams[o].chip) == st.chip) named[in.flag] = true;
-        }
+    std::vector<bool> named = named_flags(st.chip);
     std::vector<std::uint16_t> flags;
     for (std::uint64_t k : renamed) {
         const Instruction& in = st.code[k];

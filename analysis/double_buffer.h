@@ -68,6 +68,10 @@ public:
         bool one_stream = false;
     };
     Room room(std::uint16_t chip) const;
+    // Per flag id of the chip (room().flags of them), whether an instruction of the program
+    // names it (flags are only on syncs and DMAs; a DMA's flag is its destination chip's): the
+    // flags a transformation may take for copies or pieces are the others.
+    std::vector<bool> named_flags(std::uint16_t chip) const;
 
     // The pipeline step DMA (s, k) fills a buffer for: the step of the first swait that waits
     // for it (double_buffer.cpp: find_steps).

@@ -21,4 +21,11 @@ struct Analyzed {
 Analyzed analyzed(const std::string& trace, const std::vector<std::string>& sets = {},
                   const std::string& platform = "configs/xpu.yaml");
 
+// The highest ranked suggestion of `kind` in r's analysis, or null.
+inline const analysis::Suggestion* first_of_kind(const Analyzed& r, const std::string& kind) {
+    for (const analysis::Suggestion& x : r.a.suggestions)
+        if (x.kind == kind) return &x;
+    return nullptr;
+}
+
 }  // namespace xpu::test

@@ -502,9 +502,7 @@ TEST(AnalysisPrefetchAhead, LoadsMoveIntoIdleHbmTimeLegallyAndTheRunIsFaster) {
     trace::assemble(xtr, bin);
     auto r = analyzed(bin);
     ASSERT_EQ(r.data.status, 0u);
-    const analysis::Suggestion* s = nullptr;
-    for (const auto& x : r.a.suggestions)
-        if (x.kind == "prefetch_ahead") s = &x;
+    const analysis::Suggestion* s = first_of_kind(r, "prefetch_ahead");
     ASSERT_NE(s, nullptr) << "prefetch_ahead must be proposed";
     EXPECT_GT(s->estimated_saving, 0u);
     EXPECT_LE(s->estimated_saving, r.a.bounds.headroom);

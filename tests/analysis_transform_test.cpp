@@ -843,9 +843,7 @@ TEST(HoistDma, HoistedDmasStayInTheOrderTheyAreNeeded) {
     p.m = p.n = p.k = 1000;
     p.late_dma = true;
     const Analyzed r = analyzed(stamped(gemm_trace("late.bin", p).path));
-    const analysis::Suggestion* s = nullptr;
-    for (const auto& x : r.a.suggestions)
-        if (x.kind == "hoist_dma" && !s) s = &x;
+    const analysis::Suggestion* s = first_of_kind(r, "hoist_dma");
     ASSERT_NE(s, nullptr);
     const std::string out = temp_path("patched.bin");
     analysis::write_patched_trace(r.data, *s, out);
@@ -887,9 +885,7 @@ TEST(HoistWait, PlantedLateDmaKeepsTheDataFlowAndNoWaitPassesItsDmas) {
     p.k = 1024;
     p.late_dma = true;
     const Analyzed r = analyzed(stamped(gemm_trace("late.bin", p).path));
-    const analysis::Suggestion* s = nullptr;
-    for (const auto& x : r.a.suggestions)
-        if (x.kind == "hoist_wait" && !s) s = &x;
+    const analysis::Suggestion* s = first_of_kind(r, "hoist_wait");
     ASSERT_NE(s, nullptr) << "no hoist_wait suggestion";
     EXPECT_TRUE(s->variant);
     EXPECT_GT(s->estimated_saving, 0u);
@@ -938,9 +934,7 @@ TEST(SplitDma, PiecesKeepTheDataFlowAndTheWaits) {
     std::vector<std::string> slow;
     for (int e = 0; e < 4; ++e) slow.push_back("chip.modules.dma" + std::to_string(e) + ".bandwidth_gbps=300");
     const Analyzed r = analyzed(stamped(transformer_trace("decode.bin", p)), slow);
-    const analysis::Suggestion* s = nullptr;
-    for (const auto& x : r.a.suggestions)
-        if (x.kind == "split_dma") s = &x;
+    const analysis::Suggestion* s = first_of_kind(r, "split_dma");
     ASSERT_NE(s, nullptr) << "no split_dma suggestion";
     EXPECT_GT(s->estimated_saving, 0u);
     const std::string out = temp_path("patched.bin");
@@ -1011,9 +1005,7 @@ std::map<std::uint64_t, std::set<std::uint64_t>> waited_dmas(const std::vector<I
 // every wait on the DMAs' flag waits, in the patched program, for the same DMAs as before.
 TEST(PipelineStore, PiecesFollowTheirWritersAndEveryWaitWaitsForWhatItDid) {
     const Analyzed r = analyzed(stamped(gemm_trace("gemm.bin", two_blocks(1024)).path));
-    const analysis::Suggestion* s = nullptr;
-    for (const auto& x : r.a.suggestions)
-        if (x.kind == "pipeline_store") s = &x;
+    const analysis::Suggestion* s = first_of_kind(r, "pipeline_store");
     ASSERT_NE(s, nullptr) << "no pipeline_store suggestion";
     EXPECT_GT(s->estimated_saving, 0u);
     EXPECT_LE(s->estimated_saving, r.a.bounds.headroom);

@@ -25,6 +25,7 @@
 // (streams run side by side). A model of the engine, not a replay: the verification measures.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -102,23 +103,13 @@ private:
     std::uint64_t waits_ = 0;
 
     void find_unnamed_flags() {
-        std::map<std::uint16_t, std::vector<bool>> named;
-        for (std::uint32_t s = 0; s < run_.streams.size(); ++s) {
-            const BufferRenamer::Room room = sc_.renamer.room(run_.streams[s].chip);
-            if (room.flags) named.emplace(run_.streams[s].chip, std::vector<bool>(room.flags, false));
+        for (const Stream& st : run_.streams) {
+            if (unnamed_.count(st.chip)) continue;
+            const std::vector<bool> named = sc_.renamer.named_flags(st.chip);
+            std::vector<std::uint16_t>& free = unnamed_[st.chip];
+            for (std::size_t f = 0; f < named.size(); ++f)
+                if (!named[f]) free.push_back(static_cast<std::uint16_t>(f));
         }
-        for (std::uint32_t s = 0; s < run_.streams.size(); ++s) {
-            const Stream& st = run_.streams[s];
-            for (std::uint64_t j : sc_.plan.sync_and_dma(s)) {
-                const Instruction& in = st.code[j];
-                if (!in.has(kFlag)) continue;
-                auto it = named.find(flag_chip(in, st.chip));
-                if (it != named.end() && in.flag < it->second.size()) it->second[in.flag] = true;
-            }
-        }
-        for (const auto& [chip, v] : named)
-            for (std::size_t f = 0; f < v.size(); ++f)
-                if (!v[f]) unnamed_[chip].push_back(static_cast<std::uint16_t>(f));
     }
 
     // A DMA the rule admits; its flag gets the unnamed flag its pieces will raise (when the
@@ -139,12 +130,20 @@ private:
     }
 
     // DMA (s, k) as pieces at their hoist points, and when they would land; null if no piece
-    // can be issued earlier.
+    // can be issued earlier. Planned once per DMA (a DMA may be covered by several waits).
     const Split* plan_split(std::uint32_t s, std::uint64_t k, const Dma& d) {
         const auto key = std::make_pair(s, k);
         if (auto it = split_.find(key); it != split_.end()) return &it->second;
         if (refused_.count(key)) return nullptr;
-        refused_.insert(key);  // until it is planned
+        std::optional<Split> sp = make_split(s, k, d);
+        if (!sp) {
+            refused_.insert(key);
+            return nullptr;
+        }
+        return &split_.emplace(key, std::move(*sp)).first->second;
+    }
+
+    std::optional<Split> make_split(std::uint32_t s, std::uint64_t k, const Dma& d) const {
         const Stream& st = run_.streams[s];
         const Instruction& in = st.code[k];
         const std::uint64_t n = in.bytes / kMinPiece;  // >= 2: in.bytes > 2 kMinPiece
@@ -162,12 +161,12 @@ private:
             Planner::Edited ed;
             ed.set(k, p.in);
             p.at = sc_.plan.hoist_point(s, k, ed);
-            if (p.at == 0) return nullptr;  // nothing in front of it to follow
+            if (p.at == 0) return std::nullopt;  // nothing in front of it to follow
             p.ready = p.at < k ? st.life[p.at].issue : d.start;
             earlier = earlier || p.at < k;
             sp.pieces.push_back(p);
         }
-        if (!earlier) return nullptr;
+        if (!earlier) return std::nullopt;
         // The pieces one after another on the engine: those issued before the DMA was at the
         // HBM's peak (or the engine's bandwidth, the lower), the HBM time idle then bounding the
         // whole (wait()); the others at the rate the DMA moved.
@@ -186,8 +185,7 @@ private:
                 (p->ready < d.start ? alone(p->in.bytes) : static_cast<Tick>(per_byte * static_cast<double>(p->in.bytes)));
         sp.first_ready = order.front()->ready;
         sp.complete = std::min(t, d.complete);
-        refused_.erase(key);
-        return &split_.emplace(key, std::move(sp)).first->second;
+        return sp;
     }
 
     void wait(const WaitStall& w) {
@@ -222,12 +220,11 @@ private:
         };
         std::map<std::uint32_t, std::vector<std::uint64_t>> by_stream;
         for (const auto& [key, sp] : split_) by_stream[key.first].push_back(key.second);
-        std::vector<std::pair<std::uint32_t, std::uint64_t>> dropped;
         for (auto& [s, dmas] : by_stream) {
             const Stream& st = run_.streams[s];
             std::set<std::uint64_t> deleted(dmas.begin(), dmas.end());
-            std::map<std::uint16_t, std::uint16_t> g_of;  // the DMAs' flags -> their pieces' flags
-            for (std::uint64_t k : dmas) g_of[st.code[k].flag] = g_of_.at({st.chip, st.code[k].flag});
+            std::map<std::uint16_t, std::uint16_t> g_of;  // the split DMAs' flags -> their pieces' flags
+            for (std::uint64_t k : dmas) g_of.emplace(st.code[k].flag, g_of_.at({st.chip, st.code[k].flag}));
             for (std::uint64_t k : deleted) {
                 const Split& sp = split_.at({s, k});
                 for (const Piece& p : sp.pieces) {

@@ -497,8 +497,8 @@ std::vector<StoreRenamePlan> plan_store_renames(const SuggestContext& sc, const 
     // Per chip: the flags its program names (the copies' flags are ones it does not).
     std::map<std::uint16_t, std::vector<bool>> named;
     for (std::uint32_t s = 0; s < sc.run.streams.size(); ++s) {
-        const BufferRenamer::Room room = sc.renamer.room(sc.run.streams[s].chip);
-        if (room.flags) named.emplace(sc.run.streams[s].chip, std::vector<bool>(room.flags, false));
+        const std::uint16_t chip = sc.run.streams[s].chip;
+        if (sc.renamer.room(chip).flags && !named.count(chip)) named.emplace(chip, sc.renamer.named_flags(chip));
     }
     // Per flag id: the streams whose write-backs raise it.
     std::map<std::uint16_t, std::set<std::uint32_t>> candidates;
@@ -506,10 +506,7 @@ std::vector<StoreRenamePlan> plan_store_renames(const SuggestContext& sc, const 
         const Stream& st = sc.run.streams[s];
         for (std::uint64_t j : sc.plan.sync_and_dma(s)) {
             const Instruction& in = st.code[j];
-            if (!in.has(kFlag)) continue;
-            auto it = named.find(flag_chip(in, st.chip));
-            if (it != named.end() && in.flag < it->second.size()) it->second[in.flag] = true;
-            if (is_write_back(in, st.chip)) candidates[in.flag].insert(s);
+            if (in.has(kFlag) && is_write_back(in, st.chip)) candidates[in.flag].insert(s);
         }
     }
     // The base's flags are taken too.

@@ -51,15 +51,16 @@ std::string trim(std::string x) {
     return b == std::string::npos ? "" : x.substr(b, e - b + 1);
 }
 
-// The modules core 0's scalar core (at `scalar`) is bound to, per role ("mxu", "vpu", "dma"), from
-// chip.bindings ("core0.scalar.mxu[3] -> core0.mxu3.cmd"): a trace's stream runs on core 0 and
-// can use only those. Empty where the description binds nothing to such a core.
 // The path of core 0's scalar core ("core0.scalar"), or "" if there is none.
 std::string core0_scalar(const std::string& file, const std::vector<Module>& mods) {
     for (const Module& m : mods)
         if (m.type == "ScalarCore" && unsigned_key(file, m, "core", 0) == 0) return m.path;
     return "";
 }
+
+// The modules core 0's scalar core (at `scalar`) is bound to, per role ("mxu", "vpu", "dma"), from
+// chip.bindings ("core0.scalar.mxu[3] -> core0.mxu3.cmd"): a trace's stream runs on core 0 and
+// can use only those. Empty where the description binds nothing to such a core.
 
 std::map<std::string, std::vector<std::string>> bound_to_core0(const YAML::Node& chip, const std::string& scalar) {
     std::map<std::string, std::vector<std::string>> by_role;
