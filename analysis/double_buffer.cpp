@@ -320,7 +320,29 @@ std::pair<std::uint64_t, std::uint64_t> BufferRenamer::region_of(std::uint32_t s
                 merged.back().second = std::max(merged.back().second, x.second);
             else
                 merged.push_back(x);
-        it = regions_.emplace(s, std::move(merged)).first;
+        // Unions that meet end to end are one region where an access reads across the seam: a
+        // weight tile filled by two DMAs (one per engine) and loaded into registers in pieces
+        // of another size, one of which spans both fills (a 777x1000x1300 GEMM on tpu-v6e-4:
+        // its B tiles filled as 258048 + 253952 bytes, read as 128 KiB loads). Renamed apart,
+        // that load would straddle both; renamed as one region, it moves with them.
+        std::vector<bool> seam(merged.size(), false);  // seam[i]: merged[i] joins merged[i + 1]
+        for (const VmemUse& u : vmem_uses(s))
+            for (unsigned f = 0; f < u.fields; ++f) {
+                const std::uint64_t a = u.addr[f], b = a + u.bytes;
+                auto r = std::upper_bound(merged.begin(), merged.end(), std::make_pair(a, ~std::uint64_t{0}));
+                if (r == merged.begin()) continue;
+                for (std::size_t i = static_cast<std::size_t>(r - merged.begin()) - 1;
+                     i + 1 < merged.size() && a < merged[i].second && merged[i].second == merged[i + 1].first && b > merged[i].second;
+                     ++i)
+                    seam[i] = true;
+            }
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> joined;
+        for (std::size_t i = 0; i < merged.size(); ++i)
+            if (i > 0 && seam[i - 1])
+                joined.back().second = merged[i].second;
+            else
+                joined.push_back(merged[i]);
+        it = regions_.emplace(s, std::move(joined)).first;
     }
     const auto& u = it->second;
     auto r = std::upper_bound(u.begin(), u.end(), std::make_pair(lo, ~std::uint64_t{0}));  // the last union starting at or before lo

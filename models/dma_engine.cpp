@@ -9,7 +9,7 @@
 namespace xpu {
 
 DmaEngine::DmaEngine(const sc_core::sc_module_name& n, const DmaEngineConfig& cfg)
-    : XpuModule(n), cmd("cmd"), mem("mem"), flags("flags"), cfg_(cfg), done_peq_("done_peq"), probe_path_(*new TimedPath), mem_accept_(*new MemAccept), origin_(*new TxnOrigin), link_tail_(*new LinkTail) {
+    : XpuModule(n), cmd("cmd"), mem("mem"), flags("flags"), cfg_(cfg), arbiter_(DmaArbiter::of_chip(cfg.chip)), done_peq_("done_peq"), probe_path_(*new TimedPath), mem_accept_(*new MemAccept), origin_(*new TxnOrigin), link_tail_(*new LinkTail) {
     cmd.register_b_transport(this, &DmaEngine::b_transport);
     expose_target("cmd", cmd, false);
     started_.assign(cfg_.queue_depth ? cfg_.queue_depth : 1, 0);
@@ -29,6 +29,7 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& n, const DmaEngineConfig& cf
     flag_gp_.set_data_length(sizeof(FlagCommand));
     flag_cmd_.requester = name();
     flag_cmd_.op = FlagCommand::Op::Add;
+    arbiter_.add(this);
     SC_HAS_PROCESS(DmaEngine);
     SC_THREAD(engine);
     // A method, not a thread: it never waits, and every SystemC thread costs two memory mappings
@@ -83,7 +84,7 @@ void DmaEngine::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& dela
     d.issue = offered;
     d.accept = accept;
     queue_.push_back(d);
-    work_.notify();
+    arbiter_.poke();
     c->accept = c->start = c->operands_read = accept;
     delay = until(accept);  // the descriptor is taken at accept (after a full queue: from now)
     c->complete = accept + cfg_.cycle;
@@ -157,91 +158,142 @@ Tick DmaEngine::direct(const TimedPath& path, bool write, bool reduce, std::uint
     return r.done;
 }
 
+bool DmaEngine::has_chunk() {
+    // A descriptor starts as soon as the engine is free (as the engine's thread would: the core
+    // may be waiting for its queue slot).
+    if (!moving_ && !alone_now_ && !queue_.empty()) begin();
+    return moving_;
+}
+
+Tick DmaEngine::next_chunk_time() const {
+    // At most max_outstanding chunks in flight: the next waits for the oldest to be written.
+    return inflight_.full() ? max_tick(m_.t, inflight_.oldest()) : m_.t;
+}
+
+void DmaEngine::begin() {
+    Descriptor d = queue_.front();
+    queue_.pop_front();
+    space_.notify();
+    const Tick free = max_tick(d.accept, engine_free_);
+    d.start = free + cfg_.setup_latency * cfg_.cycle;
+    started_[dequeued_++ % cfg_.queue_depth] = free;  // its slot frees
+    Moving& m = m_;
+    m = Moving{};
+    m.d = d;
+    m.t = m.last = m.last_write = d.start;
+    m.src = global_address(d.in.mem_src, d);
+    m.dst = global_address(d.in.mem_dst, d);
+    m.remote = d.in.mem_dst.chip != kLocalChip && d.in.mem_dst.chip != cfg_.chip;
+    if (m.remote) m.dst = remote_address(d.in.mem_dst.chip, m.dst);
+    // A local memory on either side: its timing called directly, chunk by chunk.
+    m.src_path = probe(m.src, d.in.bytes, src_path_);
+    m.dst_path = m.remote ? nullptr : probe(m.dst, d.in.bytes, dst_path_);
+    m.reduce = d.in.has(kDtype);
+    if (m.src_path && m.dst_path) {
+        moving_ = true;  // the arbiter issues its chunks
+    } else {
+        alone_now_ = true;  // a TLM side: this engine's thread moves it
+        alone_.notify();
+    }
+}
+
+// One chunk of a descriptor with both sides direct (the usual HBM <-> VMEM DMA): what it routes
+// through the hops is added up and reported in one call per hop before the arbiter's thread can
+// stop (a sync, the descriptor's end), so the counters read the same whenever the run ends.
+void DmaEngine::issue_chunk(Tick now) {
+    Moving& m = m_;
+    const std::uint64_t len = std::min<std::uint64_t>(cfg_.chunk_bytes, m.d.in.bytes - m.off);
+    if (inflight_.full()) m.t = max_tick(m.t, inflight_.pop());
+    Tick read_stall = 0, write_stall = 0;
+    // Per chunk: the completer (which may have run since the last one) reuses origin_.
+    origin_.core = m.d.core;
+    origin_.index = m.d.index;
+    const Tick read_done = direct(*m.src_path, false, false, m.src + m.off, len, m.t, now, &read_stall, false);
+    const Tick write_done = direct(*m.dst_path, true, m.reduce, m.dst + m.off, len, read_done, now, &write_stall, false);
+    routed_bytes_ += len;
+    ++routed_chunks_;
+    m.last_write = read_done;  // the chunk's write issues once its read is done
+    inflight_.push(write_done);
+    m.last = max_tick(m.last, write_done);
+    // Back-pressure from either side (a full HBM channel queue, a full link buffer).
+    const Tick issue = len == cfg_.chunk_bytes ? chunk_issue_ : transfer_ticks(len, cfg_.bandwidth_gbps);
+    m.t = max_tick(m.t + issue, m.t + std::max(read_stall, write_stall));
+    ++chunks_;
+    m.off += len;
+    if (m.off >= m.d.in.bytes) {
+        report_routed();
+        moving_ = false;
+        finish();
+    }
+}
+
+void DmaEngine::report_routed() {
+    if (!routed_chunks_) return;
+    for (const TimedPath* p : {m_.src_path, m_.dst_path})
+        if (p)
+            for (unsigned i = 0; i < p->n_hops; ++i) p->hops[i]->routed(routed_bytes_, routed_chunks_);
+    routed_bytes_ = routed_chunks_ = 0;
+}
+
+void DmaEngine::finish() {
+    Descriptor& d = m_.d;
+    engine_free_ = m_.t;
+    if (m_.remote && d.in.has(kFlag)) post_remote_flag(d, m_.last_write, m_.last);
+    d.done = m_.last;
+    busy_.add(d.start, m_.last);
+    bytes_ += d.in.bytes;
+    ++descriptors_;
+    finishing_.push_back(d);
+    done_peq_.notify(finishing_.back(), until(m_.last));
+}
+
+// The engine's own thread: the descriptors with a side that needs a TLM transaction per chunk
+// (which may wait), one after the other, as long as the queue holds such descriptors.
 void DmaEngine::engine() {
     qk_.reset();
     for (;;) {
-        while (queue_.empty()) {
-            wait(work_);
+        while (!alone_now_) {
+            wait(alone_);
             qk_.reset();  // idle until now: a new quantum from here
         }
-        Descriptor d = queue_.front();
-        queue_.pop_front();
-        space_.notify();
-        Tick t = max_tick(d.accept, engine_free_) + cfg_.setup_latency * cfg_.cycle;
-        d.start = t;
-        started_[dequeued_++ % cfg_.queue_depth] = max_tick(d.accept, engine_free_);  // its slot frees
-        Tick last = t, last_write = t;
-        std::uint64_t src = global_address(d.in.mem_src, d);
-        std::uint64_t dst = global_address(d.in.mem_dst, d);
-        const bool remote = d.in.mem_dst.chip != kLocalChip && d.in.mem_dst.chip != cfg_.chip;
-        if (remote) dst = remote_address(d.in.mem_dst.chip, dst);
-        // A local memory on either side: its timing called directly, chunk by chunk.
-        const TimedPath* src_path = probe(src, d.in.bytes, src_path_);
-        const TimedPath* dst_path = remote ? nullptr : probe(dst, d.in.bytes, dst_path_);
-        const bool reduce = d.in.has(kDtype);
-        // Both sides direct (the usual HBM <-> VMEM DMA): what its chunks would have routed
-        // through the hops is added up and reported in one call per hop before this thread can
-        // stop (a sync, the descriptor's end), so the counters read the same whenever the
-        // simulation ends. With a TLM side (which may wait inside a chunk), per chunk as before.
-        const bool batch = src_path && dst_path;
-        std::uint64_t routed_bytes = 0, routed_chunks = 0;
-        auto report_routed = [&] {
-            for (const TimedPath* p : {src_path, dst_path})
-                if (p && routed_chunks)
-                    for (unsigned i = 0; i < p->n_hops; ++i) p->hops[i]->routed(routed_bytes, routed_chunks);
-            routed_bytes = routed_chunks = 0;
-        };
-        // The kernel's time changes only where this thread waits: at the sync below, and inside
-        // a TLM transfer (batch false). Both sides direct, it is read once per stretch between
-        // syncs, not once per chunk.
-        Tick now = src_path || dst_path ? now_ticks() : 0;
-        for (std::uint64_t off = 0; off < d.in.bytes; off += cfg_.chunk_bytes) {
-            std::uint64_t len = std::min<std::uint64_t>(cfg_.chunk_bytes, d.in.bytes - off);
-            if (inflight_.full()) t = max_tick(t, inflight_.pop());
-            // Temporal decoupling. This thread waits only here and for work (then reset()): its
-            // memory targets answer without waiting, so the quantum counts from its last wait.
-            if (qk_.past_quantum(t)) {
-                report_routed();
-                qk_.sync_to(t);
-                if (batch) now = now_ticks();
-            }
-            if (!batch && (src_path || dst_path)) now = now_ticks();
-            Tick read_stall = 0, write_stall = 0;
-            // Per chunk: the completer (which may have run during the sync above) reuses origin_.
-            origin_.core = d.core;
-            origin_.index = d.index;
-            Tick read_done = src_path ? direct(*src_path, false, false, src + off, len, t, now, &read_stall, !batch)
-                                      : transfer(tlm::TLM_READ_COMMAND, src + off, len, t, &read_stall, d);
-            Tick write_done;
-            if (dst_path) {
-                write_done = direct(*dst_path, true, reduce, dst + off, len, read_done, now, &write_stall, !batch);
-            } else {
-                if (reduce) mem_gp_.set_extension(&reduce_);  // dst += src
-                write_done = transfer(tlm::TLM_WRITE_COMMAND, dst + off, len, read_done, &write_stall, d);
-                if (reduce) mem_gp_.clear_extension(&reduce_);
-            }
-            if (batch) {
-                routed_bytes += len;
-                ++routed_chunks;
-            }
-            last_write = read_done;  // the chunk's write issues once its read is done
-            inflight_.push(write_done);
-            last = max_tick(last, write_done);
-            // Back-pressure from either side (a full HBM channel queue, a full link buffer).
-            const Tick issue = len == cfg_.chunk_bytes ? chunk_issue_ : transfer_ticks(len, cfg_.bandwidth_gbps);
-            t = max_tick(t + issue, t + std::max(read_stall, write_stall));
-            ++chunks_;
-        }
-        report_routed();
-        engine_free_ = t;
-        if (remote && d.in.has(kFlag)) post_remote_flag(d, last_write, last);
-        d.done = last;
-        busy_.add(d.start, last);
-        bytes_ += d.in.bytes;
-        ++descriptors_;
-        finishing_.push_back(d);
-        done_peq_.notify(finishing_.back(), until(last));
+        move_alone();
+        alone_now_ = false;
+        if (!queue_.empty()) begin();  // the next one at once, as the arbiter would
+        if (!alone_now_) arbiter_.poke();  // the arbiter's turn (its descriptor, or none)
     }
+}
+
+void DmaEngine::move_alone() {
+    Moving& m = m_;
+    for (; m.off < m.d.in.bytes;) {
+        const std::uint64_t len = std::min<std::uint64_t>(cfg_.chunk_bytes, m.d.in.bytes - m.off);
+        if (inflight_.full()) m.t = max_tick(m.t, inflight_.pop());
+        // Temporal decoupling. This thread waits here, inside a TLM transfer and for work (then
+        // reset()). The kernel's time, for a direct side, as the chunk begins.
+        if (qk_.past_quantum(m.t)) qk_.sync_to(m.t);
+        const Tick now = m.src_path || m.dst_path ? now_ticks() : 0;
+        Tick read_stall = 0, write_stall = 0;
+        origin_.core = m.d.core;
+        origin_.index = m.d.index;
+        const Tick read_done = m.src_path ? direct(*m.src_path, false, false, m.src + m.off, len, m.t, now, &read_stall, true)
+                                          : transfer(tlm::TLM_READ_COMMAND, m.src + m.off, len, m.t, &read_stall, m.d);
+        Tick write_done;
+        if (m.dst_path) {
+            write_done = direct(*m.dst_path, true, m.reduce, m.dst + m.off, len, read_done, now, &write_stall, true);
+        } else {
+            if (m.reduce) mem_gp_.set_extension(&reduce_);  // dst += src
+            write_done = transfer(tlm::TLM_WRITE_COMMAND, m.dst + m.off, len, read_done, &write_stall, m.d);
+            if (m.reduce) mem_gp_.clear_extension(&reduce_);
+        }
+        m.last_write = read_done;
+        inflight_.push(write_done);
+        m.last = max_tick(m.last, write_done);
+        const Tick issue = len == cfg_.chunk_bytes ? chunk_issue_ : transfer_ticks(len, cfg_.bandwidth_gbps);
+        m.t = max_tick(m.t + issue, m.t + std::max(read_stall, write_stall));
+        ++chunks_;
+        m.off += len;
+    }
+    finish();
 }
 
 // A remote DMA's completion flag is a posted write that follows the last data write on the

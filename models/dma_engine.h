@@ -10,9 +10,11 @@
 // raised on the destination chip by a posted flag write sent right behind the last data write
 // on the same path, effective once the data has landed (one traversal, not a second one).
 //
-// The engine runs in its own thread with temporal decoupling: its local time may lead the
-// kernel by one quantum (the TLM global quantum, models/quantum.h), which bounds how far out of
-// time order its requests reach a shared memory controller.
+// The chunks are issued by the chip's DmaArbiter (dma_arbiter.h), which runs every engine of the
+// chip in one thread, in the time order of their chunks, with temporal decoupling: its local
+// time may lead the kernel by one quantum (the TLM global quantum, models/quantum.h). A
+// descriptor whose chunks are TLM transactions (a side that does not answer the timing probe)
+// is moved on the engine's own thread instead, which may wait inside a chunk.
 #pragma once
 
 #include <array>
@@ -25,6 +27,7 @@
 
 #include "models/lt_target_socket.h"
 #include "models/busy_tracker.h"
+#include "models/dma_arbiter.h"
 #include "models/params.h"
 #include "models/quantum.h"
 #include "models/timed_memory.h"
@@ -67,7 +70,7 @@ struct DmaEngineConfig : DmaEngineParams {
     bool timed_path = true;
 };
 
-class DmaEngine : public XpuModule {
+class DmaEngine : public XpuModule, private DmaArbiter::Engine {
 public:
     LtTargetSocket<DmaEngine> cmd;
     tlm_utils::simple_initiator_socket<DmaEngine> mem;            // -> Interconnect
@@ -93,8 +96,29 @@ private:
         std::uint64_t index = 0;
         Tick issue = 0, accept = 0, start = 0, done = 0;
     };
+    // A descriptor being moved, chunk by chunk.
+    struct Moving {
+        Descriptor d;
+        std::uint64_t src = 0, dst = 0, off = 0;  // global addresses, bytes moved so far
+        const TimedPath* src_path = nullptr;       // the sides' timing paths (null: TLM)
+        const TimedPath* dst_path = nullptr;
+        bool remote = false, reduce = false;
+        Tick t = 0;           // issue time of the next chunk
+        Tick last = 0;        // when the last chunk so far is written
+        Tick last_write = 0;  // when the last chunk so far issued its write
+    };
     void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
-    void engine();
+    // DmaArbiter::Engine: chunks of descriptors with both sides direct.
+    bool has_chunk() override;
+    Tick next_chunk_time() const override;
+    void issue_chunk(Tick now) override;
+    void report_routed() override;
+    // Takes the queue's front descriptor (its slot frees): the arbiter moves it, or this engine's
+    // thread when a side needs TLM transactions.
+    void begin();
+    void finish();      // the moving descriptor's last chunk is issued
+    void engine();      // the engine's own thread: descriptors with a TLM side
+    void move_alone();  // ... one of them
     void completer();  // an SC_METHOD on done_peq_: raises the flags and records the DMAs now due
     void post_remote_flag(const Descriptor& d, Tick behind, Tick landed);
     // The global address of a DMA operand: its space's base (the issuing core's VMEM) + offset.
@@ -114,13 +138,14 @@ private:
     std::uint64_t dequeued_ = 0;     // descriptors the engine has started
     // Named: for an unnamed event SystemC generates a unique name (three string streams a
     // name: a few percent of a 256-chip start-up).
-    sc_core::sc_event work_{"work"}, space_{"space"};
+    sc_core::sc_event alone_{"alone"}, space_{"space"};
     // Completion times of the chunks in flight, oldest first: a ring of max_outstanding (the
     // engine's window; a deque's block bookkeeping per chunk was measurable on DMA-heavy runs).
     class Window {
     public:
         void resize(std::size_t n) { ring_.assign(n, 0); }
         bool full() const { return size_ == ring_.size(); }
+        Tick oldest() const { return ring_[head_]; }  // (only when full())
         Tick pop() {  // the oldest (only when full(): the engine frees a slot before it issues)
             const Tick t = ring_[head_];
             if (++head_ == ring_.size()) head_ = 0;
@@ -141,7 +166,13 @@ private:
     Window inflight_;
     Tick chunk_issue_ = 0;  // issue time of a whole chunk at bandwidth_gbps
     Tick engine_free_ = 0;
-    QuantumKeeper qk_;  // of the engine thread
+    QuantumKeeper qk_;  // of the engine's own thread
+    DmaArbiter& arbiter_;
+    Moving m_;
+    bool moving_ = false;  // m_ is moved by the arbiter
+    bool alone_now_ = false;  // m_ is moved by the engine's own thread
+    // What the moving descriptor's chunks routed through the hops, not yet reported.
+    std::uint64_t routed_bytes_ = 0, routed_chunks_ = 0;
     std::list<Descriptor> finishing_;
     tlm_utils::peq_with_get<Descriptor> done_peq_;
     tlm::tlm_generic_payload mem_gp_, flag_gp_, probe_gp_;

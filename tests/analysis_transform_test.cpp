@@ -523,27 +523,42 @@ TEST(DoubleBuffer, ARegionWhoseStepReadsAnotherStepsBytesIsNotRenamed) {
     EXPECT_NE(why.find("its own fills did not write"), std::string::npos) << why;
 }
 
-// Where the buffer copies only tie the plain hoist in the estimate, they are offered beside it
-// as a variant, counted once: a 777x1000x1300 GEMM without prefetch on tpu-v6e-4.yaml (six K
-// steps) has each step's A fill blocked by the step's own last vector loads; the plain hoist
-// moves it a few instructions up and the estimate, taken from the planted run's timing, says
-// that covers it (the replay measured 68.7% of the loss recovered, the copies 98.1%). The
-// variant renames the data flow correctly (check_double_buffer), serves the same waits as the
-// hoist it ties with, at the same estimate.
-TEST(DoubleBuffer, ATieWithThePlainHoistIsOfferedAsAVariant) {
+// Where the buffer copies beat the plain hoist, they are the step's suggestion, not a variant of
+// the hoist: a 777x1000x1300 GEMM without prefetch on tpu-v6e-4.yaml (six K steps) has each
+// step's A fill blocked by the step's own last vector loads, and its B fill by the weight loads
+// at the step's start (two DMAs whose tile a 128 KiB load reads across the seam: renamed as one
+// region). The plain hoist moves the fills only a few instructions up. The copies rename the
+// data flow correctly (check_double_buffer) and are estimated above the hoist over the same
+// step. (When the chip's DMA engines booked the HBM in the order their threads ran, the two
+// estimates tied here and the copies were offered as a variant of the hoist; with the engines in
+// time order, models/dma_arbiter.h, none of 36 GEMMs without prefetch ties: 9 shapes on xpu,
+// xpu-2vpu, tpu-v5e-4 and tpu-v6e-4.)
+TEST(DoubleBuffer, CopiesThatBeatThePlainHoistAreTheStepsSuggestion) {
     const Analyzed r = analyzed(stamped(gemm_trace("tie-single.bin", v6e_gemm_without_prefetch(777, 1000, 1300)).path), {},
                                 "configs/tpu-v6e-4.yaml");
     check_double_buffer(r, 64ull << 20);
-    auto kind_is = [](const char* k) { return [k](const analysis::Suggestion& x) { return x.kind == k; }; };
-    auto db = std::find_if(r.a.suggestions.begin(), r.a.suggestions.end(), kind_is("double_buffer"));
-    auto plain = std::find_if(r.a.suggestions.begin(), r.a.suggestions.end(), kind_is("hoist_dma"));
-    ASSERT_NE(db, r.a.suggestions.end());
-    ASSERT_NE(plain, r.a.suggestions.end()) << "the plain hoist stays: the variant is beside it";
-    EXPECT_TRUE(db->variant);
-    EXPECT_FALSE(plain->variant);
+    const analysis::Suggestion* db = first_of_kind(r, "double_buffer");
+    const analysis::Suggestion* plain = first_of_kind(r, "hoist_dma");
+    ASSERT_NE(db, nullptr);
+    ASSERT_NE(plain, nullptr);
+    EXPECT_FALSE(db->variant);
     EXPECT_EQ(db->where, plain->where);
-    EXPECT_EQ(db->estimated_saving, plain->estimated_saving) << "the same waits, counted once";
-    EXPECT_GT(db->moves.size(), 0u);
+    EXPECT_GT(db->estimated_saving, plain->estimated_saving);
+    // Both tiles are renamed: fills of A (the first DMA's destination) and of B (the third's, a
+    // tile filled by two DMAs) go to copies elsewhere.
+    const auto& code = r.data.streams[0].code;
+    std::vector<std::uint64_t> first_fills;
+    for (std::uint64_t k = 0; k < code.size() && first_fills.size() < 3; ++k)
+        if (code[k].op == Opcode::Dma) first_fills.push_back(code[k].mem_dst.addr);
+    ASSERT_EQ(first_fills.size(), 3u);
+    auto renamed_fills_of = [&](std::uint64_t addr) {
+        std::size_t n = 0;
+        for (const analysis::Edit& e : db->edits)
+            n += code[e.index].op == Opcode::Dma && code[e.index].mem_dst.addr == addr && e.in.mem_dst.addr != addr;
+        return n;
+    };
+    EXPECT_GT(renamed_fills_of(first_fills[0]), 0u) << "A's fills";
+    EXPECT_GT(renamed_fills_of(first_fills[2]), 0u) << "B's fills (read across the seam of its two DMAs)";
 }
 
 // Every instruction that conflicts with a DMA in flight (overlapping bytes, one of them

@@ -414,11 +414,11 @@ TEST(CheckBesideTheRun, ARunThatEndsEarlyLeavesTheCheckToFinishAlone) {
 // draining for ~16 ms with no event in between. The run must reach it (it used to spin for
 // ever without advancing the time); ctest's timeout catches a regression.
 // ---- The host's limit on memory mappings (platform/thread_stacks.h) -----------------------------
-// Reference: the count the model says (one SystemC thread per ScalarCore and per DmaEngine, a
-// stack and a guard page each) against what the kernel shows: /proc/self/maps grows by two
+// Reference: the count the model says (one SystemC thread per ScalarCore and per DmaEngine, and
+// one per chip for its DmaArbiter; a stack and a guard page each) against what the kernel shows: /proc/self/maps grows by two
 // mappings per thread once the simulation has started.
 
-TEST(ThreadStacks, TheElaboratedThreadsAreTheCoresAndDmaEngines) {
+TEST(ThreadStacks, TheElaboratedThreadsAreTheCoresDmaEnginesAndArbiters) {
     PlatformConfig cfg = load_platform(source_path(kTwoCore));
     Simulation sim(cfg, core0("ts", "nop\n"));
     std::size_t cores = 0, engines = 0;
@@ -428,7 +428,7 @@ TEST(ThreadStacks, TheElaboratedThreadsAreTheCoresAndDmaEngines) {
     }
     ASSERT_GT(cores, 1u);
     ASSERT_GT(engines, 0u);
-    EXPECT_EQ(count_thread_processes(), cfg.chips * (cores + engines));
+    EXPECT_EQ(count_thread_processes(), cfg.chips * (cores + engines + 1));
 }
 
 TEST(ThreadStacks, EachThreadAddsTwoMappingsWhenTheRunStarts) {

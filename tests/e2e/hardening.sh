@@ -196,12 +196,13 @@ pass "4: SIGINT while building a 4096-chip platform: exit 130 in $ms ms ($(head 
 # Each thread gets a stack and a guard page (two memory mappings) when the run starts; past the
 # kernel's limit SystemC used to fail inside sc_start (an internal error, a different one each run).
 # The run is refused once the platform is built, before any stack, with exit 3 and a message that
-# says how many chips fit. A ring of chips with 16 DMA engines each (17 threads a chip), just over
-# this host's limit; skipped where the limit is raised beyond what 4096 such chips need.
+# says how many chips fit. A ring of chips with 16 DMA engines each (18 threads a chip: the core,
+# the engines and the chip's DMA arbiter), just over this host's limit; skipped where the limit is
+# raised beyond what 4096 such chips need.
 limit=$(cat /proc/sys/vm/max_map_count)
-chips=$(( limit / 34 + 1 ))
+chips=$(( limit / 36 + 1 ))
 if (( chips > 4096 )); then
-    pass "4: thread stacks over vm.max_map_count: not checked (the limit here, $limit, fits 4096 chips of 17 threads)"
+    pass "4: thread stacks over vm.max_map_count: not checked (the limit here, $limit, fits 4096 chips of 18 threads)"
 else
     awk '{ print } /^    dma3: / { for (i = 4; i < 16; i++) printf "    dma%d: {type: DmaEngine, chunk_bytes: 4096, max_outstanding: 64, bandwidth_gbps: 1200}\n", i }
          /^    - dma3.flags -> flags.port/ { for (i = 4; i < 16; i++) printf "    - core0.scalar.dma[%d] -> dma%d.cmd\n    - dma%d.mem -> noc.in\n    - dma%d.flags -> flags.port\n", i, i, i, i }' \
@@ -211,13 +212,13 @@ else
         --no-txlog >maps.out 2>maps.err
     rc=$?
     set -e
-    [[ $rc -eq 3 ]] || fail "4: $chips chips of 17 threads over vm.max_map_count $limit: exit $rc ($(head -c 400 maps.err))"
-    grep -q "^sim_main: ring16dma.yaml: chips: $chips chips elaborate $((chips * 17)) SystemC threads, whose stacks need $((chips * 34)) memory mappings" maps.err ||
+    [[ $rc -eq 3 ]] || fail "4: $chips chips of 18 threads over vm.max_map_count $limit: exit $rc ($(head -c 400 maps.err))"
+    grep -q "^sim_main: ring16dma.yaml: chips: $chips chips elaborate $((chips * 18)) SystemC threads, whose stacks need $((chips * 36)) memory mappings" maps.err ||
         fail "4: the message does not name the threads and mappings: $(cat maps.err)"
     grep -q "over this machine's limit of $limit (/proc/sys/vm/max_map_count); expected at most [0-9]* chips of this kind here" maps.err ||
         fail "4: the message does not name the limit and the chips that fit: $(cat maps.err)"
     [[ ! -e maps ]] || fail "4: an output folder after the refusal"
-    pass "4: $chips chips of 17 threads over vm.max_map_count $limit: exit 3 before the run ($(cut -c 1-100 maps.err))"
+    pass "4: $chips chips of 18 threads over vm.max_map_count $limit: exit 3 before the run ($(cut -c 1-100 maps.err))"
 fi
 
 # ---- 16, 8: signals during the analysis (sim_main's, and xpu_analyze's) ---------------------------
