@@ -30,34 +30,43 @@ DmaArbiter::DmaArbiter(unsigned chip) : work_(("dma_arbiter_work_" + std::to_str
 }
 
 void DmaArbiter::run() {
+    // Each engine's next chunk, kept between waits: while this thread runs no other process does,
+    // so an engine's next chunk changes only by its own chunks (issue_chunk answers it) and by
+    // what happens while this thread waits (new descriptors, a descriptor back from an engine's
+    // own thread): looked at again after every wait. A scan of every engine per chunk cost a
+    // 32-layer decode 6% of its simulation.
+    struct Next {
+        bool ready = false;
+        Tick t = 0;
+    };
+    std::vector<Next> next(engines_.size());
+    auto look_again = [&] {
+        for (std::size_t i = 0; i < engines_.size(); ++i) next[i].ready = engines_[i]->next_chunk(next[i].t);
+    };
     qk_.reset();
     // The kernel's time changes only where this thread waits: read once per stretch between waits.
     Tick now = now_ticks();
+    look_again();
     for (;;) {
         // The engine whose next chunk issues first (the first registered on a tie).
-        Engine* next = nullptr;
-        Tick at = 0;
-        for (Engine* e : engines_)
-            if (e->has_chunk()) {
-                const Tick t = e->next_chunk_time();
-                if (!next || t < at) next = e, at = t;
-            }
-        if (!next) {
+        std::size_t first = engines_.size();
+        for (std::size_t i = 0; i < engines_.size(); ++i)
+            if (next[i].ready && (first == engines_.size() || next[i].t < next[first].t)) first = i;
+        if (first == engines_.size()) {
             wait(work_);
             qk_.reset();  // idle until now: a new quantum from here
-            now = now_ticks();
-            continue;
-        }
-        if (qk_.past_quantum(at)) {
+        } else if (qk_.past_quantum(next[first].t)) {
             // Ahead by more than a quantum: wait until that chunk's time, or until an engine has
             // new work (which may issue earlier), and start a new quantum there.
             for (Engine* e : engines_) e->report_routed();
-            wait(until(at), work_);
+            wait(until(next[first].t), work_);
             qk_.reset();
-            now = now_ticks();
+        } else {
+            next[first].ready = engines_[first]->issue_chunk(now, next[first].t);
             continue;
         }
-        next->issue_chunk(now);
+        now = now_ticks();
+        look_again();
     }
 }
 

@@ -33,13 +33,11 @@ public:
     // What the arbiter asks of an engine (DmaEngine implements it).
     class Engine {
     public:
-        // Has a chunk to issue: a descriptor in progress, not on the engine's own thread. A
-        // queued descriptor starts here when the engine is free.
-        virtual bool has_chunk() = 0;
-        // The issue time of its next chunk (only when has_chunk()).
-        virtual Tick next_chunk_time() const = 0;
-        // Issues that chunk; `now` is the kernel's time. Never waits.
-        virtual void issue_chunk(Tick now) = 0;
+        // Has a chunk to issue (a descriptor in progress, not on the engine's own thread; a
+        // queued descriptor starts here when the engine is free): true, and its issue time in t.
+        virtual bool next_chunk(Tick& t) = 0;
+        // Issues that chunk (`now`: the kernel's time; never waits), then as next_chunk().
+        virtual bool issue_chunk(Tick now, Tick& t) = 0;
         // Reports what its chunks routed through the interconnects since the last call (before
         // the arbiter's thread may stop: the counters then read the same whenever a run ends).
         virtual void report_routed() = 0;

@@ -109,13 +109,15 @@ private:
     };
     void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     // DmaArbiter::Engine: chunks of descriptors with both sides direct.
-    bool has_chunk() override;
-    Tick next_chunk_time() const override;
-    void issue_chunk(Tick now) override;
+    bool next_chunk(Tick& t) override;
+    bool issue_chunk(Tick now, Tick& t) override;
     void report_routed() override;
     // Takes the queue's front descriptor (its slot frees): the arbiter moves it, or this engine's
     // thread when a side needs TLM transactions.
     void begin();
+    // A chunk of `len` was issued: its read done at read_done, its write at write_done; the next
+    // one waits `stall` at least (back-pressure).
+    void issued(std::uint64_t len, Tick read_done, Tick write_done, Tick stall);
     void finish();      // the moving descriptor's last chunk is issued
     void engine();      // the engine's own thread: descriptors with a TLM side
     void move_alone();  // ... one of them
