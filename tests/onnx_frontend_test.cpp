@@ -24,10 +24,7 @@ using xpu::test::Graph;
 
 namespace {
 
-// Per test: ctest runs the tests of this binary in parallel processes.
-std::string tmp(const std::string& name) {
-    return ::testing::TempDir() + "onnxfe_" + ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name;
-}
+std::string tmp(const std::string& name) { return xpu::test::onnx_tmp(name, "onnxfe_"); }
 
 struct Lowered {
     onnxfe::OnnxSummary sum;

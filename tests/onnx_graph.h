@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -14,11 +15,20 @@
 
 namespace xpu::test {
 
-// Per test: ctest runs the tests of a binary in parallel processes.
-inline std::string onnx_tmp(const std::string& name) {
+// A file of this test in the temp folder, per test (ctest runs the tests of a binary in parallel
+// processes), removed when the test's process exits (each test runs in a process of its own).
+inline std::string onnx_tmp(const std::string& name, const std::string& prefix = "onnx_") {
+    struct RemovedAtExit {
+        std::vector<std::string> paths;
+        ~RemovedAtExit() {
+            for (const std::string& p : paths) std::remove(p.c_str());
+        }
+    };
+    static RemovedAtExit files;
     std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::replace(test.begin(), test.end(), '/', '_');  // parameterised tests: Name/Param
-    return ::testing::TempDir() + "onnx_" + test + "_" + name;
+    files.paths.push_back(::testing::TempDir() + prefix + test + "_" + name);
+    return files.paths.back();
 }
 
 struct Graph {
