@@ -10,7 +10,8 @@
 // time moved by 3 to 5% between quanta of 1000 and 1 ns. Here every chunk of the chip's engines is
 // issued in the order of its issue time (ties: the engine registered first), which is the order a
 // quantum of zero gives, while the thread still runs a quantum ahead of the kernel between
-// synchronisations (no more context switches than one engine thread had).
+// synchronisations. It costs simulation speed where engines are busy together (their chunks
+// interleave one by one): 8% on the 32-layer decode of scripts/bench.sh (docs/validation.md).
 //
 // An engine whose descriptor needs a TLM transaction per chunk (a side that does not answer the
 // timing probe: a remote chip's memory, a user's own memory type) may wait inside a chunk; it

@@ -83,12 +83,8 @@ void DmaEngine::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& dela
     d.core = c->core;
     d.issue = offered;
     d.accept = accept;
-    // The arbiter looks again only for an engine that had nothing to do: a busy engine's next
-    // chunk is the one the arbiter already knows (waking it for every descriptor queued behind
-    // was a context switch each: 17% of a 32-layer decode's simulation).
-    const bool idle = !moving_ && !alone_now_ && queue_.empty();
     queue_.push_back(d);
-    if (idle) arbiter_.poke();
+    arbiter_.poke();
     c->accept = c->start = c->operands_read = accept;
     delay = until(accept);  // the descriptor is taken at accept (after a full queue: from now)
     c->complete = accept + cfg_.cycle;
@@ -165,8 +161,8 @@ Tick DmaEngine::direct(const TimedPath& path, bool write, bool reduce, std::uint
 bool DmaEngine::next_chunk(Tick& t) {
     // A descriptor starts as soon as the engine is free (as the engine's thread would: the core
     // may be waiting for its queue slot).
-    if (!moving_ && !alone_now_ && !queue_.empty()) begin();
-    if (!moving_) return false;
+    if (mover_ == Mover::None && !queue_.empty()) begin();
+    if (mover_ != Mover::Arbiter) return false;
     // At most max_outstanding chunks in flight: the next waits for the oldest to be written.
     t = inflight_.full() ? max_tick(m_.t, inflight_.oldest()) : m_.t;
     return true;
@@ -192,9 +188,9 @@ void DmaEngine::begin() {
     m.dst_path = m.remote ? nullptr : probe(m.dst, d.in.bytes, dst_path_);
     m.reduce = d.in.has(kDtype);
     if (m.src_path && m.dst_path) {
-        moving_ = true;  // the arbiter issues its chunks
+        mover_ = Mover::Arbiter;  // the arbiter issues its chunks
     } else {
-        alone_now_ = true;  // a TLM side: this engine's thread moves it
+        mover_ = Mover::Own;  // a TLM side: this engine's thread moves it
         alone_.notify();
     }
 }
@@ -217,7 +213,7 @@ bool DmaEngine::issue_chunk(Tick now, Tick& t) {
     issued(len, read_done, write_done, std::max(read_stall, write_stall));
     if (m.off >= m.d.in.bytes) {
         report_routed();
-        moving_ = false;
+        mover_ = Mover::None;
         finish();
     }
     return next_chunk(t);
@@ -261,14 +257,14 @@ void DmaEngine::finish() {
 void DmaEngine::engine() {
     qk_.reset();
     for (;;) {
-        while (!alone_now_) {
+        while (mover_ != Mover::Own) {
             wait(alone_);
             qk_.reset();  // idle until now: a new quantum from here
         }
         move_alone();
-        alone_now_ = false;
+        mover_ = Mover::None;
         if (!queue_.empty()) begin();  // the next one at once, as the arbiter would
-        if (!alone_now_) arbiter_.poke();  // the arbiter's turn (its descriptor, or none)
+        if (mover_ != Mover::Own) arbiter_.poke();  // the arbiter's turn (its descriptor, or none)
     }
 }
 

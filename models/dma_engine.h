@@ -171,8 +171,8 @@ private:
     QuantumKeeper qk_;  // of the engine's own thread
     DmaArbiter& arbiter_;
     Moving m_;
-    bool moving_ = false;  // m_ is moved by the arbiter
-    bool alone_now_ = false;  // m_ is moved by the engine's own thread
+    enum class Mover { None, Arbiter, Own };  // who moves m_: nobody (no descriptor), the arbiter, the engine's own thread
+    Mover mover_ = Mover::None;
     // What the moving descriptor's chunks routed through the hops, not yet reported.
     std::uint64_t routed_bytes_ = 0, routed_chunks_ = 0;
     std::list<Descriptor> finishing_;
