@@ -1,6 +1,7 @@
 #include "analysis/patch.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -118,7 +119,8 @@ std::string changes_text(const PatchCount& c) {
     return out.empty() ? "no instruction changes" : out;
 }
 
-PatchCount write_patched_trace(const RunData& run, const Suggestion& s, const std::string& path) {
+void visit_patched(const RunData& run, const Suggestion& s, const std::function<void(std::uint32_t)>& stream_begin,
+                   const std::function<void(std::uint32_t, std::uint64_t, const Edit*)>& visit) {
     // Per stream: which instructions leave their place, and what goes in front of each index.
     std::vector<std::vector<bool>> gone(run.streams.size());
     std::vector<std::map<std::uint64_t, std::vector<std::pair<std::uint64_t, std::uint64_t>>>> before(run.streams.size());  // (rank, from)
@@ -138,33 +140,42 @@ PatchCount write_patched_trace(const RunData& run, const Suggestion& s, const st
             throw std::runtime_error("suggestion edits an instruction that is not in the trace");
         edited[e.stream].emplace(e.index, &e);
     }
+    for (std::uint32_t si = 0; si < run.streams.size(); ++si) {
+        const Stream& st = run.streams[si];
+        stream_begin(si);
+        const auto& ed = edited[si];
+        auto emit = [&](std::uint64_t i) {
+            auto e = ed.find(i);
+            visit(si, i, e == ed.end() ? nullptr : e->second);
+        };
+        auto& ins = before[si];
+        for (auto& [at, v] : ins) std::sort(v.begin(), v.end());
+        for (std::uint64_t i = 0; i <= st.code.size(); ++i) {
+            auto it = ins.find(i);
+            if (it != ins.end())
+                for (const auto& [rank, m] : it->second) emit(m);
+            if (i < st.code.size() && (gone[si].empty() || !gone[si][i])) emit(i);
+        }
+    }
+}
+
+PatchCount write_patched_trace(const RunData& run, const Suggestion& s, const std::string& path) {
     try {
         trace::TraceWriter w(path);
         std::vector<std::uint32_t> ann(run.strings.size());
         for (std::size_t i = 0; i < run.strings.size(); ++i) ann[i] = w.add_string(run.strings[i]);
-        for (std::size_t si = 0; si < run.streams.size(); ++si) {
-            const Stream& st = run.streams[si];
-            const std::size_t out = w.add_stream(st.chip, st.core);
-            const auto& ed = edited[si];
-            auto put = [&](Instruction in) {
-                if (in.has(kAnn) && in.ann < ann.size()) in.ann = ann[in.ann];
-                w.append(out, in);
-            };
-            auto emit = [&](std::uint64_t i) {
-                auto e = ed.find(i);
-                if (e == ed.end()) return put(st.code[i]);
-                put(e->second->in);
-                for (const Instruction& more : e->second->then) put(more);
-            };
-            auto& ins = before[si];
-            for (auto& [at, v] : ins) std::sort(v.begin(), v.end());
-            for (std::uint64_t i = 0; i <= st.code.size(); ++i) {
-                auto it = ins.find(i);
-                if (it != ins.end())
-                    for (const auto& [rank, m] : it->second) emit(m);
-                if (i < st.code.size() && (gone[si].empty() || !gone[si][i])) emit(i);
-            }
-        }
+        std::size_t out = 0;
+        auto put = [&](Instruction in) {
+            if (in.has(kAnn) && in.ann < ann.size()) in.ann = ann[in.ann];
+            w.append(out, in);
+        };
+        visit_patched(
+            run, s, [&](std::uint32_t si) { out = w.add_stream(run.streams[si].chip, run.streams[si].core); },
+            [&](std::uint32_t si, std::uint64_t i, const Edit* e) {
+                if (!e) return put(run.streams[si].code[i]);
+                put(e->in);
+                for (const Instruction& more : e->then) put(more);
+            });
         w.close();
     } catch (const trace::TraceError& e) {
         throw std::runtime_error(e.what());

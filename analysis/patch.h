@@ -3,6 +3,7 @@
 // gain the analysis estimated.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "analysis/analysis.h"
@@ -24,6 +25,12 @@ PatchCount count_changes(const RunData& run, const Suggestion& s);
 // "12 instructions change place, 3 dropped, 1 rewritten, 8 inserted" (the parts that are not 0; "no
 // instruction changes").
 std::string changes_text(const PatchCount& c);
+
+// The trace with `s` applied, stream by stream: stream_begin(stream), then visit(stream, index,
+// edit) for each instruction that stays, in its new order (index: its place in the original;
+// edit: its new fields, or null). Throws std::runtime_error on a move or edit outside the trace.
+void visit_patched(const RunData& run, const Suggestion& s, const std::function<void(std::uint32_t)>& stream_begin,
+                   const std::function<void(std::uint32_t, std::uint64_t, const Edit*)>& visit);
 
 // Writes the run's trace with `s` applied to `path` (atomically, via the trace writer).
 // Returns what it changed (count_changes). Throws std::runtime_error naming the file on a

@@ -4,6 +4,7 @@
 #include <optional>
 #include <sstream>
 
+#include "analysis/suggest/engine_balance.h"
 #include "analysis/suggest/finder.h"
 #include "analysis/suggest/raise_waits.h"
 #include "analysis/suggest/wait_groups.h"
@@ -26,8 +27,18 @@ public:
             g.s.cause = cause.str();
             g.s.action = action.str();
             std::optional<Suggestion> v = with_raised_waits(sc, g);  // copies g.s: before it moves
+            // The same hoist with the DMAs it issues back to back on other engines: a variant,
+            // since which of the two is faster is for the replay to say (docs/analysis.md,
+            // "hoist_dma and the DMA engines").
+            Suggestion spread = g.s;
+            if (const std::size_t n = balance_dma_engines(sc, spread)) {
+                spread.variant = true;
+                spread.action = "as hoist_dma at " + g.s.where + ", and " + std::to_string(n) + (n == 1 ? " DMA" : " DMAs") +
+                                " each on the engine estimated to finish it first (the estimate: the hoist's)";
+            }
             out.push_back(std::move(g.s));
             if (v) out.push_back(std::move(*v));
+            if (spread.variant) out.push_back(std::move(spread));
         }
     }
 };
