@@ -46,7 +46,9 @@ struct UnitAccount {
     Role role = Role::Other;
     int chip = -1;
     CauseTimes time{};
-    std::vector<Segment> timeline;  // the partition itself, merged runs of one cause
+    // A core: the partition itself, merged runs of one cause. Any other unit: its busy segments
+    // alone, merged (its stalls are its core's, summed in `time`).
+    std::vector<Segment> timeline;
 };
 
 // Why one instruction issued later than it could have: the time from the moment it could have

@@ -45,20 +45,30 @@ Tick sum(const analysis::CauseTimes& t) {
 Tick at(const analysis::CauseTimes& t, Cause c) { return t[static_cast<std::size_t>(c)]; }
 
 // Conservation law: a unit is, at every moment, exactly one of busy / stalled for one cause /
-// idle; so its times add up to the run's end, and its timeline tiles [0, end] with no gap and
-// no overlap. Checked on every unit of three different workloads.
+// idle; so its times add up to the run's end, and a core's timeline tiles [0, end] with no gap
+// and no overlap; another unit's (its busy segments alone) are in order, disjoint, and add up
+// to its busy time. Checked on every unit of three different workloads.
 void expect_conserved(const analysis::RunData& run, const analysis::Analysis& a) {
     ASSERT_GT(a.end, 0u);
     ASSERT_FALSE(a.units.empty());
     for (const auto& u : a.units) {
         EXPECT_EQ(sum(u.time), a.end) << u.name;
-        Tick t = 0;
+        Tick t = 0, busy = 0;
         for (const auto& s : u.timeline) {
-            EXPECT_EQ(s.begin, t) << u.name << ": a gap or an overlap";
+            if (u.role == Role::Core) EXPECT_EQ(s.begin, t) << u.name << ": a gap or an overlap";
+            else {
+                EXPECT_GE(s.begin, t) << u.name << ": busy segments out of order or overlapping";
+                EXPECT_EQ(s.cause, Cause::Busy) << u.name;
+                busy += s.end - s.begin;
+            }
             EXPECT_LT(s.begin, s.end) << u.name;
             t = s.end;
         }
-        EXPECT_EQ(t, a.end) << u.name;
+        if (u.role == Role::Core) EXPECT_EQ(t, a.end) << u.name;
+        else {
+            EXPECT_LE(t, a.end) << u.name;
+            EXPECT_EQ(busy, at(u.time, Cause::Busy)) << u.name;
+        }
     }
     // The core roll-ups count each core picosecond once: ops + the tail after the last
     // instruction = all cores' time.
