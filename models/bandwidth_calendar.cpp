@@ -92,4 +92,25 @@ Tick BandwidthCalendar::fill(std::uint64_t b, Tick t, std::uint64_t bytes, doubl
     }
 }
 
+bool BandwidthCalendar::same_ahead(const BandwidthCalendar& o, Tick now) const {
+    if (shift_ != o.shift_ || cap_ != o.cap_) return false;
+    const std::uint64_t from = now >> shift_;
+    // The first bucket with room from now on, known at once where the frontier is not behind now
+    // (every bucket before the frontier is full): different ones answer differently.
+    if (frontier_ >= from && o.frontier_ >= from && frontier_ != o.frontier_) return false;
+    // A bucket's state: full, or the bytes it holds (an untouched bucket holds none). Live buckets
+    // are [base_, end_), and base_ <= from (base_ is the bucket of an earlier kernel time).
+    auto state = [](const BandwidthCalendar& c, std::uint64_t b) {
+        if (b >= c.end_) return 0.0;
+        const Bucket& x = c.ring_[b & c.mask_];
+        return c.full(x) ? -1.0 : x.used;
+    };
+    const std::uint64_t to = std::max(end_, o.end_);
+    for (std::uint64_t b = std::max(from, std::min(frontier_, o.frontier_)); b < to; ++b)
+        if (state(*this, b) != state(o, b)) return false;
+    // Before both frontiers every live bucket is full in both (when both frontiers are ahead of
+    // now); otherwise the loop above started at now's bucket.
+    return true;
+}
+
 }  // namespace xpu

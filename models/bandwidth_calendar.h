@@ -85,7 +85,16 @@ public:
         return fill(b + 1, t, bytes, left);
     }
     // Transfer time used so far (bytes / rate), for utilisation.
-    Tick busy() const { return static_cast<Tick>(static_cast<double>(bytes_) / rate_ + 0.5); }
+    Tick busy() const { return busy_for(bytes_); }
+    // The transfer time of `bytes` at this rate, rounded as busy() rounds it.
+    Tick busy_for(std::uint64_t bytes) const { return static_cast<Tick>(static_cast<double>(bytes) / rate_ + 0.5); }
+    // Whether the two calendars answer every future request alike, `now` being the kernel's time
+    // (no request arrives before it): the same buckets full and the same bytes in the others from
+    // now's bucket on. What came before now, the ring's size and the skip pointers do not count
+    // (a full bucket is never filled again and a request never ends in one, so how full a full
+    // bucket is says nothing either). For channel_groups.h, which shares one calendar between
+    // channels whose calendars have become the same.
+    bool same_ahead(const BandwidthCalendar& o, Tick now) const;
 
 private:
     // Conversions through int64_t: the same values as the unsigned ones for operands below 2^63,

@@ -11,15 +11,14 @@ HbmController::HbmController(const sc_core::sc_module_name& n, const HbmConfig& 
     : XpuModule(n),
       port("port"),
       cfg_(cfg),
-      channels_(cfg.channels ? cfg.channels : 1,
-                BandwidthCalendar(cfg.channel_bandwidth_gbps / 1000.0, cfg.bucket)) {
+      channels_(cfg.channels, cfg.channel_bandwidth_gbps / 1000.0, cfg.bucket) {
     port.register_b_transport(this, &HbmController::b_transport);
     port.register_get_direct_mem_ptr(this, &HbmController::get_direct_mem_ptr);
     granule_service_ = transfer_ticks(cfg.interleave_bytes, cfg.channel_bandwidth_gbps);
     auto pow2 = [](std::uint64_t x) { return x && (x & (x - 1)) == 0; };
     if (pow2(cfg.interleave_bytes))
         for (gran_shift_ = 0; (1ull << gran_shift_) < cfg.interleave_bytes;) ++gran_shift_;
-    if (pow2(channels_.size()) && channels_.size() > 1) nch_mask_ = channels_.size() - 1;
+    if (pow2(channels_.channels()) && channels_.channels() > 1) nch_mask_ = channels_.channels() - 1;
     if (cfg.model == "dram") dram_ = std::make_unique<DramModel>(cfg.dram, cfg.channels, cfg.queue_depth);
     expose_target("port", port, true, false);
 }
@@ -101,7 +100,7 @@ bool HbmController::get_direct_mem_ptr(int, tlm::tlm_generic_payload& gp, tlm::t
 MemTiming HbmController::access(const MemAccess& a) {
     const Tick arrival = a.arrival;
     const std::uint64_t gran = cfg_.interleave_bytes;
-    const std::size_t nch = channels_.size();
+    const unsigned nch = channels_.channels();
     const Tick now = a.now;
     Tick accept = arrival, done = arrival;
     std::uint64_t off = a.addr - cfg_.base;
@@ -110,34 +109,38 @@ MemTiming HbmController::access(const MemAccess& a) {
     // A reducing write reads and writes every byte: twice the channel time.
     const unsigned passes = a.reduce ? 2 : 1;
     // The interleave rule: byte x is on channel (x / gran) % channels. The pieces are the
-    // request cut at granule boundaries, in address order; one division places the first, the
-    // next ones follow on the next channel (no division per piece). Each piece is reserved on
-    // its own channel's calendar, exactly as the rule says: a partial first and last piece,
-    // whole granules between (their service time and queue room are computed once).
+    // request cut at granule boundaries, in address order: a partial first and last piece, whole
+    // granules between. Each piece is reserved on its own channel's calendar, exactly as the rule
+    // says; a run of whole granules on neighbouring channels (up to the last channel) is one call,
+    // which reserves once per group of channels with the same calendar (channel_groups.h). A
+    // channel's pieces are reserved in address order, as piece by piece.
     // (Shifts and masks when the granule and the channel count are powers of two, as they
     // usually are: two 64-bit divisions per request were a measurable share of a DMA chunk.)
     const std::uint64_t granule = gran_shift_ >= 0 ? off >> gran_shift_ : off / gran;
     std::uint64_t granule_end = (granule + 1) * gran;
-    std::size_t ch = static_cast<std::size_t>(nch_mask_ ? granule & nch_mask_ : granule % nch);
-    const Tick whole_service = granule_service_ * passes;
-    const Tick whole_room = cfg_.queue_depth * whole_service;
+    unsigned ch = static_cast<unsigned>(nch_mask_ ? granule & nch_mask_ : granule % nch);
     while (off < end) {
         const std::uint64_t piece = std::min<std::uint64_t>(end, granule_end) - off;
         const bool whole = piece == gran;
-        const Tick service = whole ? whole_service : transfer_ticks(piece, cfg_.channel_bandwidth_gbps) * passes;
-        const Tick moved = channels_[ch].reserve(arrival, piece * passes, now);
+        // Whole granules: as many as the request has, up to the last channel; a partial piece alone.
+        const unsigned n = whole ? static_cast<unsigned>(std::min<std::uint64_t>((end - off) / gran, nch - ch)) : 1;
+        const Tick service = whole ? granule_service_ * passes : transfer_ticks(piece, cfg_.channel_bandwidth_gbps) * passes;
         // Queue full: more than queue_depth pieces ahead; the piece waits outside for room.
-        const Tick room = whole ? whole_room : cfg_.queue_depth * service;
-        if (moved > arrival + room + service) accept = std::max(accept, moved - room - service);
-        done = std::max(done, moved + cfg_.latency);
-        if (recorder_) {  // per piece: the channel's queue and bytes (waveforms)
-            const Tick began = moved > arrival + service ? moved - service : arrival;
-            recorder_->on_hbm_channel({name(), static_cast<std::uint16_t>(ch), piece * passes, arrival, began,
-                                       moved + cfg_.latency});
-        }
-        off += piece;
-        granule_end += gran;
-        if (++ch == nch) ch = 0;
+        const Tick room = cfg_.queue_depth * service;
+        channels_.reserve(ch, n, arrival, piece * passes, now, [&](unsigned first, unsigned last, Tick moved) {
+            if (moved > arrival + room + service) accept = std::max(accept, moved - room - service);
+            done = std::max(done, moved + cfg_.latency);
+            if (recorder_) {  // per piece: the channel's queue and bytes (waveforms)
+                const Tick began = moved > arrival + service ? moved - service : arrival;
+                for (unsigned c = first; c < last; ++c)
+                    recorder_->on_hbm_channel({name(), static_cast<std::uint16_t>(c), piece * passes, arrival, began,
+                                               moved + cfg_.latency});
+            }
+        });
+        off += piece * n;
+        granule_end += gran * n;
+        ch += n;
+        if (ch == nch) ch = 0;
     }
     backpressure_ += accept - arrival;
     (write ? bytes_written_ : bytes_read_) += a.len;
@@ -150,14 +153,14 @@ MemTiming HbmController::access(const MemAccess& a) {
 std::optional<Tick> HbmController::busy_time() const {
     if (dram_) return dram_busy_ / dram_->pseudo_channels();  // average data-bus occupancy
     Tick total = 0;
-    for (const auto& c : channels_) total += c.busy();
-    return total / channels_.size();  // average channel occupancy
+    for (unsigned c = 0; c < channels_.channels(); ++c) total += channels_.busy(c);
+    return total / channels_.channels();  // average channel occupancy
 }
 
 std::vector<Stat> HbmController::stats() const {
     auto d = [](auto v) { return static_cast<double>(v); };
     Tick max_ch = 0;
-    for (const auto& c : channels_) max_ch = std::max(max_ch, c.busy());
+    for (unsigned c = 0; c < channels_.channels(); ++c) max_ch = std::max(max_ch, channels_.busy(c));
     std::vector<Stat> v = {
         {"bytes_read", d(bytes_read_), true, "bytes read from HBM", "bytes"},
         {"bytes_written", d(bytes_written_), true, "bytes written to HBM", "bytes"},

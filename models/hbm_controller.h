@@ -1,6 +1,6 @@
 // HbmController: high-bandwidth memory behind `channels` independent channels. Addresses are
 // interleaved across channels every `interleave_bytes`. Each channel is a BandwidthCalendar
-// at `channel_bandwidth_gbps`: a piece takes the earliest free transfer capacity at or after
+// at `channel_bandwidth_gbps` (channels with the same calendar share one: channel_groups.h): a piece takes the earliest free transfer capacity at or after
 // its arrival, and its data is back `latency` after it has moved. A channel holds at most
 // `queue_depth` pieces: a request arriving at a fuller channel is accepted only when room
 // frees (back-pressure, reported via MemAccept). By construction no channel ever moves data
@@ -13,7 +13,7 @@
 
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
-#include "models/bandwidth_calendar.h"
+#include "models/channel_groups.h"
 #include "models/dram.h"
 #include "models/params.h"
 #include "models/timed_memory.h"
@@ -98,7 +98,7 @@ private:
     std::unique_ptr<DramModel> dram_;  // model dram
     Tick dram_busy_ = 0;               // data-bus time of every burst (model dram)
     std::vector<DramDone> records_;    // model dram: the requests of the transaction in service
-    std::vector<BandwidthCalendar> channels_;
+    ChannelGroups channels_;          // a calendar per channel, shared by channels alike (channel_groups.h)
     Tick granule_service_ = 0;       // transfer time of one full interleave granule
     int gran_shift_ = -1;            // log2(interleave_bytes) when a power of two, else -1
     std::uint64_t nch_mask_ = 0;     // channels - 1 when a power of two (> 1), else 0 (divide)

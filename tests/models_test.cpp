@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/bandwidth_calendar.h"
+#include "models/channel_groups.h"
 #include "models/quantum.h"
 #include "models/sim_time.h"
 #include "tests/sim_fixture.h"
@@ -253,6 +254,53 @@ TEST(BandwidthCalendar, AnswersExactlyAsThePlainBucketByBucketCalendar) {
         EXPECT_EQ(cal.busy(), ref.busy());
     }
     EXPECT_EQ(requests, 600'000u);
+}
+
+// ChannelGroups shares one calendar between channels whose calendars are the same: against the
+// reference of one BandwidthCalendar per channel (what HbmController had), on random streams of
+// requests over runs of neighbouring channels -- aligned runs (a DMA chunk on its channels),
+// runs straddling groups, single channels with partial pieces (which split groups), the kernel's
+// time moving on and idle stretches (after which split groups may join again) -- every channel's
+// answer and its busy time are the reference's to the picosecond. Channel counts and rates the
+// shipped platforms do not use. It also requires that most answers came from a shared calendar
+// although the partial pieces split groups all along (so groups were joined again).
+TEST(ChannelGroups, AnswersAsOneCalendarPerChannel) {
+    std::mt19937_64 rng(20261128);
+    auto pick = [&](std::uint64_t n) { return static_cast<std::uint64_t>(rng() % n); };
+    std::uint64_t shared = 0, requests = 0;
+    for (int round = 0; round < 60; ++round) {
+        const unsigned nch = std::vector<unsigned>{32, 7, 96, 1, 64}[pick(5)];
+        const double rate = std::vector<double>{0.0375, 0.0256, 0.05}[pick(3)] * (0.5 + pick(1000) / 1000.0);
+        const Tick bucket = std::vector<Tick>{64'000, 16'000, 100'000}[pick(3)];
+        ChannelGroups groups(nch, rate, bucket);
+        std::vector<BandwidthCalendar> ref(nch, BandwidthCalendar(rate, bucket));
+        Tick t = 0, now = 0;
+        for (int i = 0; i < 4000; ++i, ++requests) {
+            unsigned lo = static_cast<unsigned>(pick(nch)), n = 1;
+            std::uint64_t bytes = 1024;
+            switch (pick(10)) {
+                case 0: bytes = 1 + pick(1024); break;                                   // a partial piece
+                case 1: n = 1 + static_cast<unsigned>(pick(nch - lo)); break;           // any run
+                case 2: t += 2'000'000 + pick(5'000'000); now = t - pick(1'000'000); break;  // idle, time moves on
+                default: lo = lo / 4 * 4; n = std::min(4u, nch - lo); break;           // a 4 KiB chunk's run
+            }
+            if (pick(4) == 0) now = std::max(now, t > 1'000'000 ? t - 1'000'000 : now);
+            const Tick at = t + pick(30'000);
+            unsigned next = lo;
+            groups.reserve(lo, n, at, bytes, now, [&](unsigned first, unsigned last, Tick moved) {
+                ASSERT_EQ(first, next) << "groups in channel order";
+                for (unsigned c = first; c < last; ++c)
+                    ASSERT_EQ(moved, ref[c].reserve(at, bytes, now)) << "round " << round << " request " << i << " channel " << c;
+                next = last;
+                shared += last - first - 1;
+            });
+            ASSERT_EQ(next, lo + n);
+            t += 3'000;
+        }
+        for (unsigned c = 0; c < nch; ++c) EXPECT_EQ(groups.busy(c), ref[c].busy()) << "channel " << c;
+    }
+    EXPECT_EQ(requests, 240'000u);
+    EXPECT_GT(shared, requests / 2);  // most channel answers came from a shared calendar
 }
 
 // A register id past the scoreboard is a clear error naming the instruction, not a write past
