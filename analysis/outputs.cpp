@@ -157,4 +157,14 @@ Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const Outp
     return a;
 }
 
+void remove_analysis_outputs(const std::string& dir) noexcept {
+    std::error_code ec;
+    for (const char* f : {"report.txt", "analysis.json", "report.html", "timeline.json", "verification.txt"}) {
+        const fs::path p = fs::path(dir) / f;
+        fs::remove(p, ec);
+        fs::remove(fs::path(p.string() + ".tmp"), ec);
+    }
+    for (const char* work : {"verify.tmp", "sensitivity.tmp"}) fs::remove_all(fs::path(dir) / work, ec);
+}
+
 }  // namespace xpu::analysis

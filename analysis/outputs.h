@@ -48,4 +48,8 @@ struct OutputOptions {
 // cannot be written (then none of the four is left behind).
 Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const OutputOptions& opt = {});
 
+// Removes what analyze_folder writes into DIR (the analysis files, their temporaries, the replays'
+// work folders), and nothing else: an interrupted analysis leaves the run's own files as they were.
+void remove_analysis_outputs(const std::string& dir) noexcept;
+
 }  // namespace xpu::analysis

@@ -66,15 +66,6 @@ const char* signal_text(int sig) {
     return sig == SIGTERM ? "terminated (SIGTERM)" : sig == SIGHUP ? "hung up (SIGHUP)" : "interrupted (SIGINT)";
 }
 
-// The analysis files of DIR and their temporaries: what an interrupted analysis removes.
-void remove_analysis_files(const std::string& dir) {
-    for (const char* f : {"report.txt", "analysis.json", "report.html", "timeline.json", "verification.txt"}) {
-        const std::string p = (std::filesystem::path(dir) / f).string();
-        std::remove(p.c_str());
-        std::remove((p + ".tmp").c_str());
-    }
-}
-
 // The analysis polls for a signal only between its replays; this thread makes any signal take
 // effect within half a second: it removes the analysis files and ends the process.
 class Watchdog {
@@ -91,7 +82,7 @@ private:
         while (!done_ && !g_signal) std::this_thread::sleep_for(20ms);
         for (int i = 0; i < 25 && !done_; ++i) std::this_thread::sleep_for(20ms);  // the replays' loop stops its workers
         if (done_) return;
-        if (!dir_.empty()) remove_analysis_files(dir_);
+        if (!dir_.empty()) remove_analysis_outputs(dir_);
         const int sig = g_signal ? g_signal : SIGINT;
         const std::string msg = std::string("xpu_analyze: ") + signal_text(sig) + "; no analysis written\n";
         if (::write(2, msg.data(), msg.size()) < 0) {
@@ -337,13 +328,13 @@ int main(int argc, char* argv[]) {
             throw;
         } catch (const std::runtime_error& e) {
             if (g_signal) {
-                remove_analysis_files(dirs[0]);
+                remove_analysis_outputs(dirs[0]);
                 return fail(kSignalBase + g_signal, std::string(signal_text(g_signal)) + "; no analysis written");
             }
             return fail(kOutput, e.what());
         }
         if (g_signal) {
-            remove_analysis_files(dirs[0]);
+            remove_analysis_outputs(dirs[0]);
             return fail(kSignalBase + g_signal, std::string(signal_text(g_signal)) + "; no analysis written");
         }
         if (!quiet && !stdout_ok()) return fail(kOutput, "cannot write the report to stdout");

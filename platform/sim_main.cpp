@@ -173,10 +173,35 @@ int interrupted(const Outputs& outs, const std::string& where) {
     return kSignalBase + sig;
 }
 
+// A signal during the analysis: the simulation is complete, so its outputs (stats.json, the log,
+// the effective platform, the waveforms) are kept: the analysis files are removed, the staging
+// folder replaces OUT, and the message says how to analyse the run later. Called by the main
+// thread, or by the watchdog while the analysis still runs (then what it wrote into the folder
+// after its move is removed from OUT as well). Returns the exit status; if OUT cannot be replaced,
+// nothing is kept (as for any other interrupt).
+int interrupted_analysis(const Outputs& outs) noexcept {
+    const int sig = g_signal ? g_signal : SIGINT;
+    std::string msg = std::string("sim_main: ") + signal_text(sig) + " while analysing the run; ";
+    try {
+        xpu::analysis::remove_analysis_outputs(outs.folder->stage());
+        outs.folder->commit();
+        xpu::analysis::remove_analysis_outputs(outs.folder->out());
+        msg += "the simulation's outputs are kept in " + outs.folder->out() +
+               " (stats.json, txlog.bin, platform.yaml), without their analysis: analyse them with `xpu_analyze " +
+               outs.folder->out() + "`\n";
+    } catch (...) {
+        outs.discard();
+        msg += "no outputs written\n";
+    }
+    if (::write(2, msg.data(), msg.size()) < 0) {
+    }
+    return kSignalBase + sig;
+}
+
 // During the analysis (seconds on a long run) a signal must take effect promptly, but the
 // analysis polls for it only between replays. This thread does: once a signal has arrived and
 // the analysis has not returned within a grace period (long enough for the replays' loop to
-// stop its workers), it removes the outputs and ends the process.
+// stop its workers), it keeps the simulation's outputs without the analysis and ends the process.
 class AnalysisWatchdog {
 public:
     explicit AnalysisWatchdog(const Outputs& outs) : outs_(outs), thread_([this] { watch(); }) {}
@@ -191,12 +216,7 @@ private:
         while (!done_ && !g_signal) std::this_thread::sleep_for(20ms);
         for (int i = 0; i < 25 && !done_; ++i) std::this_thread::sleep_for(20ms);
         if (done_) return;
-        outs_.discard();
-        const int sig = g_signal ? g_signal : SIGINT;
-        const std::string msg = std::string("sim_main: ") + signal_text(sig) + " while analysing the run; no outputs written\n";
-        if (::write(2, msg.data(), msg.size()) < 0) {
-        }
-        _exit(kSignalBase + sig);
+        _exit(interrupted_analysis(outs_));
     }
     const Outputs& outs_;
     std::atomic<bool> done_{false};
@@ -531,10 +551,10 @@ int sc_main(int argc, char* argv[]) {
             if (!quiet) std::cout << "\n";
             xpu::analysis::analyze_folder(folder->stage(), std::cout, ao);
         } catch (const std::exception& e) {
-            if (g_signal) return interrupted(outs, " while analysing the run");
+            if (g_signal) return interrupted_analysis(outs);
             return fail_run(kOutput, std::string("the analysis of the run failed: ") + e.what());
         }
-        if (g_signal) return interrupted(outs, " while analysing the run");
+        if (g_signal) return interrupted_analysis(outs);
         if (!quiet)
             std::cout << "analysis   " << out_dir << "/{report.txt, analysis.json, report.html"
                       << (timeline == xpu::analysis::TimelineMode::Off ? "" : ", timeline.json") << "}\n";
