@@ -38,13 +38,10 @@ public:
             while (end_[g] < hi && cal_[g].same_ahead(cal_[end_[g]], now)) join(g);
             done(g, end_[g], cal_[g].reserve(t, bytes, now));
             group_bytes_[g] += bytes;
-            ++reservations_;
         }
     }
     // A channel's transfer time so far (BandwidthCalendar::busy()).
     Tick busy(unsigned ch) const;
-    // Reservations made (one per group a request covered): for the benchmark, not the model.
-    std::uint64_t reservations() const { return reservations_; }
 
 private:
     // Makes `ch` the first channel of a group (no-op at channels()); usually it is one already.
@@ -63,7 +60,6 @@ private:
     std::vector<BandwidthCalendar> cal_;      // the group's calendar
     std::vector<std::uint64_t> group_bytes_;  // bytes each channel of the group moved since it was formed
     std::vector<std::uint64_t> bytes_;        // bytes the channel moved before its group was formed
-    std::uint64_t reservations_ = 0;
 };
 
 }  // namespace xpu
