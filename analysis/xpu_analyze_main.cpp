@@ -40,6 +40,7 @@
 #include "analysis/replay.h"
 #include "analysis/report.h"
 #include "analysis/rounds.h"
+#include "traces/huge_page_malloc.h"
 
 namespace po = boost::program_options;
 using namespace xpu::analysis;
@@ -177,6 +178,7 @@ int apply_suggestions(const std::string& dir, const std::string& list, const std
 }  // namespace
 
 int main(int argc, char* argv[]) {
+    xpu::trace::restart_with_huge_page_malloc(argv);  // traces/huge_page_malloc.h
     po::options_description opts("xpu_analyze: where a run's time went, why, and what to change");
     std::vector<std::string> dirs;
     std::string out;

@@ -31,6 +31,7 @@
 #include "traces/progress.h"
 #include "platform/vcd_writer.h"
 #include "analysis/outputs.h"
+#include "traces/huge_page_malloc.h"
 #include "platform/txlog_writer.h"
 #include "traces/file_digest.h"
 
@@ -585,6 +586,7 @@ int sc_main(int argc, char* argv[]) {
 // Our own main: SystemC's banner would otherwise go to stdout before sc_main runs (and corrupt
 // --dump-config output); the kernel honours this variable only if it is set before it starts.
 int main(int argc, char* argv[]) {
+    xpu::trace::restart_with_huge_page_malloc(argv);  // the analysis at the end: traces/huge_page_malloc.h
     setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
     return sc_core::sc_elab_and_sim(argc, argv);
 }

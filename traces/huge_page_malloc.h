@@ -1,0 +1,23 @@
+// Huge pages for malloc: the analysis (in xpu_analyze, and at the end of every sim_main run) holds
+// hundreds of bytes per instruction, most of it in blocks malloc gets from the kernel, and on
+// this kind of machine (a VM) the first touch of each 4 KiB page is a costly fault: 247 k faults
+// for the 32-layer llama2-7b decode's analysis. glibc's malloc asks for transparent huge pages
+// (2 MiB) when its tunable glibc.malloc.hugetlb is 1 (glibc >= 2.35), which cuts those faults
+// to 39 k (docs/architecture.md, "Huge pages for malloc"); a tunable is read only when a program
+// starts, so a program sets it by starting again.
+#pragma once
+
+namespace xpu::trace {
+
+// Called first thing in main(): unless this process tree was restarted already (kRestartedMarker:
+// sim_main's replay workers inherit it), GLIBC_TUNABLES names glibc.malloc.hugetlb (the user's
+// choice, e.g. =0 to keep 4 KiB pages), the kernel has transparent huge pages off, glibc is older
+// than 2.35, or the program runs under valgrind (which would not follow the restart), it adds
+// glibc.malloc.hugetlb=1 to GLIBC_TUNABLES and executes the same program with the same arguments
+// again (/proc/self/exe). If that fails, it
+// returns and the program goes on as it is. Advice only: no output changes.
+void restart_with_huge_page_malloc(char** argv);
+// Set in the environment of the restarted program (and so of the programs it starts): restarted once.
+inline constexpr const char* kRestartedMarker = "XPUSIM_MALLOC_RESTARTED";
+
+}  // namespace xpu::trace
