@@ -365,11 +365,10 @@ private:
 namespace {
 // The feed from the check to the run (traces/checked_feed.h): at most kFeedDepth pieces queued
 // per stream, pieces of up to 4096 instructions (the check's window), halved until all streams'
-// queues together hold at most kFeedBudget instructions (96 bytes each: 384 KB), but never below
-// 16 (beyond 64 streams the bound grows: 4096 streams, 262,144 instructions at most, 25 MB).
-// Small: every piece crosses from the check's core to the run's, and a few hundred KB in flight
-// stay in the caches (on the 10.3 M-instruction GEMM, pieces of 1024 and of 4096 measured the
-// same within the noise of this shared machine).
+// queues together hold at most kFeedBudget instructions (encoded: at most 96 bytes each, ~13 on
+// a GEMM), but never below 16 (beyond 64 streams the bound grows: 4096 streams, 262,144
+// instructions at most). Small: every piece crosses from the check's core to the run's, and
+// what is in flight stays in the caches.
 constexpr std::size_t kFeedDepth = 4;
 constexpr std::size_t kFeedBudget = 4096;
 std::size_t feed_piece(std::size_t streams) {
@@ -462,18 +461,18 @@ bool Simulation::check_instructions(const PreparedCheck& p, const std::function<
         if (feed && !walks[s].open) feed->ended(s);
     }
     std::vector<Instruction> scratch(kWindow);
-    // Decodes and checks up to `want` instructions of stream s (never across a window's end)
-    // into `into` (scratch if null, resized to what it holds); false at the stream's end.
-    auto step = [&](std::size_t s, std::size_t want, std::vector<Instruction>* into) {
+    // Decodes and checks up to `want` instructions of stream s (never across a window's end),
+    // their encoded bytes into `into` if given (a piece for the run); false at the stream's end.
+    auto step = [&](std::size_t s, std::size_t want, trace::FeedPiece* into) {
         Walk& w = walks[s];
         if (!w.reader) w.reader = std::make_unique<trace::StreamReader>(file, s);
         want = static_cast<std::size_t>(std::min<std::uint64_t>(want, kWindow - w.index % kWindow));
-        std::vector<Instruction>& buf = into ? *into : scratch;
-        if (buf.size() < want) buf.resize(want);
-        const std::size_t n = w.reader->read(buf.data(), want);
+        if (into) into->bytes.clear();
+        const std::size_t n =
+            into ? w.reader->read_encoded(scratch.data(), want, into->bytes) : w.reader->read(scratch.data(), want);
         for (std::size_t i = 0; i < n; ++i) {
             try {
-                InstructionCheck(cfg_, p.am, file, s, *w.view, w.index + i, buf[i]).run();
+                InstructionCheck(cfg_, p.am, file, s, *w.view, w.index + i, scratch[i]).run();
             } catch (...) {
                 // Decoding the rest of the window first would have met its decode problem first.
                 std::exception_ptr e = std::current_exception();
@@ -491,7 +490,10 @@ bool Simulation::check_instructions(const PreparedCheck& p, const std::function<
             }
         }
         w.index += n;
-        if (into) into->resize(n);
+        if (into) {
+            into->count = n;
+            into->bytes.resize(into->bytes.size() + trace::kDecodePadding, 0);
+        }
         return n > 0;
     };
     // The problem reported is the first in stream order, as when the streams were checked one
@@ -499,7 +501,7 @@ bool Simulation::check_instructions(const PreparedCheck& p, const std::function<
     // streams before it are checked to their ends (a problem there comes first).
     std::size_t bound = streams;
     std::exception_ptr problem;
-    auto walk = [&](std::size_t s, std::size_t want, std::vector<Instruction>* into) {
+    auto walk = [&](std::size_t s, std::size_t want, trace::FeedPiece* into) {
         bool more = false;
         try {
             more = step(s, want, into);
@@ -534,7 +536,7 @@ bool Simulation::check_instructions(const PreparedCheck& p, const std::function<
             if (!walks[s].open) continue;
             open = true;
             if (!feed->wants(s)) continue;
-            std::vector<Instruction> piece = feed->blank();
+            trace::FeedPiece piece = feed->blank();
             if (walk(s, feed->piece(), &piece)) feed->push(s, std::move(piece));
             fed = true;
         }

@@ -93,7 +93,7 @@ public:
     bool check_trace(const std::function<bool()>& stop_requested = {}) const;
 
     // The same check on a second thread, while the run goes: the run's readers take the
-    // instructions the check decoded and passed (traces/checked_feed.h) instead of decoding the
+    // instructions the check read and passed (traces/checked_feed.h) instead of reading the
     // trace again, so the run never executes an instruction the check has not passed, and a
     // problem is the one check_trace names (the first in stream order). What check_trace reads of
     // the platform is read here, on the calling thread; its string-table check throws here.

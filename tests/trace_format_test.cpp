@@ -936,14 +936,31 @@ TEST(TraceValidate, FastCheckAgreesWithTheMessages) {
 }
 
 // The feed from a check thread to the run (traces/checked_feed.h). Reference: its contract,
-// stated in the header: a reader gets the instructions pushed to its stream, in order, waiting
-// for them; a queue holds at most `depth` pieces; a failure stops every reader, even with
-// instructions still queued; detach() frees the queues and wakes a check waiting for room.
+// stated in the header: a reader gets the pieces pushed to its stream, in order, waiting for
+// them; a queue holds at most `depth` pieces; a failure stops every reader, even with pieces
+// still queued; detach() frees the queues and wakes a check waiting for room.
 namespace {
-std::vector<Instruction> piece_of(std::uint64_t first, std::size_t n) {
-    std::vector<Instruction> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i].value = static_cast<std::int64_t>(first + i);
-    return v;
+// A piece of n instructions whose values count from `first`, encoded as a check makes it.
+FeedPiece piece_of(std::uint64_t first, std::size_t n) {
+    FeedPiece p;
+    for (std::size_t i = 0; i < n; ++i) {
+        Instruction in;
+        in.op = Opcode::SAlu;
+        in.set(kValue);
+        in.value = static_cast<std::int64_t>(first + i);
+        std::uint8_t buf[kMaxInstructionBytes];
+        p.bytes.insert(p.bytes.end(), buf, codec::encode_instruction(in, buf));
+    }
+    p.bytes.resize(p.bytes.size() + kDecodePadding, 0);
+    p.count = n;
+    return p;
+}
+// The first instruction's value of a piece made by piece_of.
+std::int64_t first_value(const FeedPiece& p) {
+    Instruction in;
+    codec::DecodeFailure f;
+    EXPECT_NE(codec::decode_instruction(p.bytes.data(), in, f), nullptr);
+    return in.value;
 }
 }  // namespace
 
@@ -956,19 +973,17 @@ TEST(CheckedFeed, ReadersTakeWhatTheCheckPushedInOrderAndStopWhenItFails) {
     f.push(0, piece_of(8, 5));
     EXPECT_FALSE(f.wants(0));  // two pieces queued: full
     EXPECT_TRUE(f.wants(1));
-    Instruction out[16];
-    ASSERT_EQ(f.take(0, out, 3), 3u);
-    EXPECT_EQ(out[2].value, 2);
-    EXPECT_FALSE(f.wants(0));  // the first piece is not used up yet
-    ASSERT_EQ(f.take(0, out, 16), 10u);  // the rest of both pieces
-    EXPECT_EQ(out[0].value, 3);
-    EXPECT_EQ(out[9].value, 12);
-    EXPECT_TRUE(f.wants(0));
+    FeedPiece held;
+    ASSERT_EQ(f.take_piece(0, held), 8u);
+    EXPECT_EQ(first_value(held), 0);
+    EXPECT_TRUE(f.wants(0));  // one piece left: room
+    ASSERT_EQ(f.take_piece(0, held), 5u);
+    EXPECT_EQ(first_value(held), 8);
 
     std::atomic<std::size_t> got{99};
     std::thread reader([&] {
-        Instruction o[4];
-        got = f.take(1, o, 4);
+        FeedPiece o;
+        got = f.take_piece(1, o);
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     EXPECT_EQ(got.load(), 99u);  // stream 1 has nothing yet: the reader waits
@@ -979,39 +994,36 @@ TEST(CheckedFeed, ReadersTakeWhatTheCheckPushedInOrderAndStopWhenItFails) {
     f.push(0, piece_of(13, 8));
     std::atomic<std::size_t> late{99};
     std::thread waiting([&] {
-        Instruction o[4];
-        late = f.take(1, o, 4);
+        FeedPiece o;
+        late = f.take_piece(1, o);
     });
     f.fail();
     waiting.join();
     EXPECT_EQ(late.load(), 0u);
-    EXPECT_EQ(f.take(0, out, 4), 0u);  // queued, but a failed check runs nothing more
+    EXPECT_EQ(f.take_piece(0, held), 0u);  // queued, but a failed check runs nothing more
     EXPECT_TRUE(f.closed());
     EXPECT_FALSE(f.wants(0));
 }
 
-// take_piece() hands a reader the front piece itself (what take() left of it, moved down), and
-// takes back the reader's previous one as a blank for the check: nothing is lost, duplicated or
-// reordered, and after a failure nothing more is handed over.
+// take_piece() hands a reader the front piece itself and takes back the reader's previous one
+// as a blank for the check: nothing is lost, duplicated or reordered, and an empty piece is
+// never queued.
 TEST(CheckedFeed, TakePieceHandsTheFrontPieceAndRecyclesTheReadersOld) {
     CheckedFeed f(1, 8, 3);
     f.start();
+    f.push(0, FeedPiece{});  // nothing in it: not queued
     f.push(0, piece_of(0, 8));
     f.push(0, piece_of(8, 6));
-    f.push(0, piece_of(14, 8));
-    std::vector<Instruction> held = piece_of(1000, 8);  // a reader's previous piece
-    const Instruction* old = held.data();
+    FeedPiece held = piece_of(1000, 8);  // a reader's previous piece
+    const std::uint8_t* old = held.bytes.data();
     ASSERT_EQ(f.take_piece(0, held), 8u);
-    for (std::size_t i = 0; i < 8; ++i) EXPECT_EQ(held[i].value, static_cast<std::int64_t>(i));
-    std::vector<Instruction> b = f.blank();  // the reader's old piece, recycled for the check
-    EXPECT_EQ(b.data(), old);
-    EXPECT_GE(b.capacity(), 8u);
-    Instruction out[4];
-    ASSERT_EQ(f.take(0, out, 2), 2u);  // take() begins the next piece...
-    EXPECT_EQ(out[1].value, 9);
-    ASSERT_EQ(f.take_piece(0, held), 4u);  // ...take_piece() hands what is left of it
-    for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(held[i].value, static_cast<std::int64_t>(10 + i));
+    EXPECT_EQ(first_value(held), 0);
+    FeedPiece b = f.blank();  // the reader's old piece, recycled for the check
+    EXPECT_EQ(b.bytes.data(), old);
+    ASSERT_EQ(f.take_piece(0, held), 6u);
+    EXPECT_EQ(first_value(held), 8);
     EXPECT_TRUE(f.wants(0));
+    f.push(0, piece_of(14, 8));
     f.fail();
     EXPECT_EQ(f.take_piece(0, held), 0u);  // queued, but a failed check runs nothing more
 }
@@ -1033,13 +1045,24 @@ TEST_F(TraceTest, ReadInPlaceLendsTheSameInstructionsFedOrFromTheFile) {
         w.close();
     }
     const TraceFile tf = TraceFile::open(path);
-    auto feed = std::make_shared<CheckedFeed>(1, 700, 8);
-    feed->start();
-    for (std::size_t at = 0; at < want.size(); at += 700)
-        feed->push(0, std::vector<Instruction>(want.begin() + static_cast<std::ptrdiff_t>(at),
-                                               want.begin() + static_cast<std::ptrdiff_t>(std::min(at + 700, want.size()))));
-    feed->passed_all();
-    StreamReader fed(tf.with_feed(feed), 0), plain(tf, 0);
+    // The pieces as the check makes them: read_encoded's bytes, 700 instructions at a time.
+    auto make_feed = [&] {
+        auto feed = std::make_shared<CheckedFeed>(1, 700, 8);
+        feed->start();
+        StreamReader check(tf, 0);
+        std::vector<Instruction> scratch(700);
+        FeedPiece piece;
+        while ((piece.count = check.read_encoded(scratch.data(), 700, piece.bytes)) > 0) {
+            for (std::size_t i = 0; i < piece.count; ++i)
+                EXPECT_EQ(scratch[i], want[check.position() - piece.count + i]);
+            piece.bytes.resize(piece.bytes.size() + kDecodePadding, 0);
+            feed->push(0, std::move(piece));
+            piece = FeedPiece{};
+        }
+        feed->passed_all();
+        return feed;
+    };
+    StreamReader fed(tf.with_feed(make_feed()), 0), plain(tf, 0);
     for (StreamReader* r : {&fed, &plain}) {
         std::size_t got = 0;
         const Instruction* p = nullptr;
@@ -1051,6 +1074,15 @@ TEST_F(TraceTest, ReadInPlaceLendsTheSameInstructionsFedOrFromTheFile) {
         }
         EXPECT_EQ(got, want.size());
     }
+    // read() of a fed reader copies out, across pieces (batches of 1000 span two or three).
+    StreamReader copied(tf.with_feed(make_feed()), 0);
+    std::vector<Instruction> out(1000);
+    std::size_t got = 0;
+    while (const std::size_t n = copied.read(out.data(), out.size())) {
+        for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], want[got + i]) << got + i;
+        got += n;
+    }
+    EXPECT_EQ(got, want.size());
 }
 
 TEST(CheckedFeed, ACheckWaitingForRoomWakesWhenAReaderTakesOrTheRunDetaches) {
@@ -1060,8 +1092,8 @@ TEST(CheckedFeed, ACheckWaitingForRoomWakesWhenAReaderTakesOrTheRunDetaches) {
     EXPECT_FALSE(f.wants(0));
     std::thread reader([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        Instruction o[4];
-        f.take(0, o, 4);
+        FeedPiece o;
+        f.take_piece(0, o);
     });
     const auto t0 = std::chrono::steady_clock::now();
     f.wait_for_room(5000);

@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "traces/checked_feed.h"
 #include "traces/instruction.h"
 #include "traces/trace_format.h"
 
 namespace xpu::trace {
 
 class FileDigest;
-class CheckedFeed;
 
 // The metadata of a trace file. Opening reads and checks the header, the stream table and the
 // string table (not the blocks). Cheap to copy; immutable, so it can be shared between threads.
@@ -109,9 +109,12 @@ class StreamReader {
     std::size_t read(Instruction* out, std::size_t max);
     // The same, read in place: `first` points at the next instructions (up to `max`, > 0),
     // which stay valid until the next call or the reader's end; returns how many (0 at the
-    // end of the stream). Fed by a check, they are the check's own decoded piece (no copy);
-    // from the file, decoded into a buffer of the reader's. Throws as read() does.
+    // end of the stream), decoded into a buffer of the reader's (from the file, or from the
+    // check's piece when fed). Throws as read() does.
     std::size_t read_in_place(const Instruction*& first, std::size_t max);
+    // read() from the file (not for a fed reader), also appending the instructions' encoded
+    // bytes, back to back, to `encoded`: what a check hands the run (traces/checked_feed.h).
+    std::size_t read_encoded(Instruction* out, std::size_t max, std::vector<std::uint8_t>& encoded);
     std::uint64_t position() const { return position_; }  // instructions read so far
     const StreamInfo& info() const { return info_; }
 
@@ -121,12 +124,15 @@ class StreamReader {
 
  private:
     bool load_next_block();  // false at the end of the stream
-    std::size_t read_fed(Instruction* out, std::size_t max);  // read() from feed_
-    // What read_in_place() lends from: the feed's piece (held_), or instructions decoded from
-    // the file (decoded_, sized once); lent_n_ of them at lent_, lent_pos_ lent so far.
-    std::vector<Instruction> held_, decoded_;
-    const Instruction* lent_ = nullptr;
-    std::size_t lent_n_ = 0, lent_pos_ = 0;
+    // read() from the file; with `encoded`, read_encoded().
+    std::size_t read_file(Instruction* out, std::size_t max, std::vector<std::uint8_t>* encoded);
+    // read() from feed_: decodes the piece taken from it (held_), held_left_ instructions left
+    // from held_at_ on.
+    std::size_t read_fed(Instruction* out, std::size_t max);
+    FeedPiece held_;
+    const std::uint8_t* held_at_ = nullptr;
+    std::size_t held_left_ = 0;
+    std::vector<Instruction> decoded_;  // what read_in_place() lends
     [[noreturn]] void fail_block(const std::string& what) const;
     [[noreturn]] void fail_instruction(const std::uint8_t* at, const std::string& what) const;
 
