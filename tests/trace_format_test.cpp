@@ -1028,9 +1028,10 @@ TEST(CheckedFeed, TakePieceHandsTheFrontPieceAndRecyclesTheReadersOld) {
     EXPECT_EQ(f.take_piece(0, held), 0u);  // queued, but a failed check runs nothing more
 }
 
-// A reader fed by the check lends the check's pieces in place: the same instructions, in the same
-// order, as reading the file, in batches of at most `max` that stay valid until the next call;
-// and a reader of the file lends what it decoded.
+// A reader fed by the check decodes the check's pieces (read_encoded's bytes) into the same
+// instructions, in the same order, as reading the file (the reference), in batches of at most
+// `max` that stay valid until the next call; and a reader of the file lends what it decoded.
+// 20000 random instructions: several 64 KB blocks, which the pieces of 700 straddle.
 TEST_F(TraceTest, ReadInPlaceLendsTheSameInstructionsFedOrFromTheFile) {
     const std::string path = file("inplace.bin");
     std::mt19937_64 rng(11);
@@ -1038,7 +1039,7 @@ TEST_F(TraceTest, ReadInPlaceLendsTheSameInstructionsFedOrFromTheFile) {
     {
         TraceWriter w(path);
         w.add_stream(0, 0);
-        for (int i = 0; i < 3000; ++i) {
+        for (int i = 0; i < 20000; ++i) {
             want.push_back(random_instruction(rng, 0));
             w.append(0, want.back());
         }
@@ -1047,7 +1048,7 @@ TEST_F(TraceTest, ReadInPlaceLendsTheSameInstructionsFedOrFromTheFile) {
     const TraceFile tf = TraceFile::open(path);
     // The pieces as the check makes them: read_encoded's bytes, 700 instructions at a time.
     auto make_feed = [&] {
-        auto feed = std::make_shared<CheckedFeed>(1, 700, 8);
+        auto feed = std::make_shared<CheckedFeed>(1, 700, 64);  // room for every piece
         feed->start();
         StreamReader check(tf, 0);
         std::vector<Instruction> scratch(700);
@@ -1062,6 +1063,7 @@ TEST_F(TraceTest, ReadInPlaceLendsTheSameInstructionsFedOrFromTheFile) {
         feed->passed_all();
         return feed;
     };
+    ASSERT_GT(tf.streams()[0].blocks, 3u);
     StreamReader fed(tf.with_feed(make_feed()), 0), plain(tf, 0);
     for (StreamReader* r : {&fed, &plain}) {
         std::size_t got = 0;
