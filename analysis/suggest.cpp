@@ -47,28 +47,50 @@ void set_earliest_issue(const RunData& run, Planner& plan, Analysis& a) {
 std::vector<Suggestion> find_suggestions(const Context& cx, Analysis& a) {
     Planner plan(cx);
     set_earliest_issue(cx.run, plan, a);
-    SuggestContext sc(cx, a, plan);
-    sc.remedies = choose_wait_remedies(sc);
-    // The finders that read only what is built run on a second thread beside the others; each
-    // finder appends to a list of its own, joined in the finders' order: the same result
-    // whatever the timing.
+    // The finders beside (finder.h: runs_beside) get a context of their own, built on their
+    // thread, with a copy of the Planner (and the hoist points asked so far). Each finder
+    // appends to a list of its own, joined in the finders' order: the same result whatever the
+    // timing. The remedies are chosen once, here, and handed over; prefetch_ahead's plan is made
+    // once for both.
+    Planner plan_beside(plan);
     const auto& finders = suggestion_finders();
     std::vector<std::vector<Suggestion>> found(finders.size());
-    auto apart = [&] {
-        for (std::size_t i = 0; i < finders.size(); ++i)
-            if (finders[i]->reads_only_what_is_built()) finders[i]->find(sc, found[i]);
+    std::promise<std::vector<WaitRemedy>> chosen;
+    std::shared_future<std::vector<WaitRemedy>> remedies = chosen.get_future().share();
+    auto prefetch_ahead = std::make_shared<SuggestContext::PrefetchAheadOnce>();  // (one for both)
+    auto beside_work = [&] {
+        SuggestContext sc(cx, a, plan_beside);
+        sc.prefetch_ahead_cache = prefetch_ahead;
+        bool have_remedies = false;
+        for (std::size_t i = 0; i < finders.size(); ++i) {
+            if (!finders[i]->runs_beside()) continue;
+            if (finders[i]->reads_remedies() && !have_remedies) {
+                sc.remedies = remedies.get();
+                have_remedies = true;
+            }
+            finders[i]->find(sc, found[i]);
+        }
     };
     std::future<void> beside;
     try {
-        beside = std::async(std::launch::async, apart);
+        beside = std::async(std::launch::async, beside_work);
     } catch (const std::system_error&) {  // no thread to be had: the same work, here, afterwards
-        beside = std::async(std::launch::deferred, apart);
+        beside = std::async(std::launch::deferred, beside_work);
     }
+    bool handed = false;
     try {
+        SuggestContext sc(cx, a, plan);
+        sc.prefetch_ahead_cache = prefetch_ahead;
+        sc.remedies = choose_wait_remedies(sc);
+        chosen.set_value(sc.remedies);
+        handed = true;
         for (std::size_t i = 0; i < finders.size(); ++i)
-            if (!finders[i]->reads_only_what_is_built()) finders[i]->find(sc, found[i]);
+            if (!finders[i]->runs_beside()) finders[i]->find(sc, found[i]);
     } catch (...) {
-        beside.wait();  // it reads sc: let it finish before sc goes
+        // The thread beside reads plan_beside and may wait for the remedies: it gets the
+        // error instead of them, and finishes before what it reads goes.
+        if (!handed) chosen.set_exception(std::current_exception());
+        if (beside.valid()) beside.wait();
         throw;
     }
     beside.get();

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "analysis/context.h"
@@ -44,8 +45,13 @@ struct SuggestContext {
     const DmaTiming dma_timing;
     std::vector<WaitRemedy> remedies;  // per stalled wait with a remedy, the one chosen (program order per stream)
     // prefetch_ahead's plan, made once when first asked for (prefetch_plan.h: prefetch_ahead_plan):
-    // prefetch_ahead and double_buffer_store both start from it.
-    mutable std::shared_ptr<const PrefetchPlan> prefetch_ahead_cache;
+    // prefetch_ahead and double_buffer_store both start from it. Shared by the two contexts of
+    // find_suggestions (one per thread): the first to ask makes it, the other waits for it.
+    struct PrefetchAheadOnce {
+        std::once_flag made;
+        std::shared_ptr<const PrefetchPlan> plan;
+    };
+    std::shared_ptr<PrefetchAheadOnce> prefetch_ahead_cache = std::make_shared<PrefetchAheadOnce>();
 };
 
 class SuggestionFinder {
@@ -55,11 +61,15 @@ public:
     virtual const char* kind() const = 0;
     // Appends the suggestions of its kind (unranked; any estimate, even below the noise floor).
     virtual void find(const SuggestContext& sc, std::vector<Suggestion>& out) const = 0;
-    // True when find() reads only what the SuggestContext holds once built (the run, its index,
-    // the Planner's const rules, the loads, the remedies) and none of the caches filled as they
-    // are asked (Planner::hoist_point, the BufferRenamer's, prefetch_ahead_cache): it may then
-    // run on a thread of its own beside the other finders (find_suggestions).
-    virtual bool reads_only_what_is_built() const { return false; }
+    // True: find() runs on a second thread beside the other finders (find_suggestions), with a
+    // SuggestContext of its own: its own Planner and BufferRenamer, whose caches (hoist points,
+    // renamings) memoise what the run and the rules determine, so that either context gives
+    // the same answers (prefetch_ahead's plan, the same in both, is made once for both). The finders that take longest on a decode are
+    // split between the two threads so that both take about as long.
+    virtual bool runs_beside() const { return false; }
+    // Whether find() reads SuggestContext::remedies: a finder beside that does not may start
+    // before the remedies are chosen (on the other thread).
+    virtual bool reads_remedies() const { return true; }
 };
 
 // Every finder, in the order their suggestions are listed before ranking (which breaks ties in

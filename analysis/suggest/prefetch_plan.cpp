@@ -505,8 +505,9 @@ PrefetchPlan plan_prefetch_ahead(const SuggestContext& sc, std::uint64_t reserve
 }
 
 const PrefetchPlan& prefetch_ahead_plan(const SuggestContext& sc) {
-    if (!sc.prefetch_ahead_cache) sc.prefetch_ahead_cache = std::make_shared<const PrefetchPlan>(plan_prefetch_ahead(sc));
-    return *sc.prefetch_ahead_cache;
+    SuggestContext::PrefetchAheadOnce& c = *sc.prefetch_ahead_cache;
+    std::call_once(c.made, [&] { c.plan = std::make_shared<const PrefetchPlan>(plan_prefetch_ahead(sc)); });
+    return *c.plan;
 }
 
 PrefetchPlan prefetch_ahead_plan(const SuggestContext& sc, std::uint64_t reserve) {
