@@ -112,10 +112,11 @@ bool parse_count(const std::string& text, std::size_t lo, std::size_t hi, std::s
 
 // One line per phase, "xpu_analyze timing: PHASE SECONDS s", then the records and the speed of
 // load + analyze (the part that turns the log into the Analysis; the writers are separate),
-// and the process's peak RSS so far. scripts/bench.sh reads these lines.
+// and the process's peak RSS so far. scripts/bench.sh reads these lines. The CPU seconds are
+// those of the thread that ran the phase (timeline.json is written beside the other files).
 void print_timing(const PhaseTimes& t) {
     for (std::size_t i = 0; i < t.seconds.size(); ++i)
-        std::fprintf(stderr, "xpu_analyze timing: %s %.6f s (main thread CPU %.3f s)\n", t.seconds[i].first.c_str(), t.seconds[i].second,
+        std::fprintf(stderr, "xpu_analyze timing: %s %.6f s (thread CPU %.3f s)\n", t.seconds[i].first.c_str(), t.seconds[i].second,
                      i < t.thread_cpu.size() ? t.thread_cpu[i] : 0.0);
     const double la = t.of("load") + t.of("analyze");
     std::fprintf(stderr, "xpu_analyze timing: records %llu (%.2f M records/s over load + analyze)\n",
