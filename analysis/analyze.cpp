@@ -11,8 +11,8 @@
 #include <queue>
 #include <sstream>
 #include <stdexcept>
-#include <system_error>
 
+#include "analysis/beside.h"
 #include "analysis/bounds.h"
 #include "analysis/chain_bound.h"
 #include "analysis/context.h"
@@ -741,16 +741,6 @@ void unit_pass(Context& cx, Analysis& a, UnitAccounts& units) {
         ++r.instructions;  // here: units of the kind
     }
     for (auto& [k, r] : kinds) a.by_unit_kind.push_back(r);
-}
-
-// Runs fn on a thread of its own if one can be started, else when its result is asked for.
-template <class F>
-auto beside(F fn) {
-    try {
-        return std::async(std::launch::async, fn);
-    } catch (const std::system_error&) {
-        return std::async(std::launch::deferred, fn);
-    }
 }
 
 }  // namespace

@@ -8,8 +8,8 @@
 #include <future>
 #include <sstream>
 #include <stdexcept>
-#include <system_error>
 
+#include "analysis/beside.h"
 #include "analysis/report.h"
 #include "analysis/report_html.h"
 #include "analysis/timeline_json.h"
@@ -149,13 +149,7 @@ Analysis analyze_folder(const std::string& out_dir, std::ostream& os, const Outp
                      PhaseClock::thread_cpu() - c0};
     };
     try {
-        if (timeline != TimelineMode::Off) {
-            try {
-                timeline_written = std::async(std::launch::async, write_timeline);
-            } catch (const std::system_error&) {  // no thread to be had: here, after the others
-                timeline_written = std::async(std::launch::deferred, write_timeline);
-            }
-        }
+        if (timeline != TimelineMode::Off) timeline_written = beside(write_timeline);
         if (a.verified) write_verification(path("verification.txt"), a);
         std::ostringstream text;
         print_report(text, run, a, opt.top, opt.per_layer);

@@ -3,8 +3,8 @@
 // (analysis/suggest/finder.h); the estimates of the wait kinds: analysis/suggest/wait_remedy.cpp.
 #include <algorithm>
 #include <future>
-#include <system_error>
 
+#include "analysis/beside.h"
 #include "analysis/context.h"
 #include "analysis/suggest/finder.h"
 
@@ -71,12 +71,7 @@ std::vector<Suggestion> find_suggestions(const Context& cx, Analysis& a) {
             finders[i]->find(sc, found[i]);
         }
     };
-    std::future<void> beside;
-    try {
-        beside = std::async(std::launch::async, beside_work);
-    } catch (const std::system_error&) {  // no thread to be had: the same work, here, afterwards
-        beside = std::async(std::launch::deferred, beside_work);
-    }
+    std::future<void> apart = beside(beside_work);  // (without a thread: here, afterwards)
     bool handed = false;
     try {
         SuggestContext sc(cx, a, plan);
@@ -90,10 +85,10 @@ std::vector<Suggestion> find_suggestions(const Context& cx, Analysis& a) {
         // The thread beside reads plan_beside and may wait for the remedies: it gets the
         // error instead of them, and finishes before what it reads goes.
         if (!handed) chosen.set_exception(std::current_exception());
-        if (beside.valid()) beside.wait();
+        apart.wait();
         throw;
     }
-    beside.get();
+    apart.get();
     std::vector<Suggestion> out;
     for (auto& v : found)
         for (Suggestion& x : v) out.push_back(std::move(x));

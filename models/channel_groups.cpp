@@ -8,7 +8,7 @@ ChannelGroups::ChannelGroups(unsigned channels, double bytes_per_tick, Tick buck
       cal_(head_of_.size(), BandwidthCalendar(bytes_per_tick, bucket)),
       group_bytes_(head_of_.size(), 0),
       bytes_(head_of_.size(), 0) {
-    end_[0] = channels ? channels : 1;  // one group: every channel's calendar is empty alike
+    end_[0] = this->channels();  // one group: every channel's calendar is empty alike
 }
 
 void ChannelGroups::split(unsigned ch) {
