@@ -242,7 +242,7 @@ int sc_main(int argc, char* argv[]) {
         ("set", po::value(&sets)->composing(), "override a platform key: --set chip.modules.core0.mxu0.rows=256 (repeatable)")
         ("max-sim-time", po::value(&max_time_text),
          "stop (exit 7, outputs marked incomplete) rather than simulate past this time: e.g. 500us, 10ms, 2s (units ns, us, ms, s)")
-        ("deterministic", "write the host figures (wall_seconds, instructions_per_second, peak_rss_bytes) as 0, "
+        ("deterministic", "write the host figures (build_seconds, wall_seconds, instructions_per_second, peak_rss_bytes) as 0, "
                           "so that the same inputs give byte-identical outputs")
         ("vcd", po::value<std::string>(), "write waveforms for GTKWave to FILE.vcd (+ .gtkw save file; docs/waveforms.md)")
         ("vcd-signals", po::value<std::string>(), "only these signals: comma-separated globs, e.g. '*.mxu0.busy,*.scalar.*'")
@@ -491,6 +491,7 @@ int sc_main(int argc, char* argv[]) {
     }
     if (deterministic) {
         result.wall_seconds = 0;
+        result.build_seconds = 0;
         result.peak_rss_bytes = 0;
     }
 
@@ -583,10 +584,12 @@ int sc_main(int argc, char* argv[]) {
     return kOk;
 }
 
+// Huge pages for the analysis at the end of a run (traces/huge_page_malloc.h).
+XPU_RESTART_WITH_HUGE_PAGE_MALLOC;
+
 // Our own main: SystemC's banner would otherwise go to stdout before sc_main runs (and corrupt
 // --dump-config output); the kernel honours this variable only if it is set before it starts.
 int main(int argc, char* argv[]) {
-    xpu::trace::restart_with_huge_page_malloc(argv);  // the analysis at the end: traces/huge_page_malloc.h
     setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
     return sc_core::sc_elab_and_sim(argc, argv);
 }

@@ -387,9 +387,11 @@ Simulation::Simulation(const PlatformConfig& cfg, const std::string& trace_path,
     // order for a single stream: no pass of its own), the run's to nobody (another thread).
     feed_ = std::make_shared<trace::CheckedFeed>(trace_.streams().size(), feed_piece(trace_.streams().size()), kFeedDepth);
     trace_ = trace_.with_digest(nullptr).with_feed(feed_);
+    const auto build_start = std::chrono::steady_clock::now();
     platform_ = std::make_unique<Platform>(cfg_, &trace_, stop_requested);
     try {
         check_thread_stacks();
+        build_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - build_start).count();
     } catch (...) {
         // Not torn down (seconds for thousands of chips, as Platform's own build failures say).
         [[maybe_unused]] static Platform* kept = nullptr;
@@ -794,6 +796,7 @@ RunResult Simulation::run(const RunOptions& opts) {
         }
     }
     r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.build_seconds = build_seconds_;
     r.peak_rss_bytes = process_peak_rss();
     r.simulated_ns = ticks_to_ns(now_ticks());
     r.instructions = retired();

@@ -44,6 +44,7 @@ struct RunResult {
     double simulated_ns = 0;
     std::uint64_t instructions = 0;
     std::uint64_t streams = 0;
+    double build_seconds = 0;  // host time building the platform: its modules made and bound (Simulation's constructor)
     double wall_seconds = 0;
     std::uint64_t peak_rss_bytes = 0;  // of the whole process, at the end of the run
     std::vector<UnitFigure> units;
@@ -132,6 +133,7 @@ private:
     std::shared_ptr<trace::CheckedFeed> feed_;  // the check's instructions, to the run's readers
     trace::TraceFile trace_;  // the run's: fed by feed_ once the check starts, reporting to no digest
     std::unique_ptr<Platform> platform_;
+    double build_seconds_ = 0;  // RunResult::build_seconds
     std::thread check_thread_;
     std::atomic<bool> check_cancel_{false};  // the destructor stops a check still running
     std::exception_ptr check_error_;

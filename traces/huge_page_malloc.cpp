@@ -2,38 +2,79 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <string>
 
 #if defined(__linux__)
+#include <fcntl.h>
 #include <unistd.h>
 #endif
 
 namespace xpu::trace {
 
-void restart_with_huge_page_malloc(char** argv) {
+namespace {
+// The value of NAME in envp, or null. (Not getenv: from .preinit_array the C library has not
+// set its environment yet; the loader's envp is the process's.)
+const char* env_value(char** envp, const char* name) {
+    const std::size_t n = std::strlen(name);
+    for (char** e = envp; e && *e; ++e)
+        if (std::strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
+    return nullptr;
+}
+}  // namespace
+
+// Runs from .preinit_array, before any shared library's initialisers: C library calls only (no
+// iostreams, no std::string, no getenv/setenv), and the new environment goes to execve.
+void restart_with_huge_page_malloc(int /*argc*/, char** argv, char** envp) {
 #if defined(__linux__) && defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
     // Once per process tree: the restarted program (and the programs it starts) find the marker.
     // (Not GLIBC_TUNABLES alone: a loader that does not know the tunable may drop it, and the
     // program would start again and again.)
-    if (std::getenv(kRestartedMarker)) return;
-    const char* tunables = std::getenv("GLIBC_TUNABLES");
+    if (!argv || !envp || env_value(envp, kRestartedMarker)) return;
+    const char* tunables = env_value(envp, "GLIBC_TUNABLES");
     if (tunables && std::strstr(tunables, "glibc.malloc.hugetlb")) return;
-    const char* preload = std::getenv("LD_PRELOAD");
+    const char* preload = env_value(envp, "LD_PRELOAD");
     if (preload && std::strstr(preload, "vgpreload")) return;  // valgrind's tools
-    std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
-    std::string mode;
-    if (!std::getline(thp, mode) || mode.find("[never]") != std::string::npos) return;
-    const std::string value = tunables && *tunables ? std::string(tunables) + ":glibc.malloc.hugetlb=1" : "glibc.malloc.hugetlb=1";
-    const std::string before = tunables ? tunables : "";
-    if (setenv("GLIBC_TUNABLES", value.c_str(), 1) == 0 && setenv(kRestartedMarker, "1", 1) == 0)
-        execv("/proc/self/exe", argv);
-    // Not restarted: on as it is, without the variables (they would mislead the programs this one starts).
-    if (tunables) setenv("GLIBC_TUNABLES", before.c_str(), 1);
-    else unsetenv("GLIBC_TUNABLES");
-    unsetenv(kRestartedMarker);
+    // The kernel's mode, e.g. "always [madvise] never": nothing to ask for when it is [never].
+    char mode[128] = {};
+    const int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    const ssize_t got = read(fd, mode, sizeof mode - 1);
+    close(fd);
+    if (got <= 0 || std::strstr(mode, "[never]")) return;
+    // The environment as it is, GLIBC_TUNABLES with the tunable added (other tunables kept), the marker.
+    static const char kTunable[] = "GLIBC_TUNABLES=glibc.malloc.hugetlb=1";
+    static const char kMarker[] = "=1";
+    std::size_t n = 0;
+    while (envp[n]) ++n;
+    char** env = static_cast<char**>(std::malloc((n + 3) * sizeof(char*)));
+    const std::size_t tunables_len = tunables ? std::strlen(tunables) + 1 : 0;  // "old:"
+    char* tunable = static_cast<char*>(std::malloc(sizeof kTunable + tunables_len));
+    char* marker = static_cast<char*>(std::malloc(std::strlen(kRestartedMarker) + sizeof kMarker));
+    if (env && tunable && marker) {
+        std::size_t k = 0;
+        for (std::size_t i = 0; i < n; ++i)
+            if (std::strncmp(envp[i], "GLIBC_TUNABLES=", 15) != 0) env[k++] = envp[i];
+        std::memcpy(tunable, kTunable, 15);  // "GLIBC_TUNABLES="
+        std::size_t at = 15;
+        if (tunables) {
+            std::memcpy(tunable + at, tunables, tunables_len - 1);
+            at += tunables_len - 1;
+            tunable[at++] = ':';
+        }
+        std::memcpy(tunable + at, kTunable + 15, sizeof kTunable - 15);
+        std::strcpy(marker, kRestartedMarker);
+        std::strcat(marker, kMarker);
+        env[k++] = tunable;
+        env[k++] = marker;
+        env[k] = nullptr;
+        execve("/proc/self/exe", argv, env);
+    }
+    // Not restarted: on as it is, the environment untouched.
+    std::free(marker);
+    std::free(tunable);
+    std::free(env);
 #else
     (void)argv;
+    (void)envp;
 #endif
 }
 

@@ -9,14 +9,21 @@
 
 namespace xpu::trace {
 
-// Called first thing in main(): unless this process tree was restarted already (kRestartedMarker:
-// sim_main's replay workers inherit it), GLIBC_TUNABLES names glibc.malloc.hugetlb (the user's
-// choice, e.g. =0 to keep 4 KiB pages), the kernel has transparent huge pages off, glibc is older
-// than 2.35, or the program runs under valgrind (which would not follow the restart), it adds
+// Run before any library starts (XPU_RESTART_WITH_HUGE_PAGE_MALLOC puts it in the program's
+// .preinit_array): unless this process tree was restarted already (kRestartedMarker: sim_main's
+// replay workers inherit it), GLIBC_TUNABLES names glibc.malloc.hugetlb (the user's choice, e.g.
+// =0 to keep 4 KiB pages), the kernel has transparent huge pages off, glibc is older than 2.35,
+// or the program runs under valgrind (which would not follow the restart), it adds
 // glibc.malloc.hugetlb=1 to GLIBC_TUNABLES and executes the same program with the same arguments
-// again (/proc/self/exe). If that fails, it
-// returns and the program goes on as it is. Advice only: no output changes.
-void restart_with_huge_page_malloc(char** argv);
+// again (/proc/self/exe). If that fails, it returns and the program goes on as it is. Advice
+// only: no output changes. (Before the libraries: their initialisers would otherwise run twice,
+// and libsystemc's alone take ~10 ms, half of a process's start.)
+void restart_with_huge_page_malloc(int argc, char** argv, char** envp);
+// In a program's main file (an executable's .preinit_array: run by the loader before every shared
+// library's initialisers, with main's arguments).
+#define XPU_RESTART_WITH_HUGE_PAGE_MALLOC                                                          \
+    [[gnu::used, gnu::section(".preinit_array")]] static void (*xpu_restart_with_huge_page_malloc)( \
+        int, char**, char**) = &::xpu::trace::restart_with_huge_page_malloc
 // Set in the environment of the restarted program (and so of the programs it starts): restarted once.
 inline constexpr const char* kRestartedMarker = "XPUSIM_MALLOC_RESTARTED";
 

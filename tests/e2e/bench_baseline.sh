@@ -18,7 +18,7 @@ cat "$WORK/table.txt"
 for target in "decode --no-txlog (sim instr/s)" "decode log + analysis, --no-verify (wall)" \
     "decode: log+analysis wall / --no-txlog wall" "decode instr/s / GEMM instr/s" "GEMM --no-txlog (sim instr/s)" \
     "decode output folder" "decode txlog.bin per instruction" "decode run peak RSS per instruction" \
-    "16-chip ring start-up" "64-chip ring start-up"; do
+    "16-chip platform built" "16-chip ring start-up" "64-chip ring start-up"; do
     line=$(grep -F -- "$target" "$WORK/table.txt") || fail "no line for '$target'"
     # Both sides measured (no '-' in the value columns) and a ratio x1.23.
     [[ $line =~ x[0-9]+\.[0-9][0-9] ]] || fail "'$target' has no ratio: $line"

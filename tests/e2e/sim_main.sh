@@ -85,6 +85,7 @@ check(s.get("instructions_retired") == expected,
       "instructions_retired %r, xpu_trace info says %d" % (s.get("instructions_retired"), expected))
 check(s.get("completed") is True, "completed is true")
 check(isinstance(s.get("wall_seconds"), num) and s["wall_seconds"] >= 0, "wall_seconds is a number >= 0")
+check(isinstance(s.get("build_seconds"), num) and s["build_seconds"] > 0, "build_seconds is a number > 0")
 check(isinstance(s.get("instructions_per_second"), num) and s["instructions_per_second"] >= 0,
       "instructions_per_second is a number >= 0")
 units = s.get("units")
@@ -117,7 +118,7 @@ import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 for s in (a, b):
     # The host figures, and the command line (the two runs name different --out folders).
-    for k in ("wall_seconds", "instructions_per_second", "peak_rss_bytes", "command_line"):
+    for k in ("build_seconds", "wall_seconds", "instructions_per_second", "peak_rss_bytes", "command_line"):
         s.pop(k, None)
 if a != b:
     for k in sorted(set(a) | set(b)):
@@ -125,7 +126,7 @@ if a != b:
             print("differs: %s: %r vs %r" % (k, a.get(k), b.get(k)), file=sys.stderr)
     sys.exit(1)
 EOF
-pass "same inputs twice: stats.json identical apart from host figures (wall_seconds, instructions_per_second, peak_rss_bytes)"
+pass "same inputs twice: stats.json identical apart from host figures (build_seconds, wall_seconds, instructions_per_second, peak_rss_bytes)"
 
 # ---- bad inputs: exit codes, messages, no stats.json left behind ---------------------------------
 # expect_failure RC WHAT STDERR-PATTERN STALE -- ARGS...: runs sim_main ARGS --out $OUT, checks the
