@@ -194,7 +194,7 @@ void write_stats(std::ostream& os, const RunInputs& in, const RunResult& r, cons
     d.field("", "instructions_retired", r.instructions, "instructions", "instructions executed by all cores");
     d.field("", "streams", static_cast<std::uint64_t>(r.streams), "streams", "trace streams (one per chip and core)");
     d.field("", "build_seconds", r.build_seconds, "s",
-            "host time building the platform: its modules made and bound, the description parsed before (0 with --deterministic)");
+            "host time building the platform: its modules made and bound, parsing its description not included (0 with --deterministic)");
     d.field("", "wall_seconds", r.wall_seconds, "s", "host time of the simulation proper, elaboration excluded (0 with --deterministic)");
     d.field("", "instructions_per_second", r.instructions_per_second(), "instructions/s",
             "instructions_retired / wall_seconds: the simulator's speed on this host (0 with --deterministic)");
