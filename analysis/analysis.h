@@ -153,6 +153,9 @@ struct Suggestion {
     // of the DMAs its finding names, in natural order (analysis.json `ops`, `dma_ops`; report.html).
     std::vector<std::string> ops, dma_ops;
     Tick estimated_saving = 0;  // never above the run's headroom over its lower bound
+    // The finder's estimate was above that headroom and is the headroom (cap_estimates, compose):
+    // a bound on the saving, not the finder's figure; the reports say so beside it.
+    bool estimate_capped = false;
     std::vector<Move> moves;
     std::vector<Edit> edits;  // applied with the moves (an edited instruction may also move)
     std::uint32_t candidate = 0;  // its rank by estimate (1 = the largest), before any replay

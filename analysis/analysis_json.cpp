@@ -175,6 +175,7 @@ void write_analysis_json(std::ostream& os, const RunData& run, const Analysis& a
         j.end_array();
         j.field("action", s.action);
         j.field("estimated_saving_ns", ns(s.estimated_saving));
+        j.field("estimate_capped", s.estimate_capped);  // the finder's figure was above the headroom: this is the headroom
         if (s.measured) j.field("measured_saving_ns", static_cast<double>(s.measured_saving) / 1000.0);
         else j.null_field("measured_saving_ns");
         j.field("status", verdict_key(s.verdict));

@@ -94,7 +94,11 @@ void add_bound(RunBounds& r, Bound b, Tick end) {
 }
 
 void cap_estimates(const RunBounds& b, std::vector<Suggestion>& s) {
-    for (auto& x : s) x.estimated_saving = std::min(x.estimated_saving, b.headroom);
+    for (auto& x : s)
+        if (x.estimated_saving > b.headroom) {
+            x.estimated_saving = b.headroom;
+            x.estimate_capped = true;
+        }
     s.erase(std::remove_if(s.begin(), s.end(), [](const Suggestion& x) { return x.estimated_saving == 0; }), s.end());
     std::stable_sort(s.begin(), s.end(), [](const Suggestion& x, const Suggestion& y) { return x.estimated_saving > y.estimated_saving; });
     for (std::size_t i = 0; i < s.size(); ++i) s[i].candidate = static_cast<std::uint32_t>(i + 1);

@@ -51,12 +51,16 @@ Suggestion compose(const std::vector<const Suggestion*>& parts, Tick headroom) {
         c.cause += sep + p->cause;
         c.action += sep + p->action;
         c.estimated_saving += p->estimated_saving;
+        c.estimate_capped = c.estimate_capped || p->estimate_capped;
         c.moves.insert(c.moves.end(), p->moves.begin(), p->moves.end());
         c.edits.insert(c.edits.end(), p->edits.begin(), p->edits.end());
         c.ops.insert(c.ops.end(), p->ops.begin(), p->ops.end());
         c.dma_ops.insert(c.dma_ops.end(), p->dma_ops.begin(), p->dma_ops.end());
     }
-    c.estimated_saving = std::min(c.estimated_saving, headroom);  // no change saves more than the headroom
+    if (c.estimated_saving > headroom) {  // no change saves more than the headroom
+        c.estimated_saving = headroom;
+        c.estimate_capped = true;
+    }
     c.ops = sorted_names(std::move(c.ops));
     c.dma_ops = sorted_names(std::move(c.dma_ops));
     return c;

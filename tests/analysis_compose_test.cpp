@@ -59,8 +59,11 @@ TEST(Compose, CombinedHoldsEveryChangeAndCapsTheEstimate) {
     EXPECT_EQ(c.estimated_saving, 150);
     EXPECT_NE(c.where.find("reorder at op10"), std::string::npos);
     EXPECT_NE(c.where.find("reorder at op30"), std::string::npos);
-    // The sum above the headroom: capped.
-    EXPECT_EQ(compose({&a, &b}, 120).estimated_saving, 120);
+    EXPECT_FALSE(c.estimate_capped);
+    // The sum above the headroom: capped, and marked so.
+    const Suggestion capped = compose({&a, &b}, 120);
+    EXPECT_EQ(capped.estimated_saving, 120);
+    EXPECT_TRUE(capped.estimate_capped);
 }
 
 }  // namespace

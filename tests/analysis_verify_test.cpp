@@ -79,6 +79,10 @@ TEST(RunBounds, EstimatesCappedAtHeadroomAndNumbered) {
     EXPECT_EQ(s[2].kind, "a");
     EXPECT_EQ(s[0].candidate, 1u);
     EXPECT_EQ(s[2].candidate, 3u);
+    // Only the estimate the headroom cut says so (reports: "capped at the headroom").
+    EXPECT_TRUE(s[0].estimate_capped);
+    EXPECT_FALSE(s[1].estimate_capped);  // exactly the headroom: the finder's own figure
+    EXPECT_FALSE(s[2].estimate_capped);
 }
 
 TEST(Verify, RankedVerifiedByMeasuredThenNotVerifiedThenNoGain) {

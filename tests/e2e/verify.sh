@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Verification by replay (analysis/verify.h), on runs the suggestions were not designed for:
 #  - every suggestion's estimate is at most the run's headroom over its lower bound (bounds in
-#    analysis.json), and the report states the bound;
+#    analysis.json), and the report states the bound; an estimate the headroom cut is the
+#    headroom, marked estimate_capped, and report.txt says "capped at the headroom" beside it;
 #  - every suggestion presented as verified re-simulates, via xpu_analyze --apply N and sim_main
 #    on OUT/platform.yaml, to exactly its measured saving (within 1 ns), and is faster;
 #  - no suggestion marked no_gain or not_verified ranks above a verified one;
@@ -40,7 +41,7 @@ pass "sim_main wrote the effective platform and the verification"
 grep -q "^bounds: this run is .*% above its .* bound" "$WORK/run/report.txt" || fail "report.txt states no bound"
 pass "report.txt states the run's bound and headroom"
 
-"$PY" - "$WORK/run/analysis.json" > "$WORK/verified.txt" <<'PYEOF' || fail "suggestions against the bounds and the ranking"
+"$PY" - "$WORK/run/analysis.json" "$WORK/run/report.txt" > "$WORK/verified.txt" <<'PYEOF' || fail "suggestions against the bounds and the ranking"
 import json, sys
 a = json.load(open(sys.argv[1]))
 head = a["bounds"]["headroom_ns"]
@@ -48,6 +49,10 @@ order = {"verified": 0, "not_verified": 1, "no_gain": 2}
 last = 0
 for i, s in enumerate(a["suggestions"]):
     assert s["estimated_saving_ns"] <= head + 1e-3, "suggestion %d estimated %.3f ns > headroom %.3f ns" % (i + 1, s["estimated_saving_ns"], head)
+    # A capped estimate is the headroom, and says so (report.txt: "capped at the headroom").
+    assert isinstance(s["estimate_capped"], bool), "suggestion %d: estimate_capped %r" % (i + 1, s["estimate_capped"])
+    if s["estimate_capped"]:
+        assert abs(s["estimated_saving_ns"] - head) <= 1e-3, "suggestion %d capped at %.3f ns, headroom %.3f ns" % (i + 1, s["estimated_saving_ns"], head)
     assert order[s["status"]] >= last, "suggestion %d (%s) ranked above a better status" % (i + 1, s["status"])
     last = order[s["status"]]
     if s["status"] == "verified":
@@ -57,7 +62,11 @@ for i, s in enumerate(a["suggestions"]):
         assert s["measured_saving_ns"] is not None
     else:
         assert s["measured_saving_ns"] is None
-print("%d suggestions, headroom %.1f ns, all estimates within it, ranking by status holds" % (len(a["suggestions"]), head), file=sys.stderr)
+capped = sum(1 for s in a["suggestions"] if s["estimate_capped"])
+said = sum(1 for l in open(sys.argv[2]) if l.startswith("  ") and "capped at the headroom" in l)
+assert capped == said, "%d estimates capped in analysis.json, %d said so in report.txt" % (capped, said)
+print("%d suggestions, headroom %.1f ns, all estimates within it (%d capped, said so), ranking by status holds"
+      % (len(a["suggestions"]), head, capped), file=sys.stderr)
 PYEOF
 pass "every estimate within the headroom; verified first, not verified next, no gain last"
 
