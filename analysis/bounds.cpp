@@ -104,6 +104,8 @@ void cap_estimates(const RunBounds& b, std::vector<Suggestion>& s) {
     for (std::size_t i = 0; i < s.size(); ++i) s[i].candidate = static_cast<std::uint32_t>(i + 1);
 }
 
+const char* capped_note(const Suggestion& s) { return s.estimate_capped ? ", capped at the headroom" : ""; }
+
 std::string describe_headroom(const RunBounds& b, Tick end) {
     std::ostringstream os;
     if (b.bounds.empty()) {

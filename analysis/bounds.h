@@ -32,6 +32,9 @@ void add_bound(RunBounds& r, Bound b, Tick end);
 // Caps every estimate at the headroom (no suggestion can save more), drops those left at 0, ranks
 // them by estimate and numbers them (Suggestion::candidate).
 void cap_estimates(const RunBounds& b, std::vector<Suggestion>& s);
+// ", capped at the headroom" for an estimate the cap cut (Suggestion::estimate_capped: a bound, not
+// the finder's figure), else "": what every report writes beside the estimate.
+const char* capped_note(const Suggestion& s);
 
 // "this run is 5.8% above its HBM bound (chip0 HBM, 11.722 ms): at most 674.230 us can be saved"
 std::string describe_headroom(const RunBounds& b, Tick end);

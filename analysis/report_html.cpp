@@ -587,8 +587,8 @@ void write_report_html(const std::string& path, const RunData& run, const Analys
                 else
                     h += "&mdash;";
                 h += "</td><td class=\"n\">" + duration(s.estimated_saving) + " <small>(" +
-                     percent(static_cast<double>(s.estimated_saving), end) + " of the run" +
-                     (s.estimate_capped ? std::string(", capped at the headroom") : std::string()) + ")</small></td><td>";
+                     percent(static_cast<double>(s.estimated_saving), end) + " of the run" + capped_note(s) +
+                     ")</small></td><td>";
                 if (s.moves.empty() && s.edits.empty()) h += "none recorded";
                 else esc(h, changes_text(count_changes(run, s)));  // as xpu_analyze --apply counts them
                 if (!s.edits.empty()) {  // merge_dma: the rewritten DMAs first, then the dropped ones

@@ -22,9 +22,6 @@ std::string format_time(Tick t) {
 
 namespace {
 
-// Beside an estimate the headroom cut (Suggestion::estimate_capped): it is a bound, not the finder's figure.
-const char* capped(const Suggestion& s) { return s.estimate_capped ? ", capped at the headroom" : ""; }
-
 std::string pct(Tick part, Tick whole) {
     char b[16];
     std::snprintf(b, sizeof b, "%5.1f%%", whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
@@ -100,12 +97,12 @@ void print_report(std::ostream& os, const RunData& run, const Analysis& a, std::
         os << "  " << i + 1 << ". [" << s.kind << (s.variant ? ", variant" : "") << "] ";
         if (s.verdict == Verdict::Verified)
             os << "verified: saves " << format_time(static_cast<Tick>(s.measured_saving)) << " (" << pct(static_cast<Tick>(s.measured_saving), T)
-               << " of the run, measured by replay; estimated ~" << format_time(s.estimated_saving) << capped(s) << ")";
+               << " of the run, measured by replay; estimated ~" << format_time(s.estimated_saving) << capped_note(s) << ")";
         else if (s.verdict == Verdict::NoGain)
-            os << "no gain: " << s.verdict_note << " (estimated ~" << format_time(s.estimated_saving) << capped(s) << ")";
+            os << "no gain: " << s.verdict_note << " (estimated ~" << format_time(s.estimated_saving) << capped_note(s) << ")";
         else
             os << "not verified: estimated ~" << format_time(s.estimated_saving) << " (" << pct(s.estimated_saving, T)
-               << " of the run, an estimate" << capped(s) << ")" << (s.verdict_note.empty() ? "" : "; " + s.verdict_note);
+               << " of the run, an estimate" << capped_note(s) << ")" << (s.verdict_note.empty() ? "" : "; " + s.verdict_note);
         os << "\n     finding: " << s.cause << "\n     action:  " << s.action << "\n";
     }
     if (!a.sensitivity.empty()) {

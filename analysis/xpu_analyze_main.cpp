@@ -33,6 +33,7 @@
 #include <boost/program_options.hpp>
 
 #include "analysis/apply.h"
+#include "analysis/bounds.h"
 #include "analysis/compare.h"
 #include "analysis/outputs.h"
 #include "analysis/patch.h"
@@ -170,9 +171,9 @@ int apply_suggestions(const std::string& dir, const std::string& list, const std
               << "; ";
     if (measured)
         std::cout << (together ? "replayed together" : verdict_key(s.verdict)) << ", measured saving " << (saving < 0 ? "-" : "")
-                  << format_time(static_cast<xpu::Tick>(std::llabs(saving))) << " (estimated " << format_time(s.estimated_saving) << (s.estimate_capped ? ", capped at the headroom" : "") << ")\n";
+                  << format_time(static_cast<xpu::Tick>(std::llabs(saving))) << " (estimated " << format_time(s.estimated_saving) << capped_note(s) << ")\n";
     else
-        std::cout << "not verified, estimated saving " << format_time(s.estimated_saving) << (s.estimate_capped ? " (capped at the headroom)" : "") << "\n";
+        std::cout << "not verified, estimated saving " << format_time(s.estimated_saving) << capped_note(s) << "\n";
     std::cout << "patched trace " << out << "; re-simulate it:\n  " << resimulate_command(dir, out) << "\n";
     return kOk;
 }

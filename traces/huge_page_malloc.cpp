@@ -31,6 +31,7 @@ void restart_with_huge_page_malloc(int /*argc*/, char** argv, char** envp) {
     if (!argv || !envp || env_value(envp, kRestartedMarker)) return;
     const char* tunables = env_value(envp, "GLIBC_TUNABLES");
     if (tunables && std::strstr(tunables, "glibc.malloc.hugetlb")) return;
+    if (tunables && !*tunables) tunables = nullptr;  // set but empty: as if unset
     const char* preload = env_value(envp, "LD_PRELOAD");
     if (preload && std::strstr(preload, "vgpreload")) return;  // valgrind's tools
     // The kernel's mode, e.g. "always [madvise] never": nothing to ask for when it is [never].
@@ -41,28 +42,22 @@ void restart_with_huge_page_malloc(int /*argc*/, char** argv, char** envp) {
     close(fd);
     if (got <= 0 || std::strstr(mode, "[never]")) return;
     // The environment as it is, GLIBC_TUNABLES with the tunable added (other tunables kept), the marker.
-    static const char kTunable[] = "GLIBC_TUNABLES=glibc.malloc.hugetlb=1";
-    static const char kMarker[] = "=1";
+    static const char kTunables[] = "GLIBC_TUNABLES=", kHugetlb[] = "glibc.malloc.hugetlb=1";
+    const std::size_t name_len = sizeof kTunables - 1;
     std::size_t n = 0;
     while (envp[n]) ++n;
     char** env = static_cast<char**>(std::malloc((n + 3) * sizeof(char*)));
-    const std::size_t tunables_len = tunables ? std::strlen(tunables) + 1 : 0;  // "old:"
-    char* tunable = static_cast<char*>(std::malloc(sizeof kTunable + tunables_len));
-    char* marker = static_cast<char*>(std::malloc(std::strlen(kRestartedMarker) + sizeof kMarker));
+    // "GLIBC_TUNABLES=" [old ":"] "glibc.malloc.hugetlb=1", and "XPUSIM_MALLOC_RESTARTED=1".
+    char* tunable = static_cast<char*>(std::malloc(name_len + (tunables ? std::strlen(tunables) + 1 : 0) + sizeof kHugetlb));
+    char* marker = static_cast<char*>(std::malloc(std::strlen(kRestartedMarker) + sizeof "=1"));
     if (env && tunable && marker) {
         std::size_t k = 0;
         for (std::size_t i = 0; i < n; ++i)
-            if (std::strncmp(envp[i], "GLIBC_TUNABLES=", 15) != 0) env[k++] = envp[i];
-        std::memcpy(tunable, kTunable, 15);  // "GLIBC_TUNABLES="
-        std::size_t at = 15;
-        if (tunables) {
-            std::memcpy(tunable + at, tunables, tunables_len - 1);
-            at += tunables_len - 1;
-            tunable[at++] = ':';
-        }
-        std::memcpy(tunable + at, kTunable + 15, sizeof kTunable - 15);
-        std::strcpy(marker, kRestartedMarker);
-        std::strcat(marker, kMarker);
+            if (std::strncmp(envp[i], kTunables, name_len) != 0) env[k++] = envp[i];
+        std::strcpy(tunable, kTunables);
+        if (tunables) std::strcat(std::strcat(tunable, tunables), ":");
+        std::strcat(tunable, kHugetlb);
+        std::strcat(std::strcpy(marker, kRestartedMarker), "=1");
         env[k++] = tunable;
         env[k++] = marker;
         env[k] = nullptr;

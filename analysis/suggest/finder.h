@@ -64,8 +64,9 @@ public:
     // True: find() runs on a second thread beside the other finders (find_suggestions), with a
     // SuggestContext of its own: its own Planner and BufferRenamer, whose caches (hoist points,
     // renamings) memoise what the run and the rules determine, so that either context gives
-    // the same answers (prefetch_ahead's plan, the same in both, is made once for both). The finders that take longest on a decode are
-    // split between the two threads so that both take about as long.
+    // the same answers (prefetch_ahead's plan, the same in both, is made once for both). The
+    // finders that take longest on a decode are split between the two threads so that both take
+    // about as long.
     virtual bool runs_beside() const { return false; }
     // Whether find() reads SuggestContext::remedies: a finder beside that does not may start
     // before the remedies are chosen (on the other thread).

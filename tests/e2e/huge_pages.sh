@@ -52,6 +52,11 @@ else
     [[ $got == unset ]] || fail "transparent huge pages off, yet sim_main runs with $got"
     pass "transparent huge pages off: sim_main not started again"
 fi
+if [[ -n $want_added ]]; then
+    got=$(tunables_of "")
+    [[ $got == "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 restarted" ]] || fail "sim_main with GLIBC_TUNABLES set empty runs with: $got"
+    pass "GLIBC_TUNABLES set but empty: as if unset"
+fi
 got=$(tunables_of glibc.malloc.hugetlb=0)
 [[ $got == "GLIBC_TUNABLES=glibc.malloc.hugetlb=0" ]] || fail "the user's glibc.malloc.hugetlb=0 became: $got"
 pass "the user's glibc.malloc.hugetlb=0 is kept (no restart)"
