@@ -34,10 +34,18 @@ const char* cause_name(Cause c);  // "busy", "instruction supply", ...
 const char* cause_key(Cause c);   // "busy", "supply", "data_dependency", ... (JSON keys)
 using CauseTimes = std::array<Tick, kCauses>;
 
+// Cores and units have a segment or two per instruction (a 10 M-instruction GEMM: 31 M): 16
+// bytes each, the cause in the top byte of `end`. Times reach 2^56 ps (20 hours) at most, which
+// push_segment (analyze.cpp) checks.
 struct Segment {
-    Tick begin = 0, end = 0;
-    Cause cause = Cause::Idle;
+    static constexpr Tick kMaxTime = (Tick{1} << 56) - 1;
+    Segment() : end(0), cause(Cause::Idle) {}
+    Segment(Tick b, Tick e, Cause c) : begin(b), end(e), cause(c) {}
+    Tick begin = 0;
+    Tick end : 56;
+    Cause cause : 8;
 };
+static_assert(sizeof(Segment) == 16, "Segment: 16 bytes");
 
 // One unit's time, split by cause; the causes add up to the run's end time exactly.
 struct UnitAccount {
@@ -180,7 +188,11 @@ struct Analysis {
     std::vector<Rollup> by_op, by_layer, by_chip, by_unit_kind;  // by total, largest first, ties in natural order (chips: natural order)
     std::vector<Rollup> by_op_merged;  // by_op with the layers added up: "layer*/attn/qkv_proj/load_b", `layers` of them
     CauseTimes core_total{};  // all cores together
-    std::vector<PathStep> critical_path;  // from the end backwards
+    // From the end backwards: the latest AnalyzeOptions::path_steps_kept steps of the path's
+    // critical_path_steps (a 100 M-instruction GEMM's path has 9.3 M: 1.9 GB of analysis.json,
+    // ~1.7 GB held); critical_by_cause adds up all of them.
+    std::vector<PathStep> critical_path;
+    std::uint64_t critical_path_steps = 0;
     CauseTimes critical_by_cause{};
     std::vector<DmaView> dmas;        // the most stalling first
     std::vector<Series> series;       // HBM bandwidth, link traffic, VMEM occupancy, utilisation
@@ -198,10 +210,15 @@ struct Analysis {
     std::string verify_note;               // how the replay went (baseline, budget), for the reports
 };
 
+inline constexpr std::size_t kPathStepsKept = 100000;
+
 struct AnalyzeOptions {
     std::size_t top_stalls = 20;
     std::size_t max_suggestions = 10;
     std::size_t series_buckets = kSeriesBuckets;  // load_run folds HBM traffic on this many (LoadOptions)
+    // The critical path's steps held with their texts, the latest first (analysis.json lists
+    // them, report.html the latest 200); the rest are counted and timed by cause, not held.
+    std::size_t path_steps_kept = kPathStepsKept;
     // Called after each step with the fraction of the analysis done (by steps weighted with
     // their share of the time measured on GEMM and decode runs: an estimate) and the next step.
     std::function<void(double, const char*)> progress;

@@ -73,6 +73,7 @@ void write_analysis_json(std::ostream& os, const RunData& run, const Analysis& a
     j.end_array();
     j.begin_object("critical_path");
     causes(j, "ns", a.critical_by_cause);
+    j.field("steps_total", a.critical_path_steps);  // `steps`: the latest of them (AnalyzeOptions::path_steps_kept)
     j.begin_array("steps");
     for (const PathStep& p : a.critical_path) {
         j.begin_object();

@@ -81,6 +81,8 @@ const std::string kNoString;
 
 void push_segment(std::vector<Segment>& v, Tick b, Tick e, Cause c) {
     if (e <= b) return;
+    if (e > Segment::kMaxTime)
+        throw LogError("the run's log has a time of " + std::to_string(e) + " ps, past the 2^56 ps (about 20 hours of simulated time) the analysis holds");
     if (!v.empty() && v.back().cause == c && v.back().end == b) {
         v.back().end = e;
         return;
@@ -782,7 +784,7 @@ Analysis analyze(const RunData& run, const AnalyzeOptions& opt) {
         helper.get();
     }
     step(0.4, "the critical path, units, series and DMAs");
-    auto path = beside([&] { find_critical_path(cx, a); });
+    auto path = beside([&] { find_critical_path(cx, a, opt.path_steps_kept); });
     unit_pass(cx, a, *units);
     a.series = bandwidth.get();
     for (Series& s : vmem.get()) a.series.push_back(std::move(s));

@@ -32,7 +32,9 @@ struct Context {
 // Labels of the core of `stream` over [b, e), appended to out (clipped).
 void core_labels(const Context& cx, std::uint32_t stream, Tick b, Tick e, std::vector<Segment>& out);
 
-void find_critical_path(const Context& cx, Analysis& a);
+// Analysis::critical_path holds the latest `keep` steps with their texts (AnalyzeOptions::
+// path_steps_kept); critical_path_steps and critical_by_cause count them all.
+void find_critical_path(const Context& cx, Analysis& a, std::size_t keep);
 void make_suggestions(const Context& cx, Analysis& a, std::size_t max);
 
 }  // namespace xpu::analysis

@@ -16,11 +16,17 @@ enum class At { Issue, Complete, DmaDone };
 struct Walker {
     const Context& cx;
     Analysis& a;
+    std::size_t keep;  // steps held with their text (the latest); the rest counted (AnalyzeOptions)
     std::vector<std::vector<std::uint32_t>> by_engine;  // DMA records per engine, by start
     Tick cur = 0;  // how far back the chain has been followed: steps tile [0, end], latest first
     bool in_order_run_ = false;  // the last step is an "issued in order" one
     bool merged_ = false;        // ... into which earlier instructions were merged, the first being:
     std::pair<std::uint32_t, std::uint64_t> run_first_{0, 0};
+    // The last step when it is past `keep` (counted, not held): its cause and time, added to
+    // critical_by_cause once no merge can lengthen it any more.
+    bool last_counted_ = false;
+    Cause last_cause_ = Cause::Busy;
+    Tick last_begin_ = 0, last_end_ = 0;
 
     // A step begins at `b` and ends where the later step began (`cur`): steps tile the run. It
     // reaches up to the later step (a DMA queued behind another finished before the later one
@@ -34,11 +40,36 @@ struct Walker {
         return e > b;
     }
 
-    void step(std::string node, std::string edge, Cause c, Tick b) {
+    // Ends the last step (its time goes to its cause) and starts a new one: held with its text
+    // while fewer than `keep` are, else counted. `node` and `edge` make the texts (only when held:
+    // a 100 M-instruction GEMM's path has 9.3 M steps, two strings each).
+    template <class Node, class Edge>
+    void add(const Node& node, const Edge& edge, Cause c, Tick b, Tick e) {
+        settle_last();
+        ++a.critical_path_steps;
+        if (a.critical_path.size() < keep) {
+            a.critical_path.push_back({node(), edge(), c, b, e});
+            return;
+        }
+        last_counted_ = true;
+        last_cause_ = c;
+        last_begin_ = b;
+        last_end_ = e;
+    }
+    void settle_last() {
+        if (last_counted_) a.critical_by_cause[static_cast<std::size_t>(last_cause_)] += last_end_ - last_begin_;
+        last_counted_ = false;
+    }
+
+    template <class Node, class Edge>
+    void step(const Node& node, const Edge& edge, Cause c, Tick b) {
         Tick e = 0;
         if (!clip(b, e)) return;
         end_in_order_run();
-        a.critical_path.push_back({std::move(node), std::move(edge), c, b, e});
+        add(node, edge, c, b, e);
+    }
+    void step(const char* node, const char* edge, Cause c, Tick b) {
+        step([&] { return std::string(node); }, [&] { return std::string(edge); }, c, b);
     }
 
     // Instruction i of stream s issued in order after its predecessor: merged with the step
@@ -48,19 +79,20 @@ struct Walker {
     void in_order(std::uint32_t s, std::uint64_t i, Tick b) {
         Tick e = 0;
         if (!clip(b, e)) return;
-        if (in_order_run_ && a.critical_path.back().begin == e) {
-            a.critical_path.back().begin = b;
+        Tick* last_begin = !in_order_run_ ? nullptr : last_counted_ ? &last_begin_ : &a.critical_path.back().begin;
+        if (last_begin && *last_begin == e) {
+            *last_begin = b;
             run_first_ = {s, i};
             merged_ = true;
             return;
         }
         end_in_order_run();
-        a.critical_path.push_back({short_node(s, i), "issued in order", Cause::Busy, b, e});
+        add([&] { return short_node(s, i); }, [] { return std::string("issued in order"); }, Cause::Busy, b, e);
         in_order_run_ = true;
     }
 
     void end_in_order_run() {
-        if (in_order_run_ && merged_) {
+        if (in_order_run_ && merged_ && !last_counted_) {
             std::string& node = a.critical_path.back().node;
             const auto p = node.find(" .. ");  // (in an annotation: the text after it is kept, as ever)
             node = cx.run.streams[run_first_.first].label() + " #" + std::to_string(run_first_.second) + " .. " +
@@ -111,8 +143,8 @@ struct Walker {
         while (budget--) {
             if (at == At::DmaDone) {
                 const Dma& d = run.dmas[dma];
-                const std::string node = "DMA of " + short_node(d.stream, d.index) + " on " + run.units[d.engine].path;
-                step(node, "transfer of " + std::to_string(d.bytes) + " bytes", transfer_cause(cx.ix, d), d.start);
+                const auto node = [&] { return "DMA of " + short_node(d.stream, d.index) + " on " + run.units[d.engine].path; };
+                step(node, [&] { return "transfer of " + std::to_string(d.bytes) + " bytes"; }, transfer_cause(cx.ix, d), d.start);
                 // Queued behind another DMA on its engine, or waiting only for its own issue?
                 const auto& v = by_engine[d.engine];
                 auto it = std::lower_bound(v.begin(), v.end(), dma, [&](std::uint32_t x, std::uint32_t y) {
@@ -121,11 +153,11 @@ struct Walker {
                 std::uint32_t prev = kNone;
                 if (it != v.end() && it != v.begin()) prev = *(it - 1);
                 if (prev != kNone && run.dmas[prev].complete > d.issue && d.start > d.issue && run.dmas[prev].start < d.start) {
-                    step(node, "queued behind the DMA of " + short_node(run.dmas[prev].stream, run.dmas[prev].index), Cause::UnitBusy, d.issue);
+                    step(node, [&] { return "queued behind the DMA of " + short_node(run.dmas[prev].stream, run.dmas[prev].index); }, Cause::UnitBusy, d.issue);
                     dma = prev;
                     continue;
                 }
-                if (d.start > d.issue) step(node, "engine setup", Cause::UnitBusy, d.issue);
+                if (d.start > d.issue) step(node, [] { return std::string("engine setup"); }, Cause::UnitBusy, d.issue);
                 s = d.stream;
                 i = d.index;
                 at = At::Issue;
@@ -133,14 +165,16 @@ struct Walker {
             }
             const Stream& st = run.streams[s];
             const Life& l = st.life[i];
+            const auto at_node = [&] { return short_node(s, i); };
             if (at == At::Complete) {
                 const std::uint32_t op = cx.ix.op_of(s, i);
                 if (op != kNone) {
                     const UnitOp& o = run.unit_ops[op];
-                    step(short_node(s, i), "executes on " + run.units[o.unit].path, Cause::Busy, o.start);
-                    if (o.start > l.issue) step(short_node(s, i), "waits inside " + run.units[o.unit].path + " for its operands or pipeline", Cause::DataDep, l.issue);
+                    step(at_node, [&] { return "executes on " + run.units[o.unit].path; }, Cause::Busy, o.start);
+                    if (o.start > l.issue)
+                        step(at_node, [&] { return "waits inside " + run.units[o.unit].path + " for its operands or pipeline"; }, Cause::DataDep, l.issue);
                 } else if (l.complete > l.issue) {
-                    step(short_node(s, i), "executes", Cause::Busy, l.issue);
+                    step(at_node, [] { return std::string("executes"); }, Cause::Busy, l.issue);
                 }
                 at = At::Issue;
                 continue;
@@ -150,7 +184,7 @@ struct Walker {
             const StallSplit sp = split_stall(cx.ix, s, i, t0);
             if (sp.n == 0) {
                 if (i == 0) {
-                    if (l.issue > 0) step(short_node(s, i), "first instruction", Cause::Supply, 0);
+                    if (l.issue > 0) step(at_node, [] { return std::string("first instruction"); }, Cause::Supply, 0);
                     break;
                 }
                 in_order(s, i, st.life[i - 1].issue);
@@ -162,42 +196,45 @@ struct Walker {
             if (p.cause == Cause::DataDep) {
                 const std::uint64_t prod = producer_of(run, s, i);
                 if (prod != kNoInstr) {
-                    step(short_node(s, i), "data dependency on #" + std::to_string(prod), Cause::DataDep, b);
+                    step(at_node, [&] { return "data dependency on #" + std::to_string(prod); }, Cause::DataDep, b);
                     i = prod;
                     at = At::Complete;
                     continue;
                 }
             }
             if (sp.raiser_dma != kNone) {
-                step(short_node(s, i), "waits for flag " + std::to_string(st.code[i].flag) + ", raised by the DMA", p.cause, b);
+                step(at_node, [&] { return "waits for flag " + std::to_string(st.code[i].flag) + ", raised by the DMA"; }, p.cause, b);
                 dma = sp.raiser_dma;
                 at = At::DmaDone;
                 continue;
             }
             if (sp.raise != kNone && run.flags[sp.raise].by_stream != kNone && (run.flags[sp.raise].by_stream != s || run.flags[sp.raise].by_index < i)) {
                 const FlagChange& fc = run.flags[sp.raise];
-                step(short_node(s, i), "waits for flag " + std::to_string(st.code[i].flag) + ", set by " + short_node(fc.by_stream, fc.by_index), Cause::SyncWait, b);
+                step(at_node, [&] { return "waits for flag " + std::to_string(st.code[i].flag) + ", set by " + short_node(fc.by_stream, fc.by_index); },
+                     Cause::SyncWait, b);
                 s = fc.by_stream;
                 i = fc.by_index;
                 at = At::Issue;
                 continue;
             }
-            step(short_node(s, i), std::string(cause_name(p.cause)), p.cause, b);
+            step(at_node, [&] { return std::string(cause_name(p.cause)); }, p.cause, b);
             if (i == 0) break;
             in_order(s, i - 1, st.life[i - 1].issue);
             --i;
         }
         if (cur > 0) step("start of the run", "before the first event on the path", Cause::Supply, 0);
         end_in_order_run();
+        settle_last();
         for (const PathStep& ps : a.critical_path) a.critical_by_cause[static_cast<std::size_t>(ps.cause)] += ps.end - ps.begin;
     }
 };
 
 }  // namespace
 
-void find_critical_path(const Context& cx, Analysis& a) {
-    Walker w{cx, a, {}};
+void find_critical_path(const Context& cx, Analysis& a, std::size_t keep) {
+    Walker w{cx, a, keep, {}};
     w.run();
+    a.critical_path.shrink_to_fit();  // grown by doubling, held to the end of the analysis
 }
 
 }  // namespace xpu::analysis

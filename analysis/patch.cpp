@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -15,22 +16,26 @@ namespace xpu::analysis {
 // decode), and the tree nodes were most of the cost.
 PatchCount count_changes(const RunData& run, const Suggestion& s) {
     PatchCount c;
-    struct Taken {  // a move that counts: the first one of its instruction (as the patch applies it)
-        std::uint32_t stream;
-        std::uint64_t from, before, rank;
-        std::size_t order;  // its position in s.moves
-    };
-    std::vector<Taken> taken;
-    taken.reserve(s.moves.size());
-    for (std::size_t i = 0; i < s.moves.size(); ++i) {
-        const Move& m = s.moves[i];
+    // The moves that count, as indices into s.moves (4 bytes each, not a copy: a reorder of a
+    // 32-layer decode has ~1.9 M moves, and its count ran beside the finders' other results at the
+    // analysis's peak): the first move of each instruction (as the patch applies it), sorted by
+    // stream and instruction.
+    if (s.moves.size() > std::numeric_limits<std::uint32_t>::max()) throw std::length_error("count_changes: more than 2^32 moves");
+    const auto& mv = s.moves;
+    std::vector<std::uint32_t> taken;
+    taken.reserve(mv.size());
+    for (std::size_t i = 0; i < mv.size(); ++i) {
+        const Move& m = mv[i];
         if (m.stream >= run.streams.size() || m.from >= run.streams[m.stream].code.size()) continue;
-        taken.push_back({m.stream, m.from, m.before, m.rank, i});
+        taken.push_back(static_cast<std::uint32_t>(i));
     }
-    std::sort(taken.begin(), taken.end(), [](const Taken& a, const Taken& b) {
-        return a.stream != b.stream ? a.stream < b.stream : a.from != b.from ? a.from < b.from : a.order < b.order;
-    });
-    taken.erase(std::unique(taken.begin(), taken.end(), [](const Taken& a, const Taken& b) { return a.stream == b.stream && a.from == b.from; }),
+    auto by_place = [&](std::uint32_t a, std::uint32_t b) {
+        const Move &x = mv[a], &y = mv[b];
+        return x.stream != y.stream ? x.stream < y.stream : x.from != y.from ? x.from < y.from : a < b;
+    };
+    if (!std::is_sorted(taken.begin(), taken.end(), by_place)) std::sort(taken.begin(), taken.end(), by_place);
+    taken.erase(std::unique(taken.begin(), taken.end(),
+                            [&](std::uint32_t a, std::uint32_t b) { return mv[a].stream == mv[b].stream && mv[a].from == mv[b].from; }),
                 taken.end());
     // Per stream (a run of `taken`): the instructions that leave their place and those deleted
     // (both sorted, as `taken` is by from), and the changed ones.
@@ -39,40 +44,44 @@ PatchCount count_changes(const RunData& run, const Suggestion& s) {
         std::vector<std::uint64_t> deleted, changed_place;  // sorted
     };
     std::vector<PerStream> per;
-    std::vector<std::uint64_t> gone;
-    struct Insert {
-        std::uint64_t at, rank, from;
-    };
-    std::vector<Insert> before;
+    std::vector<std::uint32_t> before;  // the moves put in front of an instruction (not deleted)
     for (std::size_t a = 0; a < taken.size();) {
         std::size_t b = a;
-        while (b < taken.size() && taken[b].stream == taken[a].stream) ++b;
-        PerStream p{taken[a].stream, {}, {}};
-        gone.clear();
+        while (b < taken.size() && mv[taken[b]].stream == mv[taken[a]].stream) ++b;
+        PerStream p{mv[taken[a]].stream, {}, {}};
         before.clear();
         for (std::size_t i = a; i < b; ++i) {
-            gone.push_back(taken[i].from);
-            if (taken[i].before == Move::kDelete) p.deleted.push_back(taken[i].from);
-            else before.push_back({taken[i].before, taken[i].rank, taken[i].from});
+            if (mv[taken[i]].before == Move::kDelete) p.deleted.push_back(mv[taken[i]].from);
+            else before.push_back(taken[i]);
         }
         c.deleted += p.deleted.size();
-        auto below = [](const std::vector<std::uint64_t>& v, std::uint64_t x) {
-            return static_cast<std::uint64_t>(std::lower_bound(v.begin(), v.end(), x) - v.begin());
+        // How many of this stream's instructions that leave their place come before x.
+        auto gone_below = [&](std::uint64_t x) {
+            return static_cast<std::uint64_t>(
+                std::lower_bound(taken.begin() + static_cast<std::ptrdiff_t>(a), taken.begin() + static_cast<std::ptrdiff_t>(b), x,
+                                 [&](std::uint32_t k, std::uint64_t v) { return mv[k].from < v; }) -
+                (taken.begin() + static_cast<std::ptrdiff_t>(a)));
+        };
+        auto deleted_below = [&](std::uint64_t x) {
+            return static_cast<std::uint64_t>(std::lower_bound(p.deleted.begin(), p.deleted.end(), x) - p.deleted.begin());
         };
         // Position in the patched stream among the instructions that are not deleted, against the
         // position in the original among the same instructions. In front of one index, moved
         // instructions go in rank order, then program order.
-        std::sort(before.begin(), before.end(), [](const Insert& x, const Insert& y) {
-            return x.at != y.at ? x.at < y.at : x.rank != y.rank ? x.rank < y.rank : x.from < y.from;
-        });
+        auto in_front = [&](std::uint32_t i, std::uint32_t j) {
+            const Move &x = mv[i], &y = mv[j];
+            return x.before != y.before ? x.before < y.before : x.rank != y.rank ? x.rank < y.rank : x.from < y.from;
+        };
+        if (!std::is_sorted(before.begin(), before.end(), in_front)) std::sort(before.begin(), before.end(), in_front);
         std::uint64_t inserted_before = 0;  // moved instructions put in front of an earlier index
         for (std::size_t i = 0; i < before.size();) {
+            const std::uint64_t at = mv[before[i]].before;
             std::size_t j = i;
-            while (j < before.size() && before[j].at == before[i].at) ++j;
-            const std::uint64_t base = before[i].at - below(gone, before[i].at) + inserted_before;
+            while (j < before.size() && mv[before[j]].before == at) ++j;
+            const std::uint64_t base = at - gone_below(at) + inserted_before;
             for (std::size_t k = i; k < j; ++k) {
-                const std::uint64_t from = before[k].from;
-                if (base + (k - i) != from - below(p.deleted, from)) p.changed_place.push_back(from);
+                const std::uint64_t from = mv[before[k]].from;
+                if (base + (k - i) != from - deleted_below(from)) p.changed_place.push_back(from);
             }
             inserted_before += j - i;
             i = j;

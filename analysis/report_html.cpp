@@ -711,8 +711,8 @@ void write_report_html(const std::string& path, const RunData& run, const Analys
         h += "<p class=\"none\">No critical path.</p>\n";
     } else {
         h += "<p>The chain of instructions and transfers that sets the end time, latest first (" +
-             std::to_string(a.critical_path.size()) + " steps";
-        if (a.critical_path.size() > kMaxPathRows) h += "; the latest " + std::to_string(kMaxPathRows) + " are shown";
+             std::to_string(a.critical_path_steps) + " steps";
+        if (a.critical_path_steps > kMaxPathRows) h += "; the latest " + std::to_string(kMaxPathRows) + " are shown";
         h += ").</p>\n<table class=\"path\"><thead><tr><th>#</th><th>node</th><th>edge (why not earlier)</th><th>cause</th>"
              "<th>start</th><th>duration</th></tr></thead><tbody>\n";
         for (std::size_t i = 0; i < a.critical_path.size() && i < kMaxPathRows; ++i) {

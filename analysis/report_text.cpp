@@ -74,7 +74,7 @@ void print_report(std::ostream& os, const RunData& run, const Analysis& a, std::
         for (const Rollup& r : a.by_chip)
             os << "  " << std::left << std::setw(10) << r.key << std::right << "  " << breakdown(r.time, r.total(), 4) << "\n";
     }
-    os << "\ncritical path (" << a.critical_path.size() << " steps): " << breakdown(a.critical_by_cause, T, 5) << "\n";
+    os << "\ncritical path (" << a.critical_path_steps << " steps): " << breakdown(a.critical_by_cause, T, 5) << "\n";
     for (std::size_t i = 0; i < a.critical_path.size() && i < 6; ++i) {
         const PathStep& p = a.critical_path[i];
         os << "  " << std::setw(12) << format_time(p.end - p.begin) << "  " << p.node << "  <- " << p.edge << "\n";

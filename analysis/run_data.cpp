@@ -550,7 +550,9 @@ private:
         ss.time = l.arrival;
         l.ready = c.after(l.arrival);
         l.issue = c.after(l.ready);
-        l.complete = c.after(l.issue);
+        const Tick complete = c.after(l.issue);
+        if (complete > Life::kMaxTime) c.fail("a time past 2^63 ps");
+        l.complete = complete;
         l.seen = true;
         ++events_;
         return l;
@@ -566,7 +568,9 @@ private:
     template <class C>
     void instr_op(C& c) {
         UnitOp o;
-        const Life& l = life(c, o.stream, o.index);
+        std::uint64_t index = 0;
+        const Life& l = life(c, o.stream, index);
+        o.index = index;  // below the trace's length (life() checks it)
         o.unit = unit_id(c.var(), c);
         o.op = opcode(c);
         o.accept = l.issue;
@@ -590,7 +594,10 @@ private:
     void unit_op(C& c) {
         UnitOp o;
         o.unit = unit_id(c.var(), c);
-        o.stream = stream_index(c, o.index, true);
+        std::uint64_t index = 0;
+        o.stream = stream_index(c, index, true);
+        if (index > UnitOp::kMaxIndex) c.fail("instruction index " + std::to_string(index) + " out of range");
+        o.index = index;
         o.op = opcode(c);
         txlog::StreamState& ss = stream_state_[o.stream];
         o.accept = from(c, ss.time);

@@ -26,10 +26,17 @@ struct LogError : std::runtime_error {
 inline constexpr std::uint32_t kNone = 0xFFFFFFFFu;
 
 // The life of an instruction on its core (InstrEvent), in ps.
+// 32 bytes, one per instruction of the trace: `seen` in the top bit of `complete` (times reach
+// 2^63 ps at most, which the log reader checks).
 struct Life {
-    Tick arrival = 0, ready = 0, issue = 0, complete = 0;
-    bool seen = false;  // false: the run ended (deadlock, time limit) before it issued
+    static constexpr Tick kMaxTime = (Tick{1} << 63) - 1;
+    Life() : complete(0), seen(false) {}
+    Life(Tick a, Tick r, Tick i, Tick c, bool s) : arrival(a), ready(r), issue(i), complete(c), seen(s) {}
+    Tick arrival = 0, ready = 0, issue = 0;
+    Tick complete : 63;
+    bool seen : 1;  // false: the run ended (deadlock, time limit) before it issued
 };
+static_assert(sizeof(Life) == 32, "Life: 32 bytes");
 
 struct Stream {
     std::uint16_t chip = 0, core = 0;
@@ -45,13 +52,20 @@ struct Stream {
 // A module of the platform, from the log's header (traces/txlog_header.h).
 using Unit = txlog::Unit;
 
+// 48 bytes, one per unit operation (most instructions of a GEMM): the opcode in the top byte of
+// `index` (an index reaches 2^56 at most, which the log reader checks).
 struct UnitOp {
+    static constexpr std::uint64_t kMaxIndex = (std::uint64_t{1} << 56) - 1;
+    UnitOp() : index(0), op(Opcode::Nop) {}
+    UnitOp(std::uint32_t u, std::uint32_t s, std::uint64_t i, Opcode o, Tick a, Tick b, Tick e, Tick c)
+        : unit(u), stream(s), index(i), op(o), accept(a), start(b), end(e), complete(c) {}
     std::uint32_t unit = 0;  // into RunData::units
     std::uint32_t stream = kNone;
-    std::uint64_t index = 0;
-    Opcode op = Opcode::Nop;
+    std::uint64_t index : 56;
+    Opcode op : 8;
     Tick accept = 0, start = 0, end = 0, complete = 0;
 };
+static_assert(sizeof(UnitOp) == 48, "UnitOp: 48 bytes");
 
 struct Dma {
     std::uint32_t engine = 0;  // into RunData::units

@@ -384,8 +384,23 @@ void write_timeline_json(const std::string& path, const RunData& run, const Anal
     auto is_link = [&](std::uint32_t u) { return u < run.units.size() && run.units[u].role == Role::Link; };
     auto pid_of_unit = [&](std::uint32_t u) { return is_link(u) ? shared_pid : pid_of_chip(run.units[u].chip); };
 
-    // Index the records by unit, in order of time.
+    // Index the records by unit, in order of time. Each list reserved at its size, counted first
+    // (grown by doubling, the lists of a 10 M-instruction GEMM held 176 MB for 41 MB of indices).
     std::vector<std::vector<std::uint32_t>> ops_of(run.units.size()), dmas_of(run.units.size()), links_of(run.units.size());
+    {
+        std::vector<std::size_t> n_ops(run.units.size()), n_dmas(run.units.size()), n_links(run.units.size());
+        for (const UnitOp& o : run.unit_ops)
+            if (o.unit < run.units.size()) ++n_ops[o.unit];
+        for (const Dma& d : run.dmas)
+            if (d.engine < run.units.size()) ++n_dmas[d.engine];
+        for (const MemTxn& m : run.mems)
+            if (is_link(m.target)) ++n_links[m.target];
+        for (std::size_t u = 0; u < run.units.size(); ++u) {
+            ops_of[u].reserve(n_ops[u]);
+            dmas_of[u].reserve(n_dmas[u]);
+            links_of[u].reserve(n_links[u]);
+        }
+    }
     for (std::size_t i = 0; i < run.unit_ops.size(); ++i)
         if (run.unit_ops[i].unit < run.units.size()) ops_of[run.unit_ops[i].unit].push_back(static_cast<std::uint32_t>(i));
     for (std::size_t i = 0; i < run.dmas.size(); ++i)

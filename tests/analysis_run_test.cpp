@@ -386,6 +386,71 @@ TEST(AnalysisLog, LivenessFromLoadingAndThreadedPassesChangeNothing) {
     EXPECT_TRUE(vmem_series) << "the decode layer allocates VMEM";
 }
 
+// The critical path held to its latest steps (AnalyzeOptions::path_steps_kept, what bounds
+// analysis.json and the memory on long runs) is the full path cut, not another path: the same
+// number of steps, the same time by cause (the steps tile the run: it adds up to the end), the
+// latest steps the same with the same texts, and analysis.json's steps_total says how many
+// there are. Checked at every kind of cut (none held, one, in the middle, all, more than all) on
+// the decode layer, whose path crosses DMAs and units, and on a run of back-to-back
+// instructions whose path merges "issued in order" runs (a merged run cut by the limit).
+void expect_path_cut_is_the_full_path(const analysis::RunData& run, bool merges) {
+    const analysis::Analysis full = analysis::analyze(run);
+    ASSERT_EQ(full.critical_path_steps, full.critical_path.size());
+    ASSERT_GT(full.critical_path.size(), 20u);
+    bool merged = false;
+    for (const auto& p : full.critical_path) merged |= p.node.find(" .. ") != std::string::npos;
+    EXPECT_EQ(merged, merges);
+    const std::size_t n = full.critical_path.size();
+    for (std::size_t keep : {std::size_t{0}, std::size_t{1}, std::size_t{7}, n / 2, n - 1, n, n + 5}) {
+        analysis::AnalyzeOptions o;
+        o.path_steps_kept = keep;
+        const analysis::Analysis a = analysis::analyze(run, o);
+        EXPECT_EQ(a.critical_path_steps, n) << keep;
+        EXPECT_EQ(a.critical_by_cause, full.critical_by_cause) << keep;
+        EXPECT_EQ(sum(a.critical_by_cause), a.end) << keep;
+        ASSERT_EQ(a.critical_path.size(), std::min(keep, n)) << keep;
+        for (std::size_t i = 0; i < a.critical_path.size(); ++i) {
+            const auto &x = a.critical_path[i], &y = full.critical_path[i];
+            EXPECT_TRUE(x.node == y.node && x.edge == y.edge && x.cause == y.cause && x.begin == y.begin && x.end == y.end)
+                << "keep " << keep << ", step " << i << ": " << x.node << " / " << y.node;
+        }
+        std::ostringstream os;
+        analysis::write_analysis_json(os, run, a);
+        EXPECT_NE(os.str().find("\"steps_total\": " + std::to_string(n) + ","), std::string::npos) << keep;
+    }
+}
+
+// One core issuing scalar instructions back to back, one per issue slot, every tenth arriving
+// late (a supply stall): the path is runs of "issued in order" instructions merged into one step
+// each, between the stalls.
+analysis::RunData in_order_runs(std::size_t n) {
+    analysis::RunData r;
+    r.dir = "out/in-order";
+    r.meta = {{"issue_slot_ps.0.0", "1000"}};
+    r.units = {{"xpu.chip0.core0.scalar", "ScalarCore", Role::Core, 0, 0, 0}};
+    analysis::Stream s;
+    Tick t = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        Instruction in;
+        in.op = i + 1 == n ? Opcode::Halt : Opcode::SAlu;
+        s.code.push_back(in);
+        const Tick arrival = i % 10 == 9 ? t + 500 : 0;  // late: issued half a slot later
+        t = std::max(t, arrival);
+        s.life.push_back(analysis::Life(arrival, arrival, t, t + 1000, true));
+        t += 1000;
+    }
+    r.streams = {s};
+    r.end = t;
+    r.records = n;
+    return r;
+}
+
+TEST(AnalysisCriticalPath, HeldToItsLatestStepsItCountsAndTimesThemAll) {
+    auto r = analyzed(source_path("traces/samples/decode-layer.bin"));
+    expect_path_cut_is_the_full_path(r.data, false);
+    expect_path_cut_is_the_full_path(in_order_runs(300), true);
+}
+
 // The merge_dma rule (analysis/merge_dma.h), exactly, on a hand-written trace: which DMAs
 // merge and which do not (a gap in the source, another flag, another engine, a wait between,
 // an instruction between that reads a later piece's destination, a flag waited for with eq, a

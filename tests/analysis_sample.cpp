@@ -218,6 +218,7 @@ Analysis analysis(const RunData& r) {
         {"chip0.core0 #5 vst", "data dependency on #4", C::DataDep, 8'001'000, 8'100'000},
         {"chip0.core0 #4 matmul", "unit busy: xpu.chip0.core0.mxu0", C::UnitBusy, 6'900'000, 7'900'000},
     };
+    a.critical_path_steps = a.critical_path.size();
     a.critical_by_cause = times({{C::Busy, 1000}, {C::Hbm, 3'880'000}, {C::DataDep, 99'000}, {C::UnitBusy, 1'000'000}});
     for (std::size_t i = 0; i < kDmaViews; ++i) {
         DmaView v;

@@ -157,6 +157,7 @@ std::vector<VmemLive> VmemLiveness::finish() {
     out_.resize(n);
     std::vector<VmemLive> r;
     r.swap(out_);
+    r.shrink_to_fit();  // merged and grown by doubling: up to twice its size (held by the analysis)
     return r;
 }
 
