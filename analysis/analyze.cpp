@@ -427,7 +427,7 @@ Work work_at(const RunData& run, OpRef r) {
         return {d.issue, d.start, d.complete, d.stream};
     }
     const UnitOp& o = run.unit_ops[r];
-    return {o.accept, o.start, o.end, o.stream};
+    return {run.op_accept(r), o.start, o.end, o.stream};
 }
 
 // One unit's account from its operations (`work`: buffers the caller reuses).

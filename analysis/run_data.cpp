@@ -23,6 +23,38 @@ namespace xpu::analysis {
 
 namespace fs = std::filesystem;
 
+namespace {
+const OpTimes& own_times_of(const std::vector<OpTimes>& v, std::size_t op) {
+    const auto it = std::lower_bound(v.begin(), v.end(), op, [](const OpTimes& t, std::size_t x) { return t.op < x; });
+    if (it == v.end() || it->op != op) throw std::logic_error("unit operation " + std::to_string(op) + " has no times of its own");
+    return *it;
+}
+}  // namespace
+
+Tick RunData::op_accept(std::size_t op) const {
+    const UnitOp& o = unit_ops[op];
+    return o.own_times ? own_times_of(op_times, op).accept : streams[o.stream].life[o.index].issue;
+}
+
+Tick RunData::op_complete(std::size_t op) const {
+    const UnitOp& o = unit_ops[op];
+    return o.own_times ? own_times_of(op_times, op).complete : streams[o.stream].life[o.index].complete;
+}
+
+void RunData::add_unit_op(std::uint32_t unit, std::uint32_t stream, std::uint64_t index, Opcode op, Tick accept, Tick start, Tick end,
+                          Tick complete) {
+    UnitOp o;
+    o.unit = unit;
+    o.own_times = true;
+    o.stream = stream;
+    o.index = index;
+    o.op = op;
+    o.start = start;
+    o.end = end;
+    op_times.push_back({unit_ops.size(), accept, complete});
+    unit_ops.push_back(o);
+}
+
 std::uint32_t RunData::stream_of(std::uint16_t chip, std::uint16_t core) const {
     for (std::size_t i = 0; i < streams.size(); ++i)
         if (streams[i].chip == chip && streams[i].core == core) return static_cast<std::uint32_t>(i);
@@ -403,7 +435,7 @@ public:
     // What decoding a block changes (lives are rewritten alike if it is decoded again): rewind()
     // puts it back as mark() found it, so that the block can be decoded again, checked.
     struct Mark {
-        std::size_t units, names, unit_ops, dmas, flags, mems, pieces, hbm_mems;
+        std::size_t units, names, unit_ops, op_times, dmas, flags, mems, pieces, hbm_mems;
         std::uint64_t mems_not_kept, events, names_used;
         std::vector<char> used;
         std::vector<std::uint64_t> next_addr;
@@ -415,7 +447,7 @@ public:
         std::string bad_mem;
     };
     Mark mark() const {
-        return {run_.units.size(), unit_of_name_.size(), run_.unit_ops.size(), run_.dmas.size(), run_.flags.size(), run_.mems.size(),
+        return {run_.units.size(), unit_of_name_.size(), run_.unit_ops.size(), run_.op_times.size(), run_.dmas.size(), run_.flags.size(), run_.mems.size(),
                 run_.hbm_pieces.size(), hbm_mems_.size(), run_.mems_not_kept, events_, names_used_, used_, next_addr_, stream_state_, g_, slots_,
                 slot_stream_, slot_open_, bad_mem_};
     }
@@ -425,6 +457,7 @@ public:
         layout_of_.resize(m.names);
         keep_.clear();
         run_.unit_ops.resize(m.unit_ops);
+        run_.op_times.resize(m.op_times);
         run_.dmas.resize(m.dmas);
         run_.flags.resize(m.flags);
         run_.mems.resize(m.mems);
@@ -573,12 +606,10 @@ private:
         o.index = index;  // below the trace's length (life() checks it)
         o.unit = unit_id(c.var(), c);
         o.op = opcode(c);
-        o.accept = l.issue;
-        o.start = c.after(o.accept);
+        o.start = c.after(l.issue);  // accepted as it issued
         o.end = c.after(o.start);
         const Tick complete = c.after(o.end);
         if (complete != l.complete) c.fail("an instruction's unit operation completes apart from it");
-        o.complete = complete;
         append_large(run_.unit_ops, o);
         ++events_;
     }
@@ -600,12 +631,16 @@ private:
         o.index = index;
         o.op = opcode(c);
         txlog::StreamState& ss = stream_state_[o.stream];
-        o.accept = from(c, ss.time);
-        ss.time = o.accept;
-        o.start = c.after(o.accept);
+        OpTimes t;
+        t.op = run_.unit_ops.size();
+        t.accept = from(c, ss.time);
+        ss.time = t.accept;
+        o.start = c.after(t.accept);
         o.end = c.after(o.start);
-        o.complete = c.after(o.end);
+        t.complete = c.after(o.end);
+        o.own_times = true;
         append_large(run_.unit_ops, o);
+        run_.op_times.push_back(t);
         ++events_;
     }
 

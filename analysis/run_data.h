@@ -52,20 +52,30 @@ struct Stream {
 // A module of the platform, from the log's header (traces/txlog_header.h).
 using Unit = txlog::Unit;
 
-// 48 bytes, one per unit operation (most instructions of a GEMM): the opcode in the top byte of
-// `index` (an index reaches 2^56 at most, which the log reader checks).
+// 32 bytes, one per unit operation (most instructions of a GEMM): the opcode in the top byte of
+// `index` (an index reaches 2^56 at most, which the log reader checks). When the log wrote the
+// operation with its instruction (txlog InstrOp: most of them), it was accepted when the
+// instruction issued and completed with it: its accept and complete are the instruction's Life
+// issue and complete, not held again; otherwise (own_times) RunData::op_times holds them. Read
+// them with RunData::op_accept / op_complete.
 struct UnitOp {
     static constexpr std::uint64_t kMaxIndex = (std::uint64_t{1} << 56) - 1;
-    UnitOp() : index(0), op(Opcode::Nop) {}
-    UnitOp(std::uint32_t u, std::uint32_t s, std::uint64_t i, Opcode o, Tick a, Tick b, Tick e, Tick c)
-        : unit(u), stream(s), index(i), op(o), accept(a), start(b), end(e), complete(c) {}
-    std::uint32_t unit = 0;  // into RunData::units
+    UnitOp() : unit(0), own_times(false), index(0), op(Opcode::Nop) {}
+    std::uint32_t unit : 31;  // into RunData::units
+    bool own_times : 1;
     std::uint32_t stream = kNone;
     std::uint64_t index : 56;
     Opcode op : 8;
-    Tick accept = 0, start = 0, end = 0, complete = 0;
+    Tick start = 0, end = 0;
 };
-static_assert(sizeof(UnitOp) == 48, "UnitOp: 48 bytes");
+static_assert(sizeof(UnitOp) == 32, "UnitOp: 32 bytes");
+
+// The accept and complete times of a unit operation with times of its own, by its place in
+// RunData::unit_ops.
+struct OpTimes {
+    std::uint64_t op = 0;
+    Tick accept = 0, complete = 0;
+};
 
 struct Dma {
     std::uint32_t engine = 0;  // into RunData::units
@@ -138,6 +148,7 @@ struct RunData {
     std::vector<Stream> streams;
     std::vector<std::string> strings;  // the trace's string table (annotations)
     std::vector<UnitOp> unit_ops;      // in log order
+    std::vector<OpTimes> op_times;     // of the unit_ops with own_times, by their place (ascending)
     std::vector<Dma> dmas;
     std::vector<FlagChange> flags;
     // Transactions on inter-chip links, and on HBM controllers where they are not folded into
@@ -161,6 +172,12 @@ struct RunData {
     std::uint64_t records = 0;
     std::uint64_t log_bytes = 0;
 
+    // Unit operation `op` (a place in unit_ops): when it was accepted and when it completed.
+    Tick op_accept(std::size_t op) const;
+    Tick op_complete(std::size_t op) const;
+    // Appends a unit operation with times of its own (hand-built runs: tests).
+    void add_unit_op(std::uint32_t unit, std::uint32_t stream, std::uint64_t index, Opcode op, Tick accept, Tick start, Tick end,
+                     Tick complete);
     std::uint32_t stream_of(std::uint16_t chip, std::uint16_t core) const;  // kNone if absent
     std::uint32_t unit_named(const std::string& path) const;                // kNone if absent
     std::string annotation(const Instruction& in) const {

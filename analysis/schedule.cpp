@@ -149,7 +149,7 @@ public:
                 c.pipe = pipe_of(in.op);
                 c.matrix = unit_kind(in.op) == UnitKind::Matrix;
                 c.occupancy = u.end - u.start;
-                c.latency = u.complete - u.end;
+                c.latency = run_.op_complete(op) - u.end;
                 return true;
             }
             case UnitKind::Dma: {
@@ -173,10 +173,11 @@ public:
         o.complete = l.complete;
         o.start = o.end = o.operands_read = l.issue;
         if (c.kind == Kind::Unit) {
-            const UnitOp& u = run_.unit_ops[cx_.ix.op_of(s_, i)];
+            const std::uint32_t op = cx_.ix.op_of(s_, i);
+            const UnitOp& u = run_.unit_ops[op];
             o.start = u.start;
             o.end = o.operands_read = u.end;
-            o.complete = u.complete;
+            o.complete = run_.op_complete(op);
         } else if (c.kind == Kind::Dma) {
             o.complete = l.issue + c.latency;
         }
@@ -665,7 +666,8 @@ void WindowScheduler::measure_queue_depths(std::uint32_t s, std::uint64_t from, 
         if (op == kNone) continue;
         const UnitOp& u = run.unit_ops[op];
         std::vector<Tick>& h = waiting_[u.unit];
-        while (!h.empty() && h.front() <= u.accept) {
+        const Tick accept = run.op_accept(op);
+        while (!h.empty() && h.front() <= accept) {
             std::pop_heap(h.begin(), h.end(), std::greater<Tick>());
             h.pop_back();
         }

@@ -494,9 +494,9 @@ void write_timeline_json(const std::string& path, const RunData& run, const Anal
             out += '"';
             instr_ref(out, run, o.stream, o.index);
             out += ",\"accept_us\":";
-            micros_to(out, o.accept);
+            micros_to(out, run.op_accept(idx[k]));
             out += ",\"complete_us\":";
-            micros_to(out, o.complete);
+            micros_to(out, run.op_complete(idx[k]));
             out += '}';
         }
     };

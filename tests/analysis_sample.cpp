@@ -116,12 +116,10 @@ RunData run() {
     r.streams = {s0, s1, s2};
 
     // mxu0: the first matmul's streaming overlaps the weight push (two lanes in the timeline)
-    r.unit_ops = {
-        {3, 0, 2, Opcode::MPush, 5'005'000, 5'010'000, 5'400'000, 5'400'000},
-        {3, 0, 3, Opcode::MatMul, 5'006'000, 5'300'000, 6'900'000, 6'950'000},
-        {3, 0, 4, Opcode::MatMul, 5'007'000, 6'900'000, 7'900'000, 7'950'000},
-        {2, 0, 5, Opcode::VStore, 8'002'000, 8'010'000, 8'090'000, 8'095'000},
-    };
+    r.add_unit_op(3, 0, 2, Opcode::MPush, 5'005'000, 5'010'000, 5'400'000, 5'400'000);
+    r.add_unit_op(3, 0, 3, Opcode::MatMul, 5'006'000, 5'300'000, 6'900'000, 6'950'000);
+    r.add_unit_op(3, 0, 4, Opcode::MatMul, 5'007'000, 6'900'000, 7'900'000, 7'950'000);
+    r.add_unit_op(2, 0, 5, Opcode::VStore, 8'002'000, 8'010'000, 8'090'000, 8'095'000);
     r.dmas = {
         {4, 0, 0, 1000, 10'000, 4'990'000, 4u << 20},
         {4, 0, 6, 8'101'000, 8'110'000, 11'990'000, 2u << 20},
@@ -284,7 +282,7 @@ RunData long_run(std::size_t n, std::size_t run_length) {
         s.code.push_back(make(Opcode::VAlu, static_cast<int>((i / run_length) % 2)));
         const Tick issue = (i + i / run_length) * 1000;  // 1 ns between runs
         s.life.push_back(life(issue, issue, issue, issue + 1000));
-        r.unit_ops.push_back({1, 0, i, Opcode::VAlu, issue, issue, issue + 1000, issue + 1000});
+        r.add_unit_op(1, 0, i, Opcode::VAlu, issue, issue, issue + 1000, issue + 1000);
     }
     r.streams = {s};
     r.end = (n + (n - 1) / run_length) * 1000;

@@ -48,11 +48,10 @@ TEST(RunBounds, ClosedFormsOfBytesAndBusyTime) {
     link.target = 1;
     link.bytes = 25'000;  // at 50 GB/s: 500 ns
     run.mems = {link};
-    UnitOp push, mm1, mm2;  // only the matmuls' streaming counts: 300 + 400 ns
-    push = {2, kNone, 0, Opcode::MPush, 0, 0, 900'000, 900'000};
-    mm1 = {2, kNone, 1, Opcode::MatMul, 0, 100'000, 400'000, 500'000};
-    mm2 = {2, kNone, 2, Opcode::MatMul, 0, 400'000, 800'000, 900'000};
-    run.unit_ops = {push, mm1, mm2};
+    // only the matmuls' streaming counts: 300 + 400 ns
+    run.add_unit_op(2, kNone, 0, Opcode::MPush, 0, 0, 900'000, 900'000);
+    run.add_unit_op(2, kNone, 1, Opcode::MatMul, 0, 100'000, 400'000, 500'000);
+    run.add_unit_op(2, kNone, 2, Opcode::MatMul, 0, 400'000, 800'000, 900'000);
     const RunBounds b = run_bounds(run, 1'250'000);
     ASSERT_EQ(b.bounds.size(), 3u);
     EXPECT_EQ(b.bounds[0].name, "HBM");
@@ -193,9 +192,9 @@ TEST(ChainBound, LongestTrueDependencyChainAtLeastTimes) {
         st.life.push_back(l);
     }
     run.streams = {st};
-    run.unit_ops = {{1, 0, 3, Opcode::VLoad, 0, 5'000'000, 5'010'000, 5'012'000},
-                    {1, 0, 4, Opcode::VAlu, 0, 6'000'000, 6'020'000, 6'021'000},
-                    {1, 0, 5, Opcode::VStore, 0, 7'000'000, 7'005'000, 7'006'000}};
+    run.add_unit_op(1, 0, 3, Opcode::VLoad, 0, 5'000'000, 5'010'000, 5'012'000);
+    run.add_unit_op(1, 0, 4, Opcode::VAlu, 0, 6'000'000, 6'020'000, 6'021'000);
+    run.add_unit_op(1, 0, 5, Opcode::VStore, 0, 7'000'000, 7'005'000, 7'006'000);
     const Context cx(run);
     const ChainBound c = data_chain_bound(cx);
     EXPECT_EQ(c.time, 1'036'000u);
@@ -250,7 +249,7 @@ RunData two_stream_run(Tick dma_issue, Tick vld_issue, bool dma_second_in_progra
     s1.code = {vld};
     s1.life = {life(vld_issue)};
     run.streams = {s0, s1};
-    run.unit_ops = {{1, 1, 0, Opcode::VLoad, 0, 9'000'000, 9'010'000, 9'011'000}};
+    run.add_unit_op(1, 1, 0, Opcode::VLoad, 0, 9'000'000, 9'010'000, 9'011'000);
     return run;
 }
 }  // namespace

@@ -51,7 +51,7 @@ public:
     }
     void on_unit_op(const UnitOpEvent& e) override {
         ++events;
-        data.unit_ops.push_back({unit(e.unit), stream(e.chip, e.core), e.index, e.op, e.accept, e.start, e.end, e.complete});
+        data.add_unit_op(unit(e.unit), stream(e.chip, e.core), e.index, e.op, e.accept, e.start, e.end, e.complete);
     }
     void on_dma(const DmaEvent& e) override {
         ++events;
@@ -124,8 +124,9 @@ void expect_same(const analysis::RunData& want, const analysis::RunData& got) {
     ASSERT_EQ(want.unit_ops.size(), got.unit_ops.size());
     for (std::size_t i = 0; i < want.unit_ops.size(); ++i) {
         const auto &a = want.unit_ops[i], &b = got.unit_ops[i];
-        ASSERT_TRUE(a.unit == b.unit && a.stream == b.stream && a.index == b.index && a.op == b.op && a.accept == b.accept &&
-                    a.start == b.start && a.end == b.end && a.complete == b.complete)
+        ASSERT_TRUE(a.unit == b.unit && a.stream == b.stream && a.index == b.index && a.op == b.op &&
+                    want.op_accept(i) == got.op_accept(i) && a.start == b.start && a.end == b.end &&
+                    want.op_complete(i) == got.op_complete(i))
             << "unit op " << i;
     }
     ASSERT_EQ(want.dmas.size(), got.dmas.size());
