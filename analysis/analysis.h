@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -110,14 +111,25 @@ struct Series {
 
 // A change to the trace: move instruction `from` of `stream` to just before `before` (program
 // order of the original), or delete it (before == kDelete).
+// 24 bytes (a reorder of a 32-layer decode moves ~1.9 M instructions): rank beside stream. Made as
+// {stream, from, before[, rank]}.
 struct Move {
+    Move() = default;
+    Move(std::uint32_t s, std::uint64_t f, std::uint64_t b, std::uint64_t r = 0) : stream(s), rank(narrow_rank(r)), from(f), before(b) {}
     std::uint32_t stream = 0;
-    std::uint64_t from = 0, before = 0;
     // Instructions moved in front of the same one go in rank order, then program order (a
     // list-scheduled window is a permutation: its instructions carry their new positions).
-    std::uint64_t rank = 0;
+    std::uint32_t rank = 0;
+    std::uint64_t from = 0, before = 0;
     static constexpr std::uint64_t kDelete = ~std::uint64_t{0};
+
+private:
+    static std::uint32_t narrow_rank(std::uint64_t r) {
+        if (r > 0xFFFFFFFFu) throw std::length_error("a move's rank past 2^32");  // ranks are places in a window
+        return static_cast<std::uint32_t>(r);
+    }
 };
+static_assert(sizeof(Move) == 24, "Move: 24 bytes");
 
 // A change to the fields of one instruction: instruction `index` of `stream` becomes `in`, in
 // its place (double_buffer renames a buffer's accesses; merge_dma rewrites the first DMA of a

@@ -445,6 +445,22 @@ analysis::RunData in_order_runs(std::size_t n) {
     return r;
 }
 
+// A timeline segment holds its end in 56 bits (analysis.h, Segment): a run whose times pass 2^56
+// ps (20 hours; a corrupt or forged log) is refused with a LogError that says so, not truncated.
+TEST(AnalysisLog, TimesPast2To56PsAreRefusedNotTruncated) {
+    analysis::RunData r = in_order_runs(30);
+    EXPECT_NO_THROW(analysis::analyze(r));
+    const Tick far = Tick{1} << 57;
+    r.streams[0].life.back().complete = far;
+    r.end = far;
+    try {
+        analysis::analyze(r);
+        ADD_FAILURE() << "a run ending at 2^57 ps was analysed";
+    } catch (const analysis::LogError& e) {
+        EXPECT_NE(std::string(e.what()).find("2^56 ps"), std::string::npos) << e.what();
+    }
+}
+
 TEST(AnalysisCriticalPath, HeldToItsLatestStepsItCountsAndTimesThemAll) {
     auto r = analyzed(source_path("traces/samples/decode-layer.bin"));
     expect_path_cut_is_the_full_path(r.data, false);
