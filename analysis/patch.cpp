@@ -12,7 +12,7 @@
 namespace xpu::analysis {
 
 // Sorted vectors rather than sets and maps: the finders count every candidate they build
-// (reorder: a list-scheduled window moves each of its instructions, ~1.3 M moves on a 32-layer
+// (reorder: a list-scheduled window moves each of its instructions, ~1.9 M moves on a 32-layer
 // decode), and the tree nodes were most of the cost.
 PatchCount count_changes(const RunData& run, const Suggestion& s) {
     PatchCount c;

@@ -52,7 +52,7 @@ void RunData::add_unit_op(std::uint32_t unit, std::uint32_t stream, std::uint64_
     o.start = start;
     o.end = end;
     op_times.push_back({unit_ops.size(), accept, complete});
-    unit_ops.push_back(o);
+    append_large(unit_ops, o);
 }
 
 std::uint32_t RunData::stream_of(std::uint16_t chip, std::uint16_t core) const {
@@ -623,24 +623,16 @@ private:
 
     template <class C>
     void unit_op(C& c) {
-        UnitOp o;
-        o.unit = unit_id(c.var(), c);
+        const std::uint32_t unit = unit_id(c.var(), c);
         std::uint64_t index = 0;
-        o.stream = stream_index(c, index, true);
+        const std::uint32_t stream = stream_index(c, index, true);
         if (index > UnitOp::kMaxIndex) c.fail("instruction index " + std::to_string(index) + " out of range");
-        o.index = index;
-        o.op = opcode(c);
-        txlog::StreamState& ss = stream_state_[o.stream];
-        OpTimes t;
-        t.op = run_.unit_ops.size();
-        t.accept = from(c, ss.time);
-        ss.time = t.accept;
-        o.start = c.after(t.accept);
-        o.end = c.after(o.start);
-        t.complete = c.after(o.end);
-        o.own_times = true;
-        append_large(run_.unit_ops, o);
-        run_.op_times.push_back(t);
+        const Opcode op = opcode(c);
+        txlog::StreamState& ss = stream_state_[stream];
+        const Tick accept = from(c, ss.time);
+        ss.time = accept;
+        const Tick start = c.after(accept), end = c.after(start), complete = c.after(end);
+        run_.add_unit_op(unit, stream, index, op, accept, start, end, complete);
         ++events_;
     }
 

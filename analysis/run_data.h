@@ -61,7 +61,7 @@ using Unit = txlog::Unit;
 struct UnitOp {
     static constexpr std::uint64_t kMaxIndex = (std::uint64_t{1} << 56) - 1;
     UnitOp() : unit(0), own_times(false), index(0), op(Opcode::Nop) {}
-    std::uint32_t unit : 31;  // into RunData::units
+    std::uint32_t unit : 31;  // into RunData::units (kNone, no unit, reads back 2^31 - 1: past them too)
     bool own_times : 1;
     std::uint32_t stream = kNone;
     std::uint64_t index : 56;
@@ -175,7 +175,7 @@ struct RunData {
     // Unit operation `op` (a place in unit_ops): when it was accepted and when it completed.
     Tick op_accept(std::size_t op) const;
     Tick op_complete(std::size_t op) const;
-    // Appends a unit operation with times of its own (hand-built runs: tests).
+    // Appends a unit operation with times of its own (the log's UnitOp records; hand-built runs).
     void add_unit_op(std::uint32_t unit, std::uint32_t stream, std::uint64_t index, Opcode op, Tick accept, Tick start, Tick end,
                      Tick complete);
     std::uint32_t stream_of(std::uint16_t chip, std::uint16_t core) const;  // kNone if absent

@@ -69,8 +69,8 @@ bool list_schedule(WindowScheduler& scheduler, WaitGroup& g) {
         scheduled_to[h.stream] = stop;
     }
     if (moves.empty()) return false;
-    // Without the slack of its doubling (up to as much again: ~30 MB on a 32-layer decode, held
-    // while the other finders run).
+    // Without the slack of its doubling (up to as much again; on a 32-layer decode room for 2.36 M
+    // moves held 1.9 M: 11 MB, kept while the other finders run).
     moves.shrink_to_fit();
     g.s.moves = std::move(moves);
     g.saving_on = std::move(saving_on);
