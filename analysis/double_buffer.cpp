@@ -61,22 +61,55 @@ BufferRenamer::BufferRenamer(const RunData& run, const Planner& plan) : run_(run
     for (const Stream& st : run.streams) ++chips_[st.chip].streams;
 }
 
-// The highest VMEM address each chip's instructions touch: one pass over the program, made
-// only once a buffer is to be renamed.
+// The VMEM each chip's instructions leave alone, found once a buffer is to be renamed: one pass
+// over the program marks the kAlign-byte granules they touch. The room is the largest range of
+// granules none touches: above the highest byte touched (exact at its lower end) unless a
+// range lower down is larger. A trace that a transformation already gave buffers at the top
+// of the VMEM (double_buffer_store's copies go there when it plans on top of prefetch_ahead)
+// keeps the room below them for the next one.
 void BufferRenamer::find_tops() const {
     if (tops_known_) return;
     tops_known_ = true;
+    std::map<std::uint16_t, std::vector<bool>> touched;  // per chip with a known VMEM: per granule
+    for (auto& [chip, c] : chips_)
+        if (c.capacity) touched[chip].assign(static_cast<std::size_t>(c.capacity / kAlign), false);
     for (const Stream& st : run_.streams)
         for (const Instruction& in : st.code) {
             auto touch = [&](std::uint16_t chip, const MemRef& r) {
                 ChipRoom& c = chips_[chip];
-                c.top = std::max(c.top, r.addr + (in.has(kBytes) ? in.bytes : 0));
+                const std::uint64_t end = r.addr + (in.has(kBytes) ? in.bytes : 0);
+                c.top = std::max(c.top, end);
+                auto t = touched.find(chip);
+                if (t == touched.end()) return;
+                const std::uint64_t last = std::min<std::uint64_t>(std::max(end, r.addr + 1) - 1, c.capacity - 1) / kAlign;
+                for (std::uint64_t g = std::min<std::uint64_t>(r.addr, c.capacity - 1) / kAlign; g <= last && g < t->second.size(); ++g)
+                    t->second[static_cast<std::size_t>(g)] = true;
             };
             if ((in.op == Opcode::VLoad || in.op == Opcode::Dma) && in.has(kMemSrc) && in.mem_src.space == Space::Vmem)
                 touch(in.mem_src.chip == kLocalChip ? st.chip : in.mem_src.chip, in.mem_src);
             if ((in.op == Opcode::VStore || in.op == Opcode::Dma) && in.has(kMemDst) && in.mem_dst.space == Space::Vmem)
                 touch(in.mem_dst.chip == kLocalChip ? st.chip : in.mem_dst.chip, in.mem_dst);
         }
+    for (auto& [chip, used] : touched) {
+        ChipRoom& c = chips_[chip];
+        c.free_lo = c.top;
+        c.free_hi = std::max(c.top, c.capacity);
+        std::size_t g = 0;
+        while (g < used.size()) {
+            if (used[g]) {
+                ++g;
+                continue;
+            }
+            std::size_t e = g;
+            while (e < used.size() && !used[e]) ++e;
+            const std::uint64_t lo = g * kAlign, hi = e * kAlign;
+            if (hi <= c.top && hi - lo > c.free_hi - c.free_lo) {
+                c.free_lo = lo;
+                c.free_hi = hi;
+            }
+            g = e;
+        }
+    }
 }
 
 BufferRenamer::Room BufferRenamer::room(std::uint16_t chip) const {
@@ -84,8 +117,8 @@ BufferRenamer::Room BufferRenamer::room(std::uint16_t chip) const {
     Room r;
     auto it = chips_.find(chip);
     if (it == chips_.end()) return r;
-    r.top = it->second.top;
-    r.capacity = it->second.capacity;
+    r.top = it->second.free_lo;
+    r.capacity = it->second.free_hi;
     r.flags = it->second.flags;
     r.one_stream = it->second.streams == 1;
     return r;
@@ -154,8 +187,8 @@ std::uint64_t BufferRenamer::renamed_point(std::uint32_t s, std::uint64_t k) con
     find_tops();
     auto c = chips_.find(st.chip);
     Instruction d = st.code[k];
-    const std::uint64_t shadow = c == chips_.end() ? 0 : align_up(c->second.top);
-    if (c == chips_.end() || c->second.streams != 1 || shadow + d.bytes > c->second.capacity) return k;
+    const std::uint64_t shadow = c == chips_.end() ? 0 : align_up(c->second.free_lo);
+    if (c == chips_.end() || c->second.streams != 1 || shadow + d.bytes > c->second.free_hi) return k;
     d.mem_dst.addr = shadow;
     Planner::Edited e;
     e.set(k, d);
@@ -203,7 +236,7 @@ bool BufferRenamer::rename_into(std::uint32_t s, const std::vector<std::uint64_t
     // not be kept. Several buffers: a later one sees what an earlier one moved.
     Planner::Edited scratch;
     if (!edited && buffers.size() > 1) edited = &scratch;
-    std::uint64_t next = align_up(room.top);
+    std::uint64_t next = align_up(room.free_lo);
     for (const auto& buffer : buffers) {
         // Not a structured binding: C++17 does not let a lambda capture one (clang rejects it).
         const std::uint64_t lo = buffer.first, bytes = buffer.second;
@@ -284,7 +317,7 @@ bool BufferRenamer::place_copies(std::uint32_t s, std::uint64_t lo, std::uint64_
         shadow[c] = next;
         next = align_up(next + (hi - lo));
     }
-    if (next > chips_.at(st.chip).capacity) {
+    if (next > chips_.at(st.chip).free_hi) {
         why = "no VMEM headroom for more buffers";
         return false;
     }

@@ -650,7 +650,7 @@ TEST(AnalysisPrefetchAhead, LoadsMoveIntoIdleHbmTimeLegallyAndTheRunIsFaster) {
     ASSERT_EQ(p.status, 0u) << "the patched trace must complete: no wait may starve";
     EXPECT_LT(p.end, r.data.end) << "prefetching into the idle HBM time makes the run faster";
     const analysis::Analysis pa = analysis::analyze(p);
-    for (const auto& x : pa.suggestions) EXPECT_NE(x.kind, "prefetch_ahead") << x.cause;
+    for (const auto& x : pa.suggestions) EXPECT_NE(x.kind, "prefetch_ahead") << x.cause << " / " << x.action << " / " << x.estimated_saving;
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 //    overwrite in flight.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <fstream>
 #include <map>
@@ -327,6 +328,43 @@ std::uint64_t vmem_top(const std::vector<Instruction>& code) {
     return top;
 }
 
+// The VMEM byte ranges a program touches, merged: sorted, disjoint, not adjacent.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> vmem_touched(const std::vector<Instruction>& code) {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> r, merged;
+    for (const Instruction& in : code)
+        for (const auto& m : effects(in, 0).mem)
+            if (m.space == Space::Vmem) r.push_back({m.lo, m.hi});
+    std::sort(r.begin(), r.end());
+    for (const auto& x : r)
+        if (!merged.empty() && x.first <= merged.back().second) merged.back().second = std::max(merged.back().second, x.second);
+        else merged.push_back(x);
+    return merged;
+}
+
+// The buffers a transformation adds (every VMEM operand whose address it changed) lie in VMEM
+// the original program never touches, inside the VMEM: wherever the free VMEM is (above the
+// highest byte used, or a larger range lower down: BufferRenamer::room). `patched` holds the
+// original's instructions by timestamp (and waits added after them).
+void expect_new_buffers_in_free_vmem(const std::vector<Instruction>& orig, const std::vector<Instruction>& patched,
+                                     std::uint64_t vmem_capacity) {
+    const auto used = vmem_touched(orig);
+    std::size_t changed = 0;
+    for (const Instruction& in : patched) {
+        ASSERT_LT(in.timestamp, orig.size());
+        const auto before = effects(orig[in.timestamp], 0).mem, after = effects(in, 0).mem;
+        ASSERT_EQ(before.size(), after.size());
+        for (std::size_t i = 0; i < after.size(); ++i) {
+            if (after[i].space != Space::Vmem || after[i].lo == before[i].lo) continue;
+            ++changed;
+            EXPECT_LE(after[i].hi, vmem_capacity) << trace::format_instruction(in);
+            auto it = std::upper_bound(used.begin(), used.end(), std::make_pair(after[i].lo, ~std::uint64_t{0}));
+            if (it != used.begin()) EXPECT_LE(std::prev(it)->second, after[i].lo) << "a new buffer overlaps VMEM the original uses: " << trace::format_instruction(in);
+            if (it != used.end()) EXPECT_GE(it->first, after[i].hi) << "a new buffer overlaps VMEM the original uses: " << trace::format_instruction(in);
+        }
+    }
+    EXPECT_GT(changed, 0u) << "no VMEM operand was renamed";
+}
+
 // The planted --bad-order of the GEMM: a block's whole epilogue behind a wait for the next
 // step's data.
 TEST(Reorder, GemmEpilogueBurstIsListScheduledLegally) {
@@ -389,9 +427,8 @@ void check_double_buffer(const Analyzed& r, std::uint64_t vmem_capacity = 32ull 
     EXPECT_EQ(data_flow(orig, 0), data_flow(patched, 0)) << "a read now sees another producer";
     expect_reads_after_their_wait(orig, 0);
     expect_reads_after_their_wait(patched, 0);
-    // The buffer copies fit in the VMEM, above everything the original used.
-    EXPECT_GT(vmem_top(patched), vmem_top(orig));
-    EXPECT_LE(vmem_top(patched), vmem_capacity);  // the platform's VMEM (configs/xpu.yaml: 32 MiB)
+    // The buffer copies fit in the VMEM, where the original used none.
+    expect_new_buffers_in_free_vmem(orig, patched, vmem_capacity);  // the platform's VMEM (configs/xpu.yaml: 32 MiB)
 }
 
 // The planted --no-double-buffer: every step's tiles DMA'd into the same buffers just before
@@ -717,8 +754,7 @@ const analysis::Suggestion& check_double_buffer_store(const Analyzed& r) {
     EXPECT_EQ(expect_dma_orders_kept(orig, 0, flags), 0u);  // as generated: each wait waits for every write-back
     EXPECT_EQ(expect_dma_orders_kept(patched, 0, flags), analysis::kStoreCopies - 1)
         << "the waits before the stores should leave the write-backs of the last kStoreCopies - 1 blocks in flight";
-    EXPECT_GT(vmem_top(patched), vmem_top(orig));
-    EXPECT_LE(vmem_top(patched), 32ull << 20);  // configs/xpu.yaml: 32 MiB of VMEM
+    expect_new_buffers_in_free_vmem(orig, patched, 32ull << 20);  // configs/xpu.yaml: 32 MiB of VMEM
     return s;
 }
 
@@ -765,7 +801,7 @@ TEST(DoubleBufferStore, OnTopOfPrefetchAheadKeepsTheDataFlowAndEveryDmaOrder) {
     EXPECT_EQ(data_flow(orig, 0), data_flow(patched, 0)) << "a read now sees another producer";
     expect_reads_after_their_wait(patched, 0);
     expect_dma_orders_kept(patched, 0);
-    EXPECT_LE(vmem_top(patched), 32ull << 20);  // configs/xpu.yaml: 32 MiB of VMEM
+    expect_new_buffers_in_free_vmem(orig, patched, 32ull << 20);  // configs/xpu.yaml: 32 MiB of VMEM
 }
 
 // The key rule of store_rename.h: a wait may leave a write-back in flight only while nothing
@@ -847,8 +883,7 @@ void check_prefetch_ahead(const Analyzed& r) {
     EXPECT_GT(moved, 0u);
     EXPECT_EQ(data_flow(orig, 0), data_flow(patched, 0)) << "a read now sees another producer";
     expect_reads_after_their_wait(patched, 0);
-    EXPECT_GT(vmem_top(patched), vmem_top(orig));
-    EXPECT_LE(vmem_top(patched), 32ull << 20);  // configs/xpu.yaml: 32 MiB of VMEM
+    expect_new_buffers_in_free_vmem(orig, patched, 32ull << 20);  // configs/xpu.yaml: 32 MiB of VMEM
 }
 
 TEST(PrefetchAhead, SingleBufferedGemmKeepsTheDataFlowAndTheWaits) {
@@ -859,6 +894,73 @@ TEST(PrefetchAhead, SingleBufferedGemmKeepsTheDataFlowAndTheWaits) {
 
 TEST(PrefetchAhead, DecodeLayerAcrossOpsKeepsTheDataFlowAndTheWaits) {
     check_prefetch_ahead(analyzed(stamped(transformer_trace("decode.bin", decode_layer()))));
+}
+
+// The next op's loads under this op's compute: in a llama2-13b decode layer at batch 8, seq
+// 1024, once prefetch_ahead has moved the K tiles of the QK^T phase into its own idle HBM time
+// (a first round), that phase is compute-bound and leaves the HBM idle while the V tiles of the
+// AV phase after it wait to be loaded. Each AV step's probabilities (from the softmax) cannot
+// be loaded before the softmax wrote them; a plan that let such a load claim HBM time right
+// where it stands skipped all the idle time before it, and no V tile moved above the QK^T phase
+// (so it was before the placement's skip rule). In the second round V tiles move into the QK^T
+// phase's code, the data flow and the waits are kept (check_prefetch_ahead), and the loads'
+// waits take only as many new flags as the deepest load needs, each counting every load issued
+// on its flag so far.
+TEST(PrefetchAhead, NextOpsLoadsGoUnderThisOpsCompute) {
+    gen::TransformerParams p = decode_layer();
+    EXPECT_TRUE(gen::model_preset("llama2-13b", p.model));
+    p.batch = 8;
+    p.seq = 1024;
+    const Analyzed first = analyzed(stamped(transformer_trace("decode-13b-b8.bin", p)));
+    const analysis::Suggestion* once = first_of_kind(first, "prefetch_ahead");
+    ASSERT_NE(once, nullptr);
+    const std::string round1 = temp_path("round-1.bin");
+    analysis::write_patched_trace(first.data, *once, round1);
+    // One SystemC simulation per process: the first round's trace runs in sim_main.
+    const std::string dir = temp_path("round-1-out");
+    const std::string cmd = std::string(XPU_BINARY_DIR) + "/platform/sim_main --platform " + source_path("configs/xpu.yaml") +
+                            " --trace " + stamped(round1) + " --out " + dir + " -q --no-analysis";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    Analyzed r;
+    r.data = analysis::load_run(dir);
+    r.a = analysis::analyze(r.data);
+    check_prefetch_ahead(r);
+    const analysis::Suggestion& s = *first_of_kind(r, "prefetch_ahead");
+    const std::vector<Instruction>& code = r.data.streams[0].code;
+    auto ann = [&](std::uint64_t j) { return r.data.annotation(code[j]); };
+    std::uint64_t last_qk = 0;  // the QK^T phase's last instruction
+    for (std::uint64_t j = 0; j < code.size(); ++j)
+        if (ann(j).find("attn/qk_matmul/") != std::string::npos) last_qk = j;
+    ASSERT_GT(last_qk, 0u);
+    std::size_t v_under_qk = 0;
+    for (const analysis::Move& m : s.moves)
+        if (ann(m.from).find("attn/av_matmul/load_b") != std::string::npos && m.before <= last_qk) ++v_under_qk;
+    EXPECT_GT(v_under_qk, 0u) << "no V tile of the AV phase moved under the QK^T phase";
+    // The new flags, in both rounds: each wait on one counts every load issued on it so far (its
+    // ordinal's flag comes round again only after its loads' waits), and they are fewer than the
+    // kMaxFlags (256) the placement may use: as many as the deepest load needs (the first round
+    // takes all 256 when every wait served has a flag of its own in turn).
+    auto check_new_flags = [&](const Analyzed& run, const analysis::Suggestion& sg, const char* round) {
+        const std::string out = temp_path("patched.bin");
+        analysis::write_patched_trace(run.data, sg, out);
+        const std::vector<Instruction> patched = read_stream(out, 0);
+        std::set<std::uint16_t> old_flags, new_flags;
+        for (const Instruction& in : run.data.streams[0].code)
+            if (in.has(kFlag)) old_flags.insert(in.flag);
+        for (const Instruction& in : patched)
+            if (in.has(kFlag) && !old_flags.count(in.flag)) new_flags.insert(in.flag);
+        ASSERT_FALSE(new_flags.empty()) << round;
+        EXPECT_LT(new_flags.size(), 256u) << round << ": as many new flags as the placement allowed, not as the loads needed";
+        for (std::uint16_t f : new_flags) {
+            std::int64_t issued = 0;
+            for (const Instruction& in : patched) {
+                if (in.op == Opcode::Dma && in.flag == f) ++issued;
+                if (in.op == Opcode::SWait && in.flag == f) EXPECT_EQ(in.value, issued) << round << ": a wait on new flag " << f << " does not count every load issued on it";
+            }
+        }
+    };
+    check_new_flags(first, *once, "round 1");
+    check_new_flags(r, s, "round 2");
 }
 
 std::map<std::uint64_t, std::uint64_t> first_wait_for(const std::vector<Instruction>& code) {
@@ -992,6 +1094,66 @@ TEST(HoistWait, PlantedLateDmaKeepsTheDataFlowAndNoWaitPassesItsDmas) {
 }
 
 // With too little VMEM for the buffer copies there is no double_buffer suggestion.
+// The room transformations put new buffers in is the largest VMEM range nothing touches, not
+// only what lies above the highest byte used: a trace that an earlier round gave buffers at the
+// top of the VMEM (double_buffer_store's copies on top of prefetch_ahead go there) still has the
+// free VMEM below them. Checked on a decode layer against an independent reference (the
+// program's VMEM ranges merged, the gaps between them and above them), then with its last
+// write-back's staging buffer moved to the VMEM's last bytes: the room is below it, and
+// prefetch_ahead still plans its loads there (before: no room, no suggestion).
+TEST(DoubleBuffer, RoomIsTheLargestVmemRangeNothingTouches) {
+    const Analyzed r = analyzed(stamped(transformer_trace("decode.bin", decode_layer())));
+    constexpr std::uint64_t kCapacity = 32ull << 20;  // configs/xpu.yaml
+    auto largest_gap = [&](const std::vector<Instruction>& code) {
+        std::uint64_t best = 0, from = 0;
+        for (const auto& [lo, hi] : vmem_touched(code)) {
+            best = std::max(best, lo > from ? lo - from : 0);
+            from = hi;
+        }
+        return std::max(best, kCapacity > from ? kCapacity - from : 0);
+    };
+    auto check_room = [&](const analysis::RunData& run) {
+        analysis::Context cx(run);
+        analysis::Planner plan(cx);
+        const analysis::BufferRenamer::Room room = analysis::BufferRenamer(run, plan).room(0);
+        const std::vector<Instruction>& code = run.streams[0].code;
+        EXPECT_LT(room.top, room.capacity);
+        EXPECT_LE(room.capacity, kCapacity);
+        for (const auto& [lo, hi] : vmem_touched(code))
+            EXPECT_TRUE(hi <= room.top || lo >= room.capacity) << "the room [" << room.top << ", " << room.capacity
+                                                                << ") meets VMEM the program uses [" << lo << ", " << hi << ")";
+        // Whole 4 KiB granules inside a gap (one at each end may be partly used).
+        EXPECT_GE(room.capacity - room.top + 2 * 4096, largest_gap(code)) << "a larger free range was left out";
+        return room;
+    };
+    const analysis::BufferRenamer::Room plain = check_room(r.data);
+    analysis::RunData moved = r.data;
+    std::vector<Instruction>& code = moved.streams[0].code;
+    std::uint64_t last_store = 0;
+    for (std::uint64_t j = 0; j < code.size(); ++j)
+        if (code[j].op == Opcode::VStore) last_store = j;
+    ASSERT_GT(last_store, 0u);
+    const std::uint64_t staging = code[last_store].mem_dst.addr;
+    for (Instruction& in : code) {  // its staging buffer's every access, to the VMEM's last bytes
+        if ((in.op == Opcode::VStore || in.op == Opcode::Dma) && in.mem_dst.space == Space::Vmem && in.mem_dst.addr == staging)
+            in.mem_dst.addr = kCapacity - in.bytes;
+        if ((in.op == Opcode::VLoad || in.op == Opcode::Dma) && in.mem_src.space == Space::Vmem && in.mem_src.addr == staging)
+            in.mem_src.addr = kCapacity - in.bytes;
+    }
+    ASSERT_EQ(vmem_top(code), kCapacity);
+    const analysis::BufferRenamer::Room below = check_room(moved);
+    EXPECT_LT(below.capacity, kCapacity);
+    EXPECT_GE(below.capacity - below.top, plain.capacity - plain.top - (1u << 20)) << "most of the free VMEM is still there";
+    const analysis::Analysis a = analysis::analyze(moved);
+    auto it = std::find_if(a.suggestions.begin(), a.suggestions.end(), [](const analysis::Suggestion& x) { return x.kind == "prefetch_ahead"; });
+    ASSERT_NE(it, a.suggestions.end()) << "no prefetch_ahead below a buffer at the VMEM's top";
+    for (const analysis::Edit& e : it->edits)
+        if (e.in.op == Opcode::Dma && e.in.mem_dst.space == Space::Vmem && e.in.mem_dst.addr != code[e.index].mem_dst.addr) {
+            EXPECT_GE(e.in.mem_dst.addr, below.top);
+            EXPECT_LE(e.in.mem_dst.addr + e.in.bytes, below.capacity);
+        }
+}
+
 TEST(DoubleBuffer, NotSuggestedWithoutVmemHeadroom) {
     gen::GemmParams p = two_blocks(1024);
     p.double_buffer = false;

@@ -21,6 +21,7 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/patch.h"
 #include "analysis/suggest/finder.h"
 #include "analysis/suggest/prefetch_plan.h"
 #include "analysis/suggest/store_rename.h"
@@ -56,13 +57,13 @@ public:
                 best = p.flag;
                 reserve = p.vmem_bytes;
             }
-            out.push_back(suggestion(std::move(p), nullptr));
+            out.push_back(suggestion(sc.run, std::move(p), nullptr));
         }
         if (!most) return;
         const PrefetchPlan ahead = prefetch_ahead_plan(sc, reserve);
         if (ahead.s.moves.empty() && ahead.s.edits.empty()) return;
         for (StoreRenamePlan& p : plan_store_renames(sc, &ahead.s, reserve, best))
-            if (p.buffers) out.push_back(suggestion(std::move(p), &ahead));
+            if (p.buffers) out.push_back(suggestion(sc.run, std::move(p), &ahead));
     }
 
 private:
@@ -71,7 +72,7 @@ private:
         for (const auto& [stream, x] : p.saving_on) t = std::max(t, x);
         return t;
     }
-    Suggestion suggestion(StoreRenamePlan&& p, const PrefetchPlan* ahead) const {
+    Suggestion suggestion(const RunData& run, StoreRenamePlan&& p, const PrefetchPlan* ahead) const {
         WaitGroup g;
         g.s = std::move(p.s);
         g.s.kind = kind();
@@ -89,9 +90,10 @@ private:
         if (ahead) cause << "; " << ahead->waits << " on loads the HBM had idle time for";
         action << "multi-buffer the write-back: " << kStoreCopies - 1 << " more copies of " << p.buffers << " staging buffer"
                << (p.buffers == 1 ? "" : "s") << " (" << std::fixed << std::setprecision(1) << double(p.buffer_bytes) / 1024
-               << " KiB) in free VMEM, in turn, each copy's write-backs on a flag of its own (" << p.generations << " blocks, "
+               << " KiB) in free VMEM, each copy's write-backs on a flag of its own (" << p.generations << " blocks, "
                << p.full_waits << " waits still for all)";
         if (ahead) action << "; and prefetch_ahead's " << ahead->dmas << " loads";
+        action << " (" << changes_text(count_changes(run, g.s)) << ")";
         g.s.cause = cause.str();
         g.s.action = action.str();
         return std::move(g.s);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "analysis/names.h"
+#include "analysis/patch.h"
 #include "analysis/suggest/finder.h"
 #include "analysis/suggest/prefetch_plan.h"
 #include "analysis/suggest/wait_groups.h"
@@ -40,8 +41,9 @@ public:
         std::ostringstream cause, action;
         cause << p.waits << " waits at " << at << " on loads the HBM had idle time to move earlier (" << dma_list(g) << ")";
         action << "prefetch ahead: load " << p.dmas << " DMAs (" << mib(p.bytes)
-               << ") earlier, each where the HBM idled long enough before it was needed, into a buffer of its own in unused VMEM (at most "
-               << mib(p.peak_vmem) << " at once), its reads renamed and its completion on a flag of its own";
+               << ") earlier, where the HBM idled before they were needed, each into a buffer of its own in unused VMEM (at most "
+               << mib(p.peak_vmem) << " at once) with its reads renamed and a flag of its own (" << changes_text(count_changes(sc.run, g.s))
+               << ")";
         g.s.cause = cause.str();
         g.s.action = action.str();
         out.push_back(std::move(g.s));

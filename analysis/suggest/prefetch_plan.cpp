@@ -85,12 +85,32 @@ public:
     // The lowest address a (equal to `offset` modulo kGranule) where `bytes` overlap no range
     // live during [from, to]; kNever if the VMEM has no room. Candidates come in program order
     // and none moves up by more than kScan, so a range ending before `horizon` - kScan can no
-    // longer meet one (dropped).
+    // longer meet one (set aside for take_late).
     std::uint64_t take(std::uint64_t bytes, std::uint64_t offset, std::uint64_t from, std::uint64_t to, std::uint64_t horizon) {
-        live_.erase(std::remove_if(live_.begin(), live_.end(), [&](const Range& r) { return r.to + kScan < horizon; }), live_.end());
+        auto past = std::partition(live_.begin(), live_.end(), [&](const Range& r) { return r.to + kScan >= horizon; });
+        gone_.insert(gone_.end(), past, live_.end());
+        live_.erase(past, live_.end());
         std::vector<const Range*> meet;
         for (const Range& r : live_)
             if (r.from <= to && from <= r.to) meet.push_back(&r);
+        return place(bytes, offset, from, to, meet);
+    }
+    // The same for a candidate placed after the others (one placement deferred, out of program
+    // order): every range taken so far counts.
+    std::uint64_t take_late(std::uint64_t bytes, std::uint64_t offset, std::uint64_t from, std::uint64_t to) {
+        std::vector<const Range*> meet;
+        for (const std::vector<Range>* v : {&live_, &gone_})
+            for (const Range& r : *v)
+                if (r.from <= to && from <= r.to) meet.push_back(&r);
+        return place(bytes, offset, from, to, meet);
+    }
+    std::uint64_t peak() const { return peak_; }
+
+private:
+    struct Range {
+        std::uint64_t lo, hi, from, to;
+    };
+    std::uint64_t place(std::uint64_t bytes, std::uint64_t offset, std::uint64_t from, std::uint64_t to, std::vector<const Range*>& meet) {
         std::sort(meet.begin(), meet.end(), [](const Range* a, const Range* b) { return a->lo < b->lo; });
         auto aligned = [&](std::uint64_t at) {  // the first address >= at with our offset in the granule
             const std::uint64_t g = at - at % kGranule + offset;
@@ -106,14 +126,8 @@ public:
         peak_ = std::max(peak_, a + bytes - base_);
         return a;
     }
-    std::uint64_t peak() const { return peak_; }
-
-private:
-    struct Range {
-        std::uint64_t lo, hi, from, to;
-    };
     std::uint64_t base_, capacity_, peak_ = 0;
-    std::vector<Range> live_;
+    std::vector<Range> live_, gone_;
 };
 
 // A DMA the plan moves.
@@ -136,6 +150,7 @@ public:
         index_waits();
         place();
         if (moved_.empty()) return;
+        fewest_flags();
         write(out);
     }
 
@@ -144,11 +159,11 @@ private:
     const std::uint32_t s_;
     const Stream& st_;
     const BufferRenamer::Room room_;
-    const std::vector<std::uint16_t> flags_;  // the new flags: the i-th wait served uses flags_[i % size]
+    const std::vector<std::uint16_t> flags_;  // the new flags: the i-th wait served uses flags_[i % n] (fewest_flags)
     IdleClock clock_;
     BufferSpace space_;
     std::unordered_map<std::uint64_t, std::uint64_t> first_wait_;  // DMA index -> the first swait covering it
-    std::vector<Moved> moved_;                                      // last-needed first
+    std::vector<Moved> moved_;                                      // in the order placed
     std::vector<std::uint64_t> served_;  // the first waits of the candidates, in program order (a wait's ordinal)
 
     void index_waits() {
@@ -255,8 +270,8 @@ private:
         return lo;
     }
 
-    // The occupancy model (prefetch_plan.h): last-needed first, each candidate claims the latest
-    // idle HBM time left before its wait began.
+    // The occupancy model (prefetch_plan.h): in program order, each candidate claims the first
+    // idle HBM time after the claims before it, from the highest place it may go.
     void place() {
         // Forward, in program order: the HBM as one server at its peak taking the candidates in
         // order (the cursor: where its last claim ended, on the clock); a candidate that stays
@@ -287,18 +302,35 @@ private:
             clock_.give_back(d.start, d.complete, sc_.hbm.transfer(st_.chip, d.bytes));
         }
         clock_.finish();
-        Tick cursor = 0;  // claims begin no earlier than this (the clock's time)
-        // One candidate: moved (its claim taken), or false (it stays where it was).
-        auto try_move = [&](const Candidate& c) {
+        // The claims: the cursor, where those made in program order end (a load that stays is
+        // served there, FIFO), and the stretches of the clock a claim beyond the cursor left
+        // unclaimed behind it, for the loads placed after all the others (`late`, below).
+        Tick cursor = 0;
+        std::map<Tick, Tick> left;  // start -> end on the clock, disjoint
+        // The first place on the clock at or after x where `len` fits: in program order, from
+        // the cursor on; late, in what was left.
+        auto fit = [&](Tick x, Tick len, bool late) -> Tick {
+            if (!late) return std::max(x, cursor);
+            for (auto it = left.begin(); it != left.end(); ++it) {
+                const Tick from = std::max(x, it->first);
+                if (from + len <= it->second) return from;
+            }
+            return kNever;
+        };
+        auto lowest = [&](bool late) { return late ? (left.empty() ? kNever : left.begin()->first) : cursor; };
+        enum class Placed { moved, stays, later };
+        // One candidate: moved (its claim taken), stays where it was, or (in program order only)
+        // placed later.
+        auto try_move = [&](const Candidate& c, bool late) {
             const Dma& d = sc_.run.dmas[c.dma];
             const Tick shortest = sc_.dma_timing.shortest(d, false);
             const Tick fixed = shortest - std::min(shortest, sc_.dma_timing.wire(d, false));
             const Tick bytes_time = sc_.hbm.transfer(st_.chip, d.bytes);
-            if (!bytes_time) return false;
+            if (!bytes_time) return Placed::stays;
             // Its readers first: a load whose data a read straddles (a piece of a larger tile)
             // cannot have a buffer of its own, and placing it costs a scan.
             std::vector<std::uint64_t> readers;
-            if (!readers_of(c.k, readers)) return false;
+            if (!readers_of(c.k, readers)) return Placed::stays;
             // Its flag: the one of its wait's ordinal; it stays below the wait flags_.size()
             // waits back on the same flag (which would otherwise wait for it too).
             const std::size_t ord = static_cast<std::size_t>(std::lower_bound(served_.begin(), served_.end(), c.wait) - served_.begin());
@@ -308,29 +340,36 @@ private:
             // (a blocker above that one changes nothing): the distance it moves, not kScan (the
             // syncs and DMAs of a trace whose DMAs come in 64 pieces made the full scan 120 s of a
             // decode layer's analysis).
-            const Tick t_cursor = clock_.when(cursor);
-            if (t_cursor == kNever || t_cursor >= d.issue) return false;
+            const Tick low = lowest(late);
+            const Tick t_cursor = low == kNever ? kNever : clock_.when(low);
+            if (t_cursor == kNever || t_cursor >= d.issue) return Placed::stays;
             const std::uint64_t floor = legal_floor(c.k, std::max({depth_floor, scan_floor, issued_from(t_cursor, c.k)}));
-            if (floor >= c.k || !st_.life[floor].seen) return false;
-            const Tick start_c = std::max(cursor, clock_.at(st_.life[floor].issue));
+            if (floor >= c.k || !st_.life[floor].seen) return Placed::stays;
+            const Tick start_c = fit(clock_.at(st_.life[floor].issue), bytes_time, late);
+            if (start_c == kNever) return Placed::stays;
             const Tick t_issue = clock_.when(start_c);
-            if (t_issue == kNever || t_issue >= d.issue) return false;
+            if (t_issue == kNever || t_issue >= d.issue) return Placed::stays;
             std::uint64_t to = std::max(floor, issued_from(t_issue, c.k));
             // Where it lands in the model; it must not pass a waited-for write-back issued before
             // that (then it goes below it, and lands later).
             Tick claim = 0, done = kNever;
             for (;;) {
-                if (to >= c.k || !st_.life[to].seen) return false;
+                if (to >= c.k || !st_.life[to].seen) return Placed::stays;
                 const Tick t_new = st_.life[to].issue;
-                claim = std::max(start_c, clock_.at(t_new));
+                claim = fit(std::max(start_c, clock_.at(t_new)), bytes_time, late);
+                if (claim == kNever) return Placed::stays;
                 done = clock_.when(claim + bytes_time);
-                if (done == kNever) return false;
+                if (done == kNever) return Placed::stays;
                 done = std::max(done + fixed, t_new + shortest);
                 const std::uint64_t below = store_floor(c.k, to, done);
                 if (below == to) break;
                 to = below;
             }
-            if (done >= d.complete) return false;
+            if (done >= d.complete) return Placed::stays;
+            // A claim beyond the cursor leaves the HBM's idle time between unclaimed for the
+            // loads after it (which may go higher): a move that saves less than that waits until
+            // they are placed, and takes what they left.
+            if (!late && claim > cursor && sc_.hbm.idle(st_.chip, t_cursor, clock_.when(claim)) > d.complete - done) return Placed::later;
             Moved m;
             m.k = c.k;
             m.wait = c.wait;
@@ -342,32 +381,71 @@ private:
             // Its buffer: where it goes, or lower down (a shorter life) if the VMEM is full there.
             m.addr = kNever;
             for (std::uint64_t at = to; at < c.k && m.addr == kNever; at = at + (c.k - at + 1) / 2) {
-                m.addr = space_.take(in.bytes, in.mem_dst.addr % kGranule, at, last, c.k);
+                const std::uint64_t offset = in.mem_dst.addr % kGranule;
+                m.addr = late ? space_.take_late(in.bytes, offset, at, last) : space_.take(in.bytes, offset, at, last, c.k);
                 if (m.addr != kNever) to = at;
             }
-            if (m.addr == kNever || to >= c.k) return false;
+            if (m.addr == kNever || to >= c.k) return Placed::stays;
             if (to != std::max(floor, issued_from(t_issue, c.k))) {  // lowered: it lands later
                 const Tick t_new = st_.life[to].issue;
-                claim = std::max(start_c, clock_.at(t_new));
-                const Tick landed = clock_.when(claim + bytes_time);
+                const Tick lower = fit(std::max(start_c, clock_.at(t_new)), bytes_time, late);
+                const Tick landed = lower == kNever ? kNever : clock_.when(lower + bytes_time);
+                if (lower != kNever) claim = lower;
                 done = landed == kNever ? d.complete : std::max(landed + fixed, t_new + shortest);
             }
             m.to = to;
             m.done = std::min(done, d.complete);
             moved_.push_back(std::move(m));
-            cursor = std::max(cursor, claim + bytes_time);
-            return true;
+            if (late) {  // what is left of its stretch, before and after it
+                auto it = std::prev(left.upper_bound(claim));
+                const Tick a = it->first, b = it->second;
+                left.erase(it);
+                if (a < claim) left.emplace(a, claim);
+                if (claim + bytes_time < b) left.emplace(claim + bytes_time, b);
+            } else {
+                if (claim > cursor) left.emplace(cursor, claim);
+                cursor = std::max(cursor, claim + bytes_time);
+            }
+            return Placed::moved;
         };
-        for (const Candidate& c : cand)
-            if (!try_move(c))  // served where it was issued
+        std::vector<Candidate> later;
+        for (const Candidate& c : cand) {
+            const Placed p = try_move(c, false);
+            if (p == Placed::later) later.push_back(c);
+            if (p != Placed::moved)  // served where it was issued
                 cursor += sc_.hbm.transfer(st_.chip, sc_.run.dmas[c.dma].bytes);
+        }
+        // The loads that waited for the others: in program order, each in the first stretch left
+        // unclaimed from the highest place it may go (the time after the last claim included).
+        if (later.empty()) return;
+        left.emplace(cursor, clock_.at(clock_.end()) + 1);
+        for (const Candidate& c : later) try_move(c, true);
+    }
+
+    // The placement allowed every load flags_.size() waits of depth; the loads went fewer. With
+    // M flags in turn (the i-th wait served on flags_[i % M]) a load is safe if fewer than M
+    // served waits lie between its new place and its own wait (then the wait M back on its flag
+    // comes before it: no wait counts a later wait's load), so M is the most any load crossed
+    // plus one. A flag taken is one the chip no longer has (the next round's plan, or
+    // double_buffer_store planning on top of this one, takes from what is left).
+    void fewest_flags() {
+        std::size_t most = 0;
+        for (const Moved& m : moved_) {
+            const auto from = std::lower_bound(served_.begin(), served_.end(), m.to);
+            const auto own = std::lower_bound(served_.begin(), served_.end(), m.wait);
+            most = std::max(most, static_cast<std::size_t>(own - from));
+        }
+        const std::size_t n = std::min(flags_.size(), most + 1);
+        for (Moved& m : moved_) {
+            const std::size_t ord = static_cast<std::size_t>(std::lower_bound(served_.begin(), served_.end(), m.wait) - served_.begin());
+            m.flag = flags_[ord % n];
+        }
     }
 
     void write(PrefetchPlan& out) {
         Suggestion& s = out.s;
-        // The moves keep the order of their claims (last-needed first: the cursor only goes
-        // back), so they are in need order among themselves; a DMA that stays and is needed
-        // sooner may be overtaken: the one moved past it claimed idle time, not its bandwidth.
+        // A moved DMA may overtake one needed sooner (that one stayed, or was placed after the
+        // others): it claimed idle time before that one's claim, not its bandwidth.
         std::map<std::uint16_t, std::vector<std::pair<std::uint64_t, std::int64_t>>> at;  // new flag -> (position, increment)
         std::unordered_map<std::uint16_t, std::vector<std::pair<std::uint64_t, std::int64_t>>> left;  // old flag -> (k, increment)
         std::unordered_map<std::uint64_t, Edit> edits;  // by index

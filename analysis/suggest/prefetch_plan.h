@@ -8,22 +8,30 @@
 //  - candidates: the local HBM -> VMEM DMAs that a stalled wait of their stream waits for (the
 //    first wait covering them), on a chip with one stream and one VMEM, whose flag is counted
 //    the plain way (FlagCounting: monotone, one stream, each wait waits for all DMAs so far);
-//  - placement (an HBM occupancy model): taken last-needed first, each DMA claims the latest
-//    idle HBM time (the run's own traffic, HbmLoad) not claimed yet that ends a DMA latency
-//    before its wait began, as much as its bytes take at the HBM's peak; it is issued where the
-//    core was when that claim began. Claims never overlap, so the moved loads fill idle
+//  - placement (an HBM occupancy model): in program order, the HBM as one server at its peak
+//    taking the loads in turn on a clock of its idle time (the run's own traffic, HbmLoad, plus
+//    the candidates' own transfers, which they give up when they move); a load that stays is
+//    served after the claims before it, one that moves claims the first time after them from
+//    the highest place it may go, as much as its bytes take at the peak, and is issued where
+//    the core was when that claim began. Claims never overlap, so the moved loads fill idle
 //    bandwidth instead of contending with the traffic that was there, and they keep the order
-//    in which they are needed (NeedOrder::keep);
+//    in which they are needed. A load that can go only a little higher (a wait or a write it
+//    must stay below) would leave the HBM's idle time between the last claim and its own to no
+//    one: unless its move saves more than that idle time, it is placed after all the others,
+//    in the first time they left unclaimed from its highest place on, and the loads after it
+//    in program order, which may go higher, take that idle time first (the next op's tiles
+//    under this op's compute);
 //  - legality (the rules of dependencies.h, for a DMA whose destination is renamed): it does
 //    not pass a sset, sadd, barrier or halt, a DMA writing what it reads, or a wait covering
 //    a raiser that writes what it reads (its source must be there); its destination is a new
 //    buffer, so the readers of the old contents no longer stop it;
-//  - its buffer: a range of the VMEM above the highest address the chip's instructions touch,
-//    live from its new place to the last reader of its data (the instructions reading inside
+//  - its buffer: a range of the VMEM no instruction of the chip touches (BufferRenamer::room:
+//    the largest such range, usually above the highest address used), live from its new place to the last reader of its data (the instructions reading inside
 //    its destination up to the next DMA or store overwriting all of it; none may straddle it,
 //    and that overwrite must come within kScan instructions), first fit among the ranges live
 //    at the same time; no room: the DMA stays;
-//  - its completion: on a flag the chip never uses; the first wait that covered it keeps its
+//  - its completion: on a flag the chip never uses (the loads' waits take such flags in turn,
+//    as few as the deepest load needs, at most kMaxFlags); the first wait that covered it keeps its
 //    flag with its count less the moved DMAs' increments issued before it (every wait on that
 //    flag is recounted alike), and is followed by a wait on the new flag for every moved DMA
 //    issued before it (the new flag is counted the plain way: the same completions are waited
