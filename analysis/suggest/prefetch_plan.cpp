@@ -95,13 +95,20 @@ public:
             if (r.from <= to && from <= r.to) meet.push_back(&r);
         return place(bytes, offset, from, to, meet);
     }
-    // The same for a candidate placed after the others (one placement deferred, out of program
-    // order): every range taken so far counts.
+    // The same for the candidates placed after the others (out of program order), once
+    // begin_late was called: every range taken so far counts (those set aside by their start:
+    // one that meets [from, to] starts at most the longest life before `from`).
+    void begin_late() {
+        std::sort(gone_.begin(), gone_.end(), [](const Range& a, const Range& b) { return a.from < b.from; });
+    }
     std::uint64_t take_late(std::uint64_t bytes, std::uint64_t offset, std::uint64_t from, std::uint64_t to) {
         std::vector<const Range*> meet;
-        for (const std::vector<Range>* v : {&live_, &gone_})
-            for (const Range& r : *v)
-                if (r.from <= to && from <= r.to) meet.push_back(&r);
+        for (const Range& r : live_)
+            if (r.from <= to && from <= r.to) meet.push_back(&r);
+        const std::uint64_t low = from > longest_ ? from - longest_ : 0;
+        auto it = std::lower_bound(gone_.begin(), gone_.end(), low, [](const Range& r, std::uint64_t v) { return r.from < v; });
+        for (; it != gone_.end() && it->from <= to; ++it)
+            if (from <= it->to) meet.push_back(&*it);
         return place(bytes, offset, from, to, meet);
     }
     std::uint64_t peak() const { return peak_; }
@@ -123,11 +130,12 @@ private:
         }
         if (a + bytes > capacity_) return kNever;
         live_.push_back({a, a + bytes, from, to});
+        longest_ = std::max(longest_, to - from);
         peak_ = std::max(peak_, a + bytes - base_);
         return a;
     }
-    std::uint64_t base_, capacity_, peak_ = 0;
-    std::vector<Range> live_, gone_;
+    std::uint64_t base_, capacity_, peak_ = 0, longest_ = 0;
+    std::vector<Range> live_, gone_;  // gone_: set aside by take (sorted by start from begin_late on)
 };
 
 // A DMA the plan moves.
@@ -311,13 +319,12 @@ private:
         // the cursor on; late, in what was left.
         auto fit = [&](Tick x, Tick len, bool late) -> Tick {
             if (!late) return std::max(x, cursor);
-            for (auto it = left.begin(); it != left.end(); ++it) {
-                const Tick from = std::max(x, it->first);
-                if (from + len <= it->second) return from;
-            }
+            auto it = left.upper_bound(x);
+            if (it != left.begin() && std::prev(it)->second >= x + len) return x;  // the stretch x is in
+            for (; it != left.end(); ++it)
+                if (it->second - it->first >= len) return it->first;
             return kNever;
         };
-        auto lowest = [&](bool late) { return late ? (left.empty() ? kNever : left.begin()->first) : cursor; };
         enum class Placed { moved, stays, later };
         // One candidate: moved (its claim taken), stays where it was, or (in program order only)
         // placed later.
@@ -340,7 +347,8 @@ private:
             // (a blocker above that one changes nothing): the distance it moves, not kScan (the
             // syncs and DMAs of a trace whose DMAs come in 64 pieces made the full scan 120 s of a
             // decode layer's analysis).
-            const Tick low = lowest(late);
+            // Late: the first stretch left (those before the scan's floor are gone, below).
+            const Tick low = late ? (left.empty() ? kNever : left.begin()->first) : cursor;
             const Tick t_cursor = low == kNever ? kNever : clock_.when(low);
             if (t_cursor == kNever || t_cursor >= d.issue) return Placed::stays;
             const std::uint64_t floor = legal_floor(c.k, std::max({depth_floor, scan_floor, issued_from(t_cursor, c.k)}));
@@ -419,7 +427,16 @@ private:
         // unclaimed from the highest place it may go (the time after the last claim included).
         if (later.empty()) return;
         left.emplace(cursor, clock_.at(clock_.end()) + 1);
-        for (const Candidate& c : later) try_move(c, true);
+        space_.begin_late();
+        for (const Candidate& c : later) {
+            // No load from here on goes above c.k - kScan: the stretches ending before it go.
+            const std::uint64_t scan_floor = c.k > kScan ? c.k - kScan : 0;
+            if (st_.life[scan_floor].seen) {
+                const Tick gone = clock_.at(st_.life[scan_floor].issue);
+                while (!left.empty() && left.begin()->second <= gone) left.erase(left.begin());
+            }
+            try_move(c, true);
+        }
     }
 
     // The placement allowed every load flags_.size() waits of depth; the loads went fewer. With
