@@ -67,58 +67,61 @@ BufferRenamer::BufferRenamer(const RunData& run, const Planner& plan) : run_(run
 // range lower down is larger. A trace that a transformation already gave buffers at the top
 // of the VMEM (double_buffer_store's copies go there when it plans on top of prefetch_ahead)
 // keeps the room below them for the next one.
-void BufferRenamer::find_tops() const {
-    if (tops_known_) return;
-    tops_known_ = true;
-    std::map<std::uint16_t, std::vector<bool>> touched;  // per chip with a known VMEM: per granule
-    for (auto& [chip, c] : chips_)
-        if (c.capacity) touched[chip].assign(static_cast<std::size_t>(c.capacity / kAlign), false);
+void BufferRenamer::find_room() const {
+    if (room_known_) return;
+    room_known_ = true;
+    struct Used {
+        std::uint64_t top = 0;       // the end of the highest byte touched
+        std::vector<bool> granules;  // touched or not
+    };
+    std::map<std::uint16_t, Used> used;  // per chip with a known VMEM
+    for (const auto& [chip, c] : chips_)
+        if (c.capacity) used[chip].granules.assign(static_cast<std::size_t>(c.capacity / kAlign), false);
     for (const Stream& st : run_.streams)
         for (const Instruction& in : st.code) {
             auto touch = [&](std::uint16_t chip, const MemRef& r) {
-                ChipRoom& c = chips_[chip];
+                auto u = used.find(chip);
+                if (u == used.end()) return;
                 const std::uint64_t end = r.addr + (in.has(kBytes) ? in.bytes : 0);
-                c.top = std::max(c.top, end);
-                auto t = touched.find(chip);
-                if (t == touched.end()) return;
-                const std::uint64_t last = std::min<std::uint64_t>(std::max(end, r.addr + 1) - 1, c.capacity - 1) / kAlign;
-                for (std::uint64_t g = std::min<std::uint64_t>(r.addr, c.capacity - 1) / kAlign; g <= last && g < t->second.size(); ++g)
-                    t->second[static_cast<std::size_t>(g)] = true;
+                u->second.top = std::max(u->second.top, end);
+                std::vector<bool>& g = u->second.granules;
+                const std::uint64_t first = r.addr / kAlign, last = (std::max(end, r.addr + 1) - 1) / kAlign;
+                for (std::uint64_t k = first; k <= last && k < g.size(); ++k) g[static_cast<std::size_t>(k)] = true;
             };
             if ((in.op == Opcode::VLoad || in.op == Opcode::Dma) && in.has(kMemSrc) && in.mem_src.space == Space::Vmem)
                 touch(in.mem_src.chip == kLocalChip ? st.chip : in.mem_src.chip, in.mem_src);
             if ((in.op == Opcode::VStore || in.op == Opcode::Dma) && in.has(kMemDst) && in.mem_dst.space == Space::Vmem)
                 touch(in.mem_dst.chip == kLocalChip ? st.chip : in.mem_dst.chip, in.mem_dst);
         }
-    for (auto& [chip, used] : touched) {
-        ChipRoom& c = chips_[chip];
-        c.free_lo = c.top;
-        c.free_hi = std::max(c.top, c.capacity);
-        std::size_t g = 0;
-        while (g < used.size()) {
-            if (used[g]) {
-                ++g;
+    for (auto& [chip, u] : used) {
+        ChipRoom& c = chips_.at(chip);
+        c.free_lo = u.top;
+        c.free_hi = std::max(u.top, c.capacity);
+        const std::vector<bool>& g = u.granules;
+        for (std::size_t k = 0; k < g.size();) {
+            if (g[k]) {
+                ++k;
                 continue;
             }
-            std::size_t e = g;
-            while (e < used.size() && !used[e]) ++e;
-            const std::uint64_t lo = g * kAlign, hi = e * kAlign;
-            if (hi <= c.top && hi - lo > c.free_hi - c.free_lo) {
+            std::size_t e = k;
+            while (e < g.size() && !g[e]) ++e;
+            const std::uint64_t lo = k * kAlign, hi = e * kAlign;
+            if (hi <= u.top && hi - lo > c.free_hi - c.free_lo) {
                 c.free_lo = lo;
                 c.free_hi = hi;
             }
-            g = e;
+            k = e;
         }
     }
 }
 
 BufferRenamer::Room BufferRenamer::room(std::uint16_t chip) const {
-    find_tops();
+    find_room();
     Room r;
     auto it = chips_.find(chip);
     if (it == chips_.end()) return r;
-    r.top = it->second.free_lo;
-    r.capacity = it->second.free_hi;
+    r.free_lo = it->second.free_lo;
+    r.free_hi = it->second.free_hi;
     r.flags = it->second.flags;
     r.one_stream = it->second.streams == 1;
     return r;
@@ -184,11 +187,11 @@ std::uint64_t BufferRenamer::renamed_point(std::uint32_t s, std::uint64_t k) con
     auto cached = renamed_point_.find({s, k});
     if (cached != renamed_point_.end()) return cached->second;
     const Stream& st = run_.streams[s];
-    find_tops();
+    find_room();
     auto c = chips_.find(st.chip);
     Instruction d = st.code[k];
     const std::uint64_t shadow = c == chips_.end() ? 0 : align_up(c->second.free_lo);
-    if (c == chips_.end() || c->second.streams != 1 || shadow + d.bytes > c->second.free_hi) return k;
+    if (c == chips_.end() || c->second.streams != 1 || c->second.free_hi <= c->second.free_lo || shadow + d.bytes > c->second.free_hi) return k;
     d.mem_dst.addr = shadow;
     Planner::Edited e;
     e.set(k, d);
@@ -201,7 +204,7 @@ bool BufferRenamer::rename(std::uint32_t s, const std::vector<std::uint64_t>& dm
 
 bool BufferRenamer::rename_into(std::uint32_t s, const std::vector<std::uint64_t>& dmas, Planner::Edited* edited, std::string& why) const {
     const Stream& st = run_.streams[s];
-    find_tops();
+    find_room();
     const ChipRoom& room = chips_.at(st.chip);
     if (room.streams != 1) {
         why = "several cores share the chip's VMEM";

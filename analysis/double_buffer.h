@@ -60,12 +60,12 @@ public:
     // flags were split.
     std::size_t split_flags(std::uint32_t s, const std::vector<std::uint64_t>& renamed, Planner::Edited& edited) const;
 
-    // A chip's VMEM nothing on it uses, [top, capacity): the largest range no instruction of
-    // the chip touches (find_tops; usually from the end of the highest byte touched to the
-    // VMEM's end; capacity 0: unknown, or several VMEMs), its flag count, and whether one stream
-    // alone runs on it (prefetch_ahead's buffers and flag).
+    // A chip's VMEM nothing on it uses, [free_lo, free_hi): the largest range no instruction of
+    // the chip touches (find_room; usually from the end of the highest byte touched to the
+    // VMEM's end; empty: the VMEM unknown, or several VMEMs), its flag count, and whether one
+    // stream alone runs on it (prefetch_ahead's buffers and flag).
     struct Room {
-        std::uint64_t top = 0, capacity = 0, flags = 0;
+        std::uint64_t free_lo = 0, free_hi = 0, flags = 0;
         bool one_stream = false;
     };
     Room room(std::uint16_t chip) const;
@@ -102,17 +102,16 @@ public:
 
 private:
     struct ChipRoom {
-        std::uint64_t top = 0;       // end of the highest VMEM byte the chip's instructions touch
-        std::uint64_t capacity = 0;  // 0: unknown or several VMEMs (no renaming)
-        std::uint64_t free_lo = 0, free_hi = 0;  // the largest range none touches (find_tops)
+        std::uint64_t capacity = 0;              // 0: unknown or several VMEMs (no renaming)
+        std::uint64_t free_lo = 0, free_hi = 0;  // the largest range no instruction touches (find_room)
         std::uint64_t flags = 0;     // flag ids 0 .. flags - 1 (its SyncFlags)
         unsigned streams = 0, vmems = 0;
     };
     const RunData& run_;
     const Planner& plan_;
     mutable std::map<std::uint16_t, ChipRoom> chips_;
-    mutable bool tops_known_ = false;
-    void find_tops() const;
+    mutable bool room_known_ = false;
+    void find_room() const;
     mutable std::map<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>, bool> renamable_;  // (stream, addr, bytes)
     mutable std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> renamed_point_;
     mutable std::map<std::uint32_t, std::vector<Fill>> fills_;  // local_fills, per stream

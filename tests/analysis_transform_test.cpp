@@ -358,8 +358,12 @@ void expect_new_buffers_in_free_vmem(const std::vector<Instruction>& orig, const
             ++changed;
             EXPECT_LE(after[i].hi, vmem_capacity) << trace::format_instruction(in);
             auto it = std::upper_bound(used.begin(), used.end(), std::make_pair(after[i].lo, ~std::uint64_t{0}));
-            if (it != used.begin()) EXPECT_LE(std::prev(it)->second, after[i].lo) << "a new buffer overlaps VMEM the original uses: " << trace::format_instruction(in);
-            if (it != used.end()) EXPECT_GE(it->first, after[i].hi) << "a new buffer overlaps VMEM the original uses: " << trace::format_instruction(in);
+            if (it != used.begin()) {
+                EXPECT_LE(std::prev(it)->second, after[i].lo) << "a new buffer overlaps VMEM the original uses: " << trace::format_instruction(in);
+            }
+            if (it != used.end()) {
+                EXPECT_GE(it->first, after[i].hi) << "a new buffer overlaps VMEM the original uses: " << trace::format_instruction(in);
+            }
         }
     }
     EXPECT_GT(changed, 0u) << "no VMEM operand was renamed";
@@ -955,7 +959,9 @@ TEST(PrefetchAhead, NextOpsLoadsGoUnderThisOpsCompute) {
             std::int64_t issued = 0;
             for (const Instruction& in : patched) {
                 if (in.op == Opcode::Dma && in.flag == f) ++issued;
-                if (in.op == Opcode::SWait && in.flag == f) EXPECT_EQ(in.value, issued) << round << ": a wait on new flag " << f << " does not count every load issued on it";
+                if (in.op == Opcode::SWait && in.flag == f) {
+                    EXPECT_EQ(in.value, issued) << round << ": a wait on new flag " << f << " does not count every load issued on it";
+                }
             }
         }
     };
@@ -1117,13 +1123,13 @@ TEST(DoubleBuffer, RoomIsTheLargestVmemRangeNothingTouches) {
         analysis::Planner plan(cx);
         const analysis::BufferRenamer::Room room = analysis::BufferRenamer(run, plan).room(0);
         const std::vector<Instruction>& code = run.streams[0].code;
-        EXPECT_LT(room.top, room.capacity);
-        EXPECT_LE(room.capacity, kCapacity);
+        EXPECT_LT(room.free_lo, room.free_hi);
+        EXPECT_LE(room.free_hi, kCapacity);
         for (const auto& [lo, hi] : vmem_touched(code))
-            EXPECT_TRUE(hi <= room.top || lo >= room.capacity) << "the room [" << room.top << ", " << room.capacity
+            EXPECT_TRUE(hi <= room.free_lo || lo >= room.free_hi) << "the room [" << room.free_lo << ", " << room.free_hi
                                                                 << ") meets VMEM the program uses [" << lo << ", " << hi << ")";
         // Whole 4 KiB granules inside a gap (one at each end may be partly used).
-        EXPECT_GE(room.capacity - room.top + 2 * 4096, largest_gap(code)) << "a larger free range was left out";
+        EXPECT_GE(room.free_hi - room.free_lo + 2 * 4096, largest_gap(code)) << "a larger free range was left out";
         return room;
     };
     const analysis::BufferRenamer::Room plain = check_room(r.data);
@@ -1142,15 +1148,15 @@ TEST(DoubleBuffer, RoomIsTheLargestVmemRangeNothingTouches) {
     }
     ASSERT_EQ(vmem_top(code), kCapacity);
     const analysis::BufferRenamer::Room below = check_room(moved);
-    EXPECT_LT(below.capacity, kCapacity);
-    EXPECT_GE(below.capacity - below.top, plain.capacity - plain.top - (1u << 20)) << "most of the free VMEM is still there";
+    EXPECT_LT(below.free_hi, kCapacity);
+    EXPECT_GE(below.free_hi - below.free_lo, plain.free_hi - plain.free_lo - (1u << 20)) << "most of the free VMEM is still there";
     const analysis::Analysis a = analysis::analyze(moved);
     auto it = std::find_if(a.suggestions.begin(), a.suggestions.end(), [](const analysis::Suggestion& x) { return x.kind == "prefetch_ahead"; });
     ASSERT_NE(it, a.suggestions.end()) << "no prefetch_ahead below a buffer at the VMEM's top";
     for (const analysis::Edit& e : it->edits)
         if (e.in.op == Opcode::Dma && e.in.mem_dst.space == Space::Vmem && e.in.mem_dst.addr != code[e.index].mem_dst.addr) {
-            EXPECT_GE(e.in.mem_dst.addr, below.top);
-            EXPECT_LE(e.in.mem_dst.addr + e.in.bytes, below.capacity);
+            EXPECT_GE(e.in.mem_dst.addr, below.free_lo);
+            EXPECT_LE(e.in.mem_dst.addr + e.in.bytes, below.free_hi);
         }
 }
 

@@ -141,7 +141,8 @@ private:
 // A DMA the plan moves.
 struct Moved {
     std::uint64_t k = 0, wait = 0, to = 0;  // its index, its first covering wait, where it goes (before)
-    std::uint16_t flag = 0;                 // the new flag it raises
+    std::size_t ord = 0;                    // its wait's ordinal among the waits served
+    std::uint16_t flag = 0;                 // the new flag it raises (fewest_flags)
     std::uint32_t dma = kNone;
     std::uint64_t addr = 0;                 // its new buffer
     std::vector<std::uint64_t> readers;     // the instructions reading its data
@@ -152,7 +153,7 @@ class StreamPlan {
 public:
     StreamPlan(const SuggestContext& sc, std::uint32_t s, const BufferRenamer::Room& room, std::vector<std::uint16_t> flags)
         : sc_(sc), s_(s), st_(sc.run.streams[s]), room_(room), flags_(std::move(flags)),
-          clock_(sc.hbm, st_.chip, sc.a.end), space_(room.top, room.capacity) {}
+          clock_(sc.hbm, st_.chip, sc.a.end), space_(room.free_lo, room.free_hi) {}
 
     void run(PrefetchPlan& out) {
         index_waits();
@@ -282,8 +283,7 @@ private:
     // idle HBM time after the claims before it, from the highest place it may go.
     void place() {
         // Forward, in program order: the HBM as one server at its peak taking the candidates in
-        // order (the cursor: where its last claim ended, on the clock); a candidate that stays
-        // is served from its own issue, one that moves from its new one.
+        // order on the clock (the claims, below).
         struct Candidate {
             std::uint64_t k, wait;
             std::uint32_t dma;
@@ -382,7 +382,7 @@ private:
             m.k = c.k;
             m.wait = c.wait;
             m.dma = c.dma;
-            m.flag = flags_[ord % flags_.size()];
+            m.ord = ord;
             m.readers = std::move(readers);
             const std::uint64_t last = m.readers.empty() ? c.k : m.readers.back();
             const Instruction& in = st_.code[c.k];
@@ -448,15 +448,11 @@ private:
     void fewest_flags() {
         std::size_t most = 0;
         for (const Moved& m : moved_) {
-            const auto from = std::lower_bound(served_.begin(), served_.end(), m.to);
-            const auto own = std::lower_bound(served_.begin(), served_.end(), m.wait);
-            most = std::max(most, static_cast<std::size_t>(own - from));
+            const std::size_t above = static_cast<std::size_t>(std::lower_bound(served_.begin(), served_.end(), m.to) - served_.begin());
+            most = std::max(most, m.ord - above);
         }
         const std::size_t n = std::min(flags_.size(), most + 1);
-        for (Moved& m : moved_) {
-            const std::size_t ord = static_cast<std::size_t>(std::lower_bound(served_.begin(), served_.end(), m.wait) - served_.begin());
-            m.flag = flags_[ord % n];
-        }
+        for (Moved& m : moved_) m.flag = flags_[m.ord % n];
     }
 
     void write(PrefetchPlan& out) {
@@ -587,8 +583,8 @@ PrefetchPlan plan_prefetch_ahead(const SuggestContext& sc, std::uint64_t reserve
     for (std::uint32_t s = 0; s < sc.run.streams.size(); ++s) {
         const Stream& st = sc.run.streams[s];
         BufferRenamer::Room room = sc.renamer.room(st.chip);
-        room.capacity = room.capacity > reserve ? room.capacity - reserve : 0;  // the top `reserve` bytes are not its
-        if (!room.one_stream || room.capacity <= room.top || !named.count(st.chip)) continue;
+        room.free_hi = room.free_hi > reserve ? room.free_hi - reserve : 0;  // the top `reserve` bytes are not its
+        if (!room.one_stream || room.free_hi <= room.free_lo || !named.count(st.chip)) continue;
         const auto& used = named.at(st.chip);
         std::vector<std::uint16_t> flags;
         for (std::size_t f = 0; f < used.size() && flags.size() < kMaxFlags; ++f)
@@ -608,12 +604,12 @@ const PrefetchPlan& prefetch_ahead_plan(const SuggestContext& sc) {
 PrefetchPlan prefetch_ahead_plan(const SuggestContext& sc, std::uint64_t reserve) {
     const PrefetchPlan& whole = prefetch_ahead_plan(sc);
     if (!reserve) return whole;
-    // Every stream plan_prefetch_ahead plans on: its buffers start at the room's top and end at
+    // Every stream plan_prefetch_ahead plans on: its buffers start at the room's start and end at
     // most peak_vmem above it (the most of any chip, so this errs towards planning again).
     for (const Stream& st : sc.run.streams) {
         const BufferRenamer::Room room = sc.renamer.room(st.chip);
-        if (!room.one_stream || room.capacity <= room.top) continue;  // not planned on, reserve or not
-        if (room.capacity - room.top <= reserve || room.capacity - room.top - reserve < whole.peak_vmem)
+        if (!room.one_stream || room.free_hi <= room.free_lo) continue;  // not planned on, reserve or not
+        if (room.free_hi - room.free_lo <= reserve || room.free_hi - room.free_lo - reserve < whole.peak_vmem)
             return plan_prefetch_ahead(sc, reserve);
     }
     return whole;

@@ -305,7 +305,7 @@ private:
         }
 
         // Room for the copies, first come first served.
-        const std::uint64_t start = align_up(std::max(room_.top, vmem_from_));
+        const std::uint64_t start = align_up(std::max(room_.free_lo, vmem_from_));
         std::uint64_t next = start;
         for (Buffer& b : buffers) {
             if (std::all_of(b.copy_of.begin(), b.copy_of.end(), [](unsigned c) { return c == 0; })) b.ok = false;  // nothing moves
@@ -315,7 +315,7 @@ private:
                 b.copy[c] = at;
                 at = align_up(at + (b.hi - b.lo));
             }
-            if (at > room_.capacity) {  // no room: the waits keep its order
+            if (at > room_.free_hi) {  // no room: the waits keep its order
                 b.ok = false;
                 continue;
             }
@@ -528,13 +528,13 @@ std::vector<StoreRenamePlan> plan_store_renames(const SuggestContext& sc, const 
             const Stream& st = sc.run.streams[s];
             const BufferRenamer::Room room = sc.renamer.room(st.chip);
             auto it = named.find(st.chip);
-            if (it == named.end() || room.capacity <= room.top) continue;
+            if (it == named.end() || room.free_hi <= room.free_lo) continue;
             std::vector<std::uint16_t> free;
             for (std::size_t f = 0; f < it->second.size() && free.size() + 1 < kStoreCopies; ++f)
                 if (!it->second[f]) free.push_back(static_cast<std::uint16_t>(f));
             StoreRenamePlan one;
             // With a base, the copies go in the top `reserve` bytes (the base's buffers are below).
-            const std::uint64_t from = base && room.capacity > reserve ? room.capacity - reserve : 0;
+            const std::uint64_t from = base && room.free_hi > reserve ? room.free_hi - reserve : 0;
             if (base && !from) continue;
             if (!StreamStorePlan(sc, s, flag, room, std::move(free), base, from).run(one)) continue;
             any = true;
