@@ -82,7 +82,8 @@ const std::vector<std::unique_ptr<SuggestionFinder>>& suggestion_finders();
 std::vector<Suggestion> find_suggestions(const Context& cx, Analysis& a);
 
 // Ranking, apart from finding: drops what saves less than the noise floor (0.01% of the run,
-// at least 10 ns), orders by estimated saving (largest first, stable), keeps at most `max`.
+// at least 10 ns), orders by estimated saving (largest first, stable), keeps at most `max`:
+// each kind's best estimate first (variants apart), then the best estimates.
 void rank_suggestions(std::vector<Suggestion>& s, Tick run_end, std::size_t max);
 
 }  // namespace xpu::analysis

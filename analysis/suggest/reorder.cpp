@@ -2,12 +2,16 @@
 // the wait on against a machine model of the run (analysis/schedule.h); where the model finds
 // nothing faster, move the wait down to its first use. The estimate: the model's finish of the
 // window in program order less in the new order (sinking: wait_remedy.cpp, sink_saving).
+// And one more suggestion of the kind, across the stream: windows of the whole stream where the
+// core waited on results with independent work behind (loops of dependent chains, which have no
+// wait inside them), list-scheduled alike (analysis/suggest/stream_schedule.h).
 #include <algorithm>
 #include <sstream>
 
 #include "analysis/patch.h"
 #include "analysis/schedule.h"
 #include "analysis/suggest/finder.h"
+#include "analysis/suggest/stream_schedule.h"
 #include "analysis/suggest/wait_groups.h"
 
 namespace xpu::analysis {
@@ -80,7 +84,7 @@ bool list_schedule(WindowScheduler& scheduler, WaitGroup& g) {
 class Reorder : public SuggestionFinder {
 public:
     const char* kind() const override { return "reorder"; }
-    // Beside (finder.h): 1.5 s of a 32-layer decode's analysis.
+    // Beside (finder.h): 1.5 s of a 32-layer decode's analysis, and as much again across the stream.
     bool runs_beside() const override { return true; }
     void find(const SuggestContext& sc, std::vector<Suggestion>& out) const override {
         WindowScheduler scheduler(sc.cx, sc.plan);
@@ -102,6 +106,8 @@ public:
             g.s.action = action.str();
             out.push_back(std::move(g.s));
         }
+        Suggestion across;
+        if (schedule_stream(sc, across)) out.push_back(std::move(across));
     }
 };
 

@@ -72,22 +72,26 @@ set -e
 [[ ! -e x.bin && ! -e y.bin && ! -e z.bin && ! -e x-rounds && ! -e z-rounds ]] || fail "a refused --rounds wrote something"
 pass "bad uses: clear messages, non-zero exits, nothing written"
 
-# A round whose run has nothing left to suggest (the planted late DMAs of the quickstart sample,
-# all hoisted by round 1): the rounds stop there, exit 0.
-"$SIM" --platform "$PLATFORM" --trace "$SOURCE_DIR/traces/samples/gemm-1k-late-dma.bin" --out late -q --deterministic
-"$ANA" late --rounds 3 -o late-opt.bin > late.txt 2> late.err || fail "--rounds on the late-DMA sample: $(cat late.err)"
+# A round whose run has nothing left to suggest (a 4-chip ring all-reduce whose steps were
+# planted serial, pipelined by round 1): the rounds stop there, exit 0. (The quickstart's
+# late-DMA GEMM served here until the reorder across the stream: after round 1 it finds 12 ns
+# more there, and again, each time just above the verification's floor.)
+"$GEN" collective --op all-reduce --chips 4 --bytes 4194304 --algo ring --chunks 4 --serial-collective -o late.bin >/dev/null
+"$SIM" --platform "$SOURCE_DIR/configs/xpu-ring4.yaml" --trace late.bin --out late -q --deterministic
+"$ANA" late --rounds 3 -o late-opt.bin > late.txt 2> late.err || fail "--rounds on the serial all-reduce: $(cat late.err)"
 grep -q "stopped: no verified suggestion in late-opt-rounds/round-" late.txt && [[ -s late-opt.bin ]] ||
     fail "the rounds do not stop where nothing is left: $(cat late.txt)"
 pass "rounds stop at a run with nothing verified left: $(grep '^rounds: ' late.txt)"
 
-# A round's run with nothing verified but suggestions its verification did not replay (5 of 10
-# replayed, all no gain): the rounds run it again replaying all of them, and stop only if none
-# is verified then (on this 1-layer batch-1 decode, seq 2048; the batch-8 one met it until the
-# chip's DMA engines shared the HBM in time order, models/dma_arbiter.h). Whatever the rounds do,
-# they never stop at a run that still has a suggestion nobody replayed.
+# A round's run with nothing verified but suggestions its verification did not replay (1 of 10
+# replayed with --verify 1, which the rounds pass on to each round's run, and of no gain): the
+# rounds run it again replaying all of them, and stop only if none is verified then (on this
+# 1-layer batch-1 decode, seq 2048; with the default --verify 5 it met one until the reorder
+# across the stream, which finds something verified in every round there). Whatever the rounds
+# do, they never stop at a run that still has a suggestion nobody replayed.
 "$GEN" transformer --model llama2-7b --phase decode --batch 1 --seq 2048 --layers 1 -o l1.bin >/dev/null
 "$SIM" --platform "$PLATFORM" --trace l1.bin --out l1 -q --deterministic
-"$ANA" l1 --rounds 3 -o l1-opt.bin > l1.txt 2> l1.err || fail "--rounds on the 1-layer decode: $(cat l1.err)"
+"$ANA" l1 --rounds 3 --verify 1 -o l1-opt.bin > l1.txt 2> l1.err || fail "--rounds on the 1-layer decode: $(cat l1.err)"
 grep -q "suggestions not replayed: running it again, replaying every suggestion" l1.err ||
     fail "the 1-layer decode's rounds no longer meet a run with unreplayed suggestions (choose another trace): $(cat l1.err)"
 "$PY" - l1.txt <<'PY' || fail "the rounds stopped at a run with suggestions nobody replayed"
