@@ -268,6 +268,32 @@ void expect_reads_after_their_wait(const std::vector<Instruction>& code, std::ui
 
 // Applies the run's reorder suggestion at `where`, checks the patched trace's legality, and
 // the model against the simulator on each list-scheduled window.
+// The windows of a list-scheduled reorder (the moves carry their rank; a window ends where its
+// moves go), each scheduled again: the model replays its original order within `tolerance` of
+// the simulator (the reference: the model restates its rules) and finds the new order faster.
+// Returns how many windows.
+std::size_t expect_windows_modelled(const Analyzed& r, const analysis::Suggestion& s, double tolerance) {
+    std::map<std::uint64_t, std::uint64_t> windows;  // end -> begin
+    for (const analysis::Move& m : s.moves) {
+        EXPECT_GT(m.rank, 0u) << "a reorder of the list scheduler moves whole windows";
+        auto it = windows.emplace(m.before, m.from).first;
+        it->second = std::min(it->second, m.from);
+    }
+    analysis::Context cx(r.data);
+    analysis::Planner plan(cx);
+    analysis::WindowScheduler sched(cx, plan);
+    for (const auto& [end, begin] : windows) {
+        const analysis::WindowSchedule w = sched.schedule(0, begin, end);
+        EXPECT_EQ(w.order.size(), end - begin);
+        const double span = static_cast<double>(w.measured - w.start);
+        EXPECT_NEAR(static_cast<double>(w.modelled_before - w.start), span, tolerance * span)
+            << "window " << begin << ".." << end << ": the model replays the original order to " << w.modelled_before
+            << " ps, the simulator took it to " << w.measured << " from " << w.start;
+        EXPECT_LT(w.modelled_after, w.modelled_before);
+    }
+    return windows.size();
+}
+
 void check_reorder(const Analyzed& r, const std::string& where_leaf) {
     const analysis::Suggestion* s = nullptr;
     for (const auto& x : r.a.suggestions)
@@ -280,25 +306,7 @@ void check_reorder(const Analyzed& r, const std::string& where_leaf) {
     EXPECT_GT(moved, 0u);
     std::printf("%s: %zu instructions changed place, estimated saving %.1f ns\n", s->where.c_str(), moved, s->estimated_saving / 1000.0);
 
-    // Windows: the moves carry their rank; a window ends where its moves go.
-    std::map<std::uint64_t, std::uint64_t> windows;  // end -> begin
-    for (const analysis::Move& m : s->moves) {
-        ASSERT_GT(m.rank, 0u) << "a reorder of the list scheduler moves whole windows";
-        auto it = windows.emplace(m.before, m.from).first;
-        it->second = std::min(it->second, m.from);
-    }
-    analysis::Context cx(r.data);
-    analysis::Planner plan(cx);
-    analysis::WindowScheduler sched(cx, plan);
-    for (const auto& [end, begin] : windows) {
-        const analysis::WindowSchedule w = sched.schedule(0, begin, end);
-        ASSERT_EQ(w.order.size(), end - begin);
-        const double span = static_cast<double>(w.measured - w.start);
-        EXPECT_NEAR(static_cast<double>(w.modelled_before - w.start), span, 0.02 * span)
-            << "window " << begin << ".." << end << ": the model replays the original order to " << w.modelled_before
-            << " ps, the simulator took it to " << w.measured;
-        EXPECT_LT(w.modelled_after, w.modelled_before);
-    }
+    expect_windows_modelled(r, *s, 0.02);
 }
 
 // A GEMM of two row blocks (so that one epilogue sits mid-run), k steps of 128.
@@ -1421,29 +1429,14 @@ TEST(Reorder, AcrossTheStreamPrefillLayerRowLoopsAreListScheduledLegally) {
     const std::string patched = temp_path("prefill-pipelined.bin");
     analysis::write_patched_trace(r.data, *s, patched);
     EXPECT_GT(expect_legal_reorder(r.data.streams[0].code, read_stream(patched, 0), 0), 0u);
-    std::map<std::uint64_t, std::uint64_t> windows;  // end -> begin
-    for (const analysis::Move& m : s->moves) {
-        auto it = windows.emplace(m.before, m.from).first;
-        it->second = std::min(it->second, m.from);
-    }
-    analysis::Context cx(r.data);
-    analysis::Planner plan(cx);
-    analysis::WindowScheduler sched(cx, plan);
-    for (const auto& [end, begin] : windows) {
-        const analysis::WindowSchedule w = sched.schedule(0, begin, end);
-        ASSERT_EQ(w.order.size(), end - begin);
-        const double span = static_cast<double>(w.measured - w.start);
-        EXPECT_NEAR(static_cast<double>(w.modelled_before - w.start), span, 0.10 * span)
-            << "window " << begin << ".." << end << ": the model replays the original order to " << w.modelled_before
-            << " ps, the simulator took it to " << w.measured << " from " << w.start;
-    }
+    const std::size_t windows = expect_windows_modelled(r, *s, 0.10);
     const Analyzed q = replayed(patched, "prefill-out");
     ASSERT_LT(q.a.end, r.a.end);
     const double measured = static_cast<double>(r.a.end - q.a.end);
     EXPECT_NEAR(static_cast<double>(s->estimated_saving), measured, 0.25 * measured);
     EXPECT_LE(s->estimated_saving, r.a.bounds.headroom);
     std::printf("prefill layer: %.1f -> %.1f us, estimated saving %.1f us, %zu windows\n", r.a.end / 1e6, q.a.end / 1e6,
-                s->estimated_saving / 1e6, windows.size());
+                s->estimated_saving / 1e6, windows);
     if (const analysis::Suggestion* again = across_the_stream(q)) {
         EXPECT_LE(static_cast<double>(again->estimated_saving), 0.15 * measured) << again->cause;
     }

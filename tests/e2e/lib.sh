@@ -7,6 +7,10 @@
 #   pass MESSAGE              count a check that passed: "ok N - MESSAGE"
 #   fail MESSAGE              "FAIL: MESSAGE" (and how many checks passed, if any were counted)
 #                             on stderr, exit 1
+#   e2e_apply_reproduces RUN N  xpu_analyze RUN --apply N -o RUN-patched.bin, re-simulated on
+#                             RUN/platform.yaml into RUN-patched/: saves what the verification
+#                             measured for suggestion N, within 1 ns (the same deterministic
+#                             simulation of the same trace on the same platform)
 e2e_args() {
     local n=$1 usage=$2
     shift 2
@@ -34,4 +38,18 @@ fail() {
     echo "FAIL: $*" >&2
     [[ -z ${checks:-} ]] || echo "$checks passed, 1 failed" >&2
     exit 1
+}
+e2e_apply_reproduces() {
+    local run=$1 rank=$2
+    "$ANA" "$run" --apply "$rank" -o "$run-patched.bin" > /dev/null || fail "$run: --apply $rank failed"
+    "$SIM" --platform "$run/platform.yaml" --trace "$run-patched.bin" --out "$run-patched" -q ||
+        fail "$run: the patched trace does not run"
+    "$PY" - "$run" "$run-patched" "$rank" <<'PYEOF' || fail "$run: --apply $rank, re-simulated, does not save what was measured"
+import json, sys
+run, patched, rank = sys.argv[1], sys.argv[2], int(sys.argv[3])
+s = json.load(open(run + "/analysis.json"))["suggestions"][rank - 1]
+t = [json.load(open(d + "/stats.json"))["simulated_time_ns"] for d in (run, patched)]
+assert abs((t[0] - t[1]) - s["measured_saving_ns"]) <= 1, "re-simulated saving %.3f ns, measured %.3f ns" % (t[0] - t[1], s["measured_saving_ns"])
+print("%.3f -> %.3f us re-simulated, as measured" % (t[0] / 1e3, t[1] / 1e3))
+PYEOF
 }

@@ -34,18 +34,13 @@ assert share >= float(sys.argv[2]), "measured below %s%% of the headroom" % sys.
 print(ranks[0])
 PYEOF
 ) || fail "$name: pipeline_store not verified or below $MIN% of the headroom"
-    "$ANA" "$WORK/$name" --apply "$rank" -o "$WORK/$name-patched.bin" > /dev/null || fail "$name: --apply $rank failed"
-    "$SIM" --platform "$WORK/$name/platform.yaml" --trace "$WORK/$name-patched.bin" --out "$WORK/$name-patched" -q \
-        || fail "$name: the patched trace does not run"
-    "$PY" - "$WORK/$name" "$WORK/$name-patched" "$rank" <<'PYEOF' || fail "$name: replay or fixed point"
+    e2e_apply_reproduces "$WORK/$name" "$rank"
+    "$PY" - "$WORK/$name" "$WORK/$name-patched" "$rank" <<'PYEOF' || fail "$name: fixed point"
 import json, sys
-run, patched, rank = sys.argv[1], sys.argv[2], int(sys.argv[3])
-s = json.load(open(run + "/analysis.json"))["suggestions"][rank - 1]
-t = [json.load(open(d + "/stats.json"))["simulated_time_ns"] for d in (run, patched)]
-assert abs((t[0] - t[1]) - s["measured_saving_ns"]) <= 1, "re-simulated saving %.3f ns, measured %.3f ns" % (t[0] - t[1], s["measured_saving_ns"])
+patched = sys.argv[2]
 again = [x["kind"] for x in json.load(open(patched + "/analysis.json"))["suggestions"]]
 assert "pipeline_store" not in again, "the patched run proposes pipeline_store again"
-print("%.3f -> %.3f us re-simulated, as measured; the patched run proposes: %s" % (t[0] / 1e3, t[1] / 1e3, ", ".join(again) or "nothing"))
+print("the patched run proposes: %s" % (", ".join(again) or "nothing"))
 PYEOF
     pass "$name: pipeline_store verified, reproduced by --apply, not proposed again"
 done
