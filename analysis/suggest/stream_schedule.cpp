@@ -27,16 +27,22 @@ constexpr Tick kMinStallPerMille = 100;
 // As reorder.cpp (kModelErrorPerMille): a modelled gain below 1% of the window's modelled span
 // is within the model's error.
 constexpr Tick kModelErrorPerMille = 10;
+// At most this many windows are scheduled (2 M instructions), those with the most operand-wait
+// time: a window costs about a millisecond to schedule, and a 10.3 M-instruction GEMM has 5,029
+// of them (5.7 s of CPU added to its analysis without the budget; a 100 M-instruction one would
+// take a minute). A 32-layer llama2-7b decode has 843.
+constexpr std::size_t kMaxWindows = 1024;
 
-}  // namespace
+struct Candidate {
+    std::uint32_t stream = 0;
+    std::uint64_t begin = 0, end = 0;
+    Tick operands = 0;  // operand-wait time in the run
+};
 
-bool schedule_stream(const SuggestContext& sc, Suggestion& sug) {
-    const RunData& run = sc.run;
-    WindowScheduler scheduler(sc.cx, sc.plan);
-    std::map<std::uint32_t, Tick> saving_on;
-    std::set<std::uint32_t> moved_anns;  // the annotations (string ids) of the instructions that change place
-    bool unannotated = false;
-    std::uint64_t windows = 0;
+// The windows worth scheduling (operand waits at least kMinStallPerMille of the span), at most
+// kMaxWindows of them, those with the most operand-wait time; in stream and program order.
+std::vector<Candidate> candidates(const RunData& run) {
+    std::vector<Candidate> out;
     for (std::uint32_t s = 0; s < run.streams.size(); ++s) {
         const Stream& st = run.streams[s];
         const std::uint64_t n = st.code.size();
@@ -54,30 +60,54 @@ bool schedule_stream(const SuggestContext& sc, Suggestion& sug) {
                     if (gap[g].why == trace::IssueWait::Operands) operands += gap[g].end - gap[g].begin;
             }
             const Tick span = st.life[e - 1].issue - std::min(st.life[e - 1].issue, st.life[b].issue);
-            if (span == 0 || operands * 1000 < span * kMinStallPerMille) continue;
-            const WindowSchedule ws = scheduler.schedule(s, b, e);
-            if (ws.order.empty() || ws.modelled_after >= ws.modelled_before) continue;
-            const Tick modelled_span = ws.modelled_before - std::min(ws.modelled_before, ws.start);
-            const Tick modelled = ws.modelled_before - ws.modelled_after;
-            if (modelled * 1000 < modelled_span * kModelErrorPerMille) continue;
-            // The roofline: where the HBM was busy all along the window, issuing its work
-            // sooner only queues it sooner (a decode's weight streaming: the model, which
-            // takes each DMA's duration from the run, would count that as a gain).
-            const Tick gain = std::min(modelled, sc.hbm.idle(st.chip, ws.start, std::max(ws.start, ws.measured)));
-            if (gain == 0) continue;
-            bool moved = false;
-            for (std::size_t p = 0; p < ws.order.size(); ++p) {
-                if (ws.order[p] == b + p) continue;
-                moved = true;
-                const Instruction& in = st.code[ws.order[p]];
-                if (in.has(kAnn)) moved_anns.insert(in.ann);
-                else unannotated = true;
-            }
-            if (!moved) continue;
-            saving_on[s] += gain;
-            ++windows;
-            for (std::size_t p = 0; p < ws.order.size(); ++p) sug.moves.push_back({s, ws.order[p], e, p + 1});
+            if (span > 0 && operands * 1000 >= span * kMinStallPerMille) out.push_back({s, b, e, operands});
         }
+    }
+    if (out.size() > kMaxWindows) {
+        std::stable_sort(out.begin(), out.end(), [](const Candidate& x, const Candidate& y) { return x.operands > y.operands; });
+        out.resize(kMaxWindows);
+        std::sort(out.begin(), out.end(), [](const Candidate& x, const Candidate& y) {
+            return x.stream != y.stream ? x.stream < y.stream : x.begin < y.begin;
+        });
+    }
+    return out;
+}
+
+}  // namespace
+
+bool schedule_stream(const SuggestContext& sc, Suggestion& sug) {
+    const RunData& run = sc.run;
+    WindowScheduler scheduler(sc.cx, sc.plan);
+    std::map<std::uint32_t, Tick> saving_on;
+    std::set<std::uint32_t> moved_anns;  // the annotations (string ids) of the instructions that change place
+    bool unannotated = false;
+    std::uint64_t windows = 0;
+    for (const Candidate& c : candidates(run)) {
+        const std::uint32_t s = c.stream;
+        const std::uint64_t b = c.begin, e = c.end;
+        const Stream& st = run.streams[s];
+        const WindowSchedule ws = scheduler.schedule(s, b, e);
+        if (ws.order.empty() || ws.modelled_after >= ws.modelled_before) continue;
+        const Tick modelled_span = ws.modelled_before - std::min(ws.modelled_before, ws.start);
+        const Tick modelled = ws.modelled_before - ws.modelled_after;
+        if (modelled * 1000 < modelled_span * kModelErrorPerMille) continue;
+        // The roofline: where the HBM was busy all along the window, issuing its work
+        // sooner only queues it sooner (a decode's weight streaming: the model, which
+        // takes each DMA's duration from the run, would count that as a gain).
+        const Tick gain = std::min(modelled, sc.hbm.idle(st.chip, ws.start, std::max(ws.start, ws.measured)));
+        if (gain == 0) continue;
+        bool moved = false;
+        for (std::size_t p = 0; p < ws.order.size(); ++p) {
+            if (ws.order[p] == b + p) continue;
+            moved = true;
+            const Instruction& in = st.code[ws.order[p]];
+            if (in.has(kAnn)) moved_anns.insert(in.ann);
+            else unannotated = true;
+        }
+        if (!moved) continue;
+        saving_on[s] += gain;
+        ++windows;
+        for (std::size_t p = 0; p < ws.order.size(); ++p) sug.moves.push_back({s, ws.order[p], e, p + 1});
     }
     if (sug.moves.empty()) return false;
     sug.moves.shrink_to_fit();

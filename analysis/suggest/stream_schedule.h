@@ -17,7 +17,9 @@
 // written or its destination still being read: the issue gap's Operands part,
 // traces/issue_stall.h) add up to at least kMinStallPerMille of the window's span in the run,
 // and whose list schedule the model finishes sooner than program order by more than the model's
-// error (as reorder.cpp, 1% of the window's modelled span).
+// error (as reorder.cpp, 1% of the window's modelled span). At most kMaxWindows windows (2 M
+// instructions) are scheduled, those with the most operand-wait time: the analysis' cost stays
+// bounded on long traces.
 // The change: each such window in its scheduled order (a permutation; the scheduler's edges are
 // the dependency rules of dependencies.h: registers, memory, sync semantics).
 // The estimate: per stream, the sum over its windows of the model's finish in program order
