@@ -81,13 +81,10 @@ std::vector<Suggestion> find_suggestions(const Context& cx, Analysis& a) {
     auto beside_work = [&] {
         SuggestContext sc(cx, a, plan_beside);
         sc.prefetch_ahead_cache = prefetch_ahead;
-        // Those that do not read the remedies first: they run while the remedies are chosen.
-        for (std::size_t i = 0; i < finders.size(); ++i)
-            if (finders[i]->runs_beside() && !finders[i]->reads_remedies()) finders[i]->find(sc, found[i]);
         bool have_remedies = false;
         for (std::size_t i = 0; i < finders.size(); ++i) {
-            if (!finders[i]->runs_beside() || !finders[i]->reads_remedies()) continue;
-            if (!have_remedies) {
+            if (!finders[i]->runs_beside()) continue;
+            if (finders[i]->reads_remedies() && !have_remedies) {
                 sc.remedies = remedies.get();
                 have_remedies = true;
             }

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/attribution.h"
 #include "analysis/names.h"
 #include "analysis/patch.h"
 #include "analysis/schedule.h"
@@ -41,7 +42,8 @@ struct Candidate {
 
 // The windows worth scheduling (operand waits at least kMinStallPerMille of the span), at most
 // kMaxWindows of them, those with the most operand-wait time; in stream and program order.
-std::vector<Candidate> candidates(const RunData& run) {
+std::vector<Candidate> candidates(const RunIndex& ix) {
+    const RunData& run = ix.run();
     std::vector<Candidate> out;
     for (std::uint32_t s = 0; s < run.streams.size(); ++s) {
         const Stream& st = run.streams[s];
@@ -49,13 +51,13 @@ std::vector<Candidate> candidates(const RunData& run) {
         for (std::uint64_t b = 0; b < n; b += kWindow) {
             const std::uint64_t e = std::min(n, b + kWindow);
             if (e - b < 2 || !st.life[b].seen || !st.life[e - 1].seen) continue;
-            // Operand waits, from the previous instruction's issue (attribution.cpp counts from the
-            // end of its issue slot: a fraction of a cycle more, each).
+            // Operand waits: the issue gap's Operands part from the moment the instruction could
+            // have issued, as the attribution counts them (its "data dependency").
             Tick operands = 0;
             for (std::uint64_t i = b + 1; i < e; ++i) {
                 const Life& l = st.life[i];
                 trace::IssueGap gap[3];
-                const int ng = trace::split_issue_gap(st.life[i - 1].issue, l.arrival, l.ready, l.issue, gap);
+                const int ng = trace::split_issue_gap(could_issue(ix, s, i), l.arrival, l.ready, l.issue, gap);
                 for (int g = 0; g < ng; ++g)
                     if (gap[g].why == trace::IssueWait::Operands) operands += gap[g].end - gap[g].begin;
             }
@@ -82,7 +84,7 @@ bool schedule_stream(const SuggestContext& sc, Suggestion& sug) {
     std::set<std::uint32_t> moved_anns;  // the annotations (string ids) of the instructions that change place
     bool unannotated = false;
     std::uint64_t windows = 0;
-    for (const Candidate& c : candidates(run)) {
+    for (const Candidate& c : candidates(sc.cx.ix)) {
         const std::uint32_t s = c.stream;
         const std::uint64_t b = c.begin, e = c.end;
         const Stream& st = run.streams[s];
