@@ -9,6 +9,38 @@
 
 namespace xpu {
 
+namespace {
+
+// Descriptors on engines' own threads, and arbiters with chunks to issue, in the current
+// simulation (one per process; tests may make a new context: counted from zero there).
+struct Counts {
+    unsigned own = 0, busy = 0;
+};
+Counts& counts() {
+    static Counts n;
+    static sc_core::sc_simcontext* context = nullptr;
+    if (context != sc_core::sc_get_curr_simcontext()) {
+        context = sc_core::sc_get_curr_simcontext();
+        n = Counts{};
+    }
+    return n;
+}
+
+}  // namespace
+
+void DmaArbiter::own_mover(int delta) { counts().own += static_cast<unsigned>(delta); }
+
+bool DmaArbiter::own_movers() { return counts().own != 0; }
+
+bool DmaArbiter::arbiters_busy() { return counts().busy != 0; }
+
+void DmaArbiter::set_busy(bool busy) {
+    if (busy == busy_) return;
+    busy_ = busy;
+    if (busy) ++counts().busy;
+    else --counts().busy;
+}
+
 DmaArbiter& DmaArbiter::of_chip(unsigned chip) {
     // One simulation per process (SystemC elaborates once). Never destroyed: the arbiters' events
     // and threads belong to the simulation context, which outlives every static.
@@ -51,12 +83,14 @@ void DmaArbiter::run() {
         std::size_t first = engines_.size();
         for (std::size_t i = 0; i < engines_.size(); ++i)
             if (next[i].ready && (first == engines_.size() || next[i].t < next[first].t)) first = i;
+        set_busy(first != engines_.size());
         if (first == engines_.size()) {
             wait(work_);
             qk_.reset();  // idle until now: a new quantum from here
-        } else if (qk_.past_quantum(next[first].t)) {
-            // Ahead by more than a quantum: wait until that chunk's time, or until an engine has
-            // new work (which may issue earlier), and start a new quantum there.
+        } else if (qk_.past_quantum(next[first].t) || (next[first].t > now && own_movers())) {
+            // Ahead by more than a quantum (or at all, while a descriptor is moved on an engine's
+            // own thread): wait until that chunk's time, or until an engine has new work (which
+            // may issue earlier), and start a new quantum there.
             for (Engine* e : engines_) e->report_routed();
             wait(until(next[first].t), work_);
             qk_.reset();

@@ -191,6 +191,7 @@ void DmaEngine::begin() {
         mover_ = Mover::Arbiter;  // the arbiter issues its chunks
     } else {
         mover_ = Mover::Own;  // a TLM side: this engine's thread moves it
+        DmaArbiter::own_mover(+1);
         alone_.notify();
     }
 }
@@ -263,6 +264,7 @@ void DmaEngine::engine() {
         }
         move_alone();
         mover_ = Mover::None;
+        DmaArbiter::own_mover(-1);
         if (!queue_.empty()) begin();  // the next one at once, as the arbiter would
         if (mover_ != Mover::Own) arbiter_.poke();  // the arbiter's turn (its descriptor, or none)
     }
@@ -273,9 +275,10 @@ void DmaEngine::move_alone() {
     for (; m.off < m.d.in.bytes;) {
         const std::uint64_t len = std::min<std::uint64_t>(cfg_.chunk_bytes, m.d.in.bytes - m.off);
         if (inflight_.full()) m.t = max_tick(m.t, inflight_.pop());
-        // Temporal decoupling. This thread waits here, inside a TLM transfer and for work (then
-        // reset()). The kernel's time, for a direct side, as the chunk begins.
-        if (qk_.past_quantum(m.t)) qk_.sync_to(m.t);
+        // Temporal decoupling, while no arbiter has chunks to issue (else in time order with
+        // theirs: dma_arbiter.h). This thread waits here, inside a TLM transfer and for work
+        // (then reset()). The kernel's time, for a direct side, as the chunk begins.
+        if (qk_.past_quantum(m.t) || (m.t > now_ticks() && DmaArbiter::arbiters_busy())) qk_.sync_to(m.t);
         const Tick now = m.src_path || m.dst_path ? now_ticks() : 0;
         Tick read_stall = 0, write_stall = 0;
         origin_.core = m.d.core;
