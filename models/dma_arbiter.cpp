@@ -12,17 +12,13 @@ namespace xpu {
 namespace {
 
 // Descriptors on engines' own threads, and arbiters with chunks to issue, in the current
-// simulation (one per process; tests may make a new context: counted from zero there).
+// simulation (one per process; a test that makes a new context makes new arbiters, of_chip,
+// which count from zero there). Read on every chunk: a plain static, no context lookup.
 struct Counts {
     unsigned own = 0, busy = 0;
 };
 Counts& counts() {
     static Counts n;
-    static sc_core::sc_simcontext* context = nullptr;
-    if (context != sc_core::sc_get_curr_simcontext()) {
-        context = sc_core::sc_get_curr_simcontext();
-        n = Counts{};
-    }
     return n;
 }
 
@@ -49,6 +45,7 @@ DmaArbiter& DmaArbiter::of_chip(unsigned chip) {
     if (context != sc_core::sc_get_curr_simcontext()) {  // a new context (tests): new arbiters
         context = sc_core::sc_get_curr_simcontext();
         arbiters->clear();
+        counts() = Counts{};
     }
     DmaArbiter*& a = (*arbiters)[chip];
     if (!a) a = new DmaArbiter(chip);

@@ -278,7 +278,7 @@ void DmaEngine::move_alone() {
         // Temporal decoupling, while no arbiter has chunks to issue (else in time order with
         // theirs: dma_arbiter.h). This thread waits here, inside a TLM transfer and for work
         // (then reset()). The kernel's time, for a direct side, as the chunk begins.
-        if (qk_.past_quantum(m.t) || (m.t > now_ticks() && DmaArbiter::arbiters_busy())) qk_.sync_to(m.t);
+        if (qk_.past_quantum(m.t) || (DmaArbiter::arbiters_busy() && m.t > now_ticks())) qk_.sync_to(m.t);
         const Tick now = m.src_path || m.dst_path ? now_ticks() : 0;
         Tick read_stall = 0, write_stall = 0;
         origin_.core = m.d.core;
