@@ -25,9 +25,6 @@ constexpr std::uint64_t kWindow = 2048;
 // mille): elsewhere the core issued as fast as its units took the work, and reordering it has
 // little to gain (and the scheduler's time is spent where it can pay).
 constexpr Tick kMinStallPerMille = 100;
-// As reorder.cpp (kModelErrorPerMille): a modelled gain below 1% of the window's modelled span
-// is within the model's error.
-constexpr Tick kModelErrorPerMille = 10;
 // At most this many windows are scheduled (2 M instructions), those with the most operand-wait
 // time: a window costs about a millisecond to schedule, and a 10.3 M-instruction GEMM has 5,029
 // of them (5.7 s of CPU added to its analysis without the budget; a 100 M-instruction one would
@@ -92,7 +89,7 @@ bool schedule_stream(const SuggestContext& sc, Suggestion& sug) {
         if (ws.order.empty() || ws.modelled_after >= ws.modelled_before) continue;
         const Tick modelled_span = ws.modelled_before - std::min(ws.modelled_before, ws.start);
         const Tick modelled = ws.modelled_before - ws.modelled_after;
-        if (modelled * 1000 < modelled_span * kModelErrorPerMille) continue;
+        if (modelled * 1000 < modelled_span * kModelErrorPerMille) continue;  // within the model's error (schedule.h)
         // The roofline: where the HBM was busy all along the window, issuing its work
         // sooner only queues it sooner (a decode's weight streaming: the model, which
         // takes each DMA's duration from the run, would count that as a gain).

@@ -7,6 +7,11 @@
 #   pass MESSAGE              count a check that passed: "ok N - MESSAGE"
 #   fail MESSAGE              "FAIL: MESSAGE" (and how many checks passed, if any were counted)
 #                             on stderr, exit 1
+#   e2e_verified_rank RUN MIN KIND [ACTION_PREFIX]
+#                             prints the rank of RUN's first suggestion of KIND (whose action
+#                             starts with ACTION_PREFIX, if given): fails unless it is verified,
+#                             its estimate is at most the headroom and its measured saving at
+#                             least MIN% of the headroom
 #   e2e_apply_reproduces RUN N  xpu_analyze RUN --apply N -o RUN-patched.bin, re-simulated on
 #                             RUN/platform.yaml into RUN-patched/: saves what the verification
 #                             measured for suggestion N, within 1 ns (the same deterministic
@@ -38,6 +43,26 @@ fail() {
     echo "FAIL: $*" >&2
     [[ -z ${checks:-} ]] || echo "$checks passed, 1 failed" >&2
     exit 1
+}
+e2e_verified_rank() {
+    local run=$1 min=$2 kind=$3 prefix=${4:-}
+    "$PY" - "$run/analysis.json" "$min" "$kind" "$prefix" <<'PYEOF'
+import json, sys
+a = json.load(open(sys.argv[1]))
+kind, prefix = sys.argv[3], sys.argv[4]
+what = prefix or kind
+head = a["bounds"]["headroom_ns"]
+ranks = [i + 1 for i, s in enumerate(a["suggestions"]) if s["kind"] == kind and s["action"].startswith(prefix)]
+assert ranks, "no %s suggestion" % what
+s = a["suggestions"][ranks[0] - 1]
+assert s["status"] == "verified", "%s is %s" % (what, s["status"])
+assert s["estimated_saving_ns"] <= head, "an estimate above the headroom"
+share = 100 * s["measured_saving_ns"] / head
+print("%s (#%d): %.1f ns measured, %.1f ns estimated, %.1f%% of the %.1f ns headroom"
+      % (what, ranks[0], s["measured_saving_ns"], s["estimated_saving_ns"], share, head), file=sys.stderr)
+assert share >= float(sys.argv[2]), "measured below %s%% of the headroom" % sys.argv[2]
+print(ranks[0])
+PYEOF
 }
 e2e_apply_reproduces() {
     local run=$1 rank=$2

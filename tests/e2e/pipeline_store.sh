@@ -19,21 +19,7 @@ for case in "xpu 1000 1000 1000" "tpu-v6e-4 777 1000 1300"; do
     name="$plat-${m}x${n}x${k}"
     "$GEN" gemm --m "$m" --n "$n" --k "$k" --platform "$SOURCE_DIR/configs/$plat.yaml" -o "$WORK/$name.bin" > /dev/null
     "$SIM" --platform "$SOURCE_DIR/configs/$plat.yaml" --trace "$WORK/$name.bin" --out "$WORK/$name" -q || fail "$name: sim_main failed"
-    rank=$("$PY" - "$WORK/$name/analysis.json" "$MIN" <<'PYEOF'
-import json, sys
-a = json.load(open(sys.argv[1]))
-head = a["bounds"]["headroom_ns"]
-ranks = [i + 1 for i, s in enumerate(a["suggestions"]) if s["kind"] == "pipeline_store"]
-assert ranks, "no pipeline_store suggestion"
-s = a["suggestions"][ranks[0] - 1]
-assert s["status"] == "verified", "pipeline_store is %s" % s["status"]
-share = 100 * s["measured_saving_ns"] / head
-print("pipeline_store (#%d): %.1f ns measured, %.1f ns estimated, %.1f%% of the %.1f ns headroom"
-      % (ranks[0], s["measured_saving_ns"], s["estimated_saving_ns"], share, head), file=sys.stderr)
-assert share >= float(sys.argv[2]), "measured below %s%% of the headroom" % sys.argv[2]
-print(ranks[0])
-PYEOF
-) || fail "$name: pipeline_store not verified or below $MIN% of the headroom"
+    rank=$(e2e_verified_rank "$WORK/$name" "$MIN" pipeline_store) || fail "$name: pipeline_store not verified or below $MIN% of the headroom"
     e2e_apply_reproduces "$WORK/$name" "$rank"
     "$PY" - "$WORK/$name" "$WORK/$name-patched" "$rank" <<'PYEOF' || fail "$name: fixed point"
 import json, sys

@@ -25,23 +25,7 @@ for case in "xpu --model llama2-7b --seq 128" "tpu-v5e-4 --model custom --hidden
     "$GEN" transformer $shape --phase prefill --batch 1 --layers 1 --platform "$SOURCE_DIR/configs/$plat.yaml" \
         -o "$WORK/$name.bin" > /dev/null
     "$SIM" --platform "$SOURCE_DIR/configs/$plat.yaml" --trace "$WORK/$name.bin" --out "$WORK/$name" -q || fail "$name: sim_main failed"
-    rank=$("$PY" - "$WORK/$name/analysis.json" "$MIN" <<'PYEOF'
-import json, sys
-a = json.load(open(sys.argv[1]))
-head = a["bounds"]["headroom_ns"]
-across = lambda s: s["kind"] == "reorder" and s["action"].startswith("reorder across the stream")
-ranks = [i + 1 for i, s in enumerate(a["suggestions"]) if across(s)]
-assert ranks, "no reorder across the stream"
-s = a["suggestions"][ranks[0] - 1]
-assert s["status"] == "verified", "the reorder across the stream is %s" % s["status"]
-assert s["estimated_saving_ns"] <= head, "an estimate above the headroom"
-share = 100 * s["measured_saving_ns"] / head
-print("reorder across the stream (#%d): %.1f ns measured, %.1f ns estimated, %.1f%% of the %.1f ns headroom"
-      % (ranks[0], s["measured_saving_ns"], s["estimated_saving_ns"], share, head), file=sys.stderr)
-assert share >= float(sys.argv[2]), "measured below %s%% of the headroom" % sys.argv[2]
-print(ranks[0])
-PYEOF
-) || fail "$name: the reorder across the stream not verified or below $MIN% of the headroom"
+    rank=$(e2e_verified_rank "$WORK/$name" "$MIN" reorder "reorder across the stream") || fail "$name: the reorder across the stream not verified or below $MIN% of the headroom"
     e2e_apply_reproduces "$WORK/$name" "$rank"
     "$PY" - "$WORK/$name" "$WORK/$name-patched" "$rank" <<'PYEOF' || fail "$name: fixed point"
 import json, sys
