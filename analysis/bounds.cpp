@@ -18,6 +18,18 @@ Tick transfer_ps(double bytes, double gbps) {
     return static_cast<Tick>(std::floor(bytes * 1000.0 / gbps));
 }
 
+// A link (models/ici.h) carries each transfer's payload plus `packet_overhead_bytes` per packet of
+// up to `packet_bytes`: at least bytes x (packet + overhead) / packet on the wire, however the
+// bytes are cut into transfers (ceil(len / packet) packets >= len / packet), so no suggestion
+// carries them in less. The last of them moves no sooner than all of them at the link's
+// bandwidth, and arrives a hop latency after it has moved (cut-through: the far end sees each
+// byte that much later); the transfer it belongs to completes no sooner, nor does the run. (A log
+// without the link's packets, older than its "link" header lines: the payload alone.)
+Tick link_bound_ps(const Unit& link, double bytes) {
+    const double wire = link.packet_bytes ? bytes * (static_cast<double>(link.packet_bytes) + link.packet_overhead_bytes) / link.packet_bytes : bytes;
+    return transfer_ps(wire, link.peak_gbps) + link.hop_latency_ps;
+}
+
 void keep_max(std::vector<Bound>& out, const char* name, const std::string& where, Tick t) {
     if (t == 0) return;
     for (auto& b : out)
@@ -61,8 +73,8 @@ RunBounds run_bounds(const RunData& run, Tick end) {
         if (unit.role == Role::Hbm) {
             hbm[unit.chip].first += bytes_of[u];
             hbm[unit.chip].second += unit.peak_gbps;
-        } else if (unit.role == Role::Link) {
-            keep_max(r.bounds, "link", unit.path, transfer_ps(bytes_of[u], unit.peak_gbps));
+        } else if (unit.role == Role::Link && bytes_of[u] > 0) {
+            keep_max(r.bounds, "link", unit.path, link_bound_ps(unit, bytes_of[u]));
         }
     }
     for (const auto& [chip, bp] : hbm)

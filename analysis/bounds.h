@@ -16,8 +16,9 @@ namespace xpu::analysis {
 // Bound and RunBounds are in analysis.h (Analysis holds them).
 
 // HBM: the bytes each chip's HBM controllers moved (as pieces on their channels, a reducing
-// write counted twice) over their peak bandwidth. Link: the bytes each inter-chip link carried
-// over its bandwidth. Compute: the summed streaming time of each matrix unit's matmuls (their
+// write counted twice) over their peak bandwidth. Link: the bytes each inter-chip link carried,
+// with the least packet overhead they take on the wire, over its bandwidth, plus one hop latency
+// (the last of them still has to arrive). Compute: the summed streaming time of each matrix unit's matmuls (their
 // shapes set it, not their order).
 RunBounds run_bounds(const RunData& run, Tick end);
 

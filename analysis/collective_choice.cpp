@@ -122,7 +122,8 @@ Suggestion collective_algorithm(const RunData& run) {
     const std::string other = ring ? "bidir-ring" : total > 4 ? "bidir-torus3d" : "bidir-torus2d";
     action << "another collective algorithm could spread the bytes over every "
            << (ring ? "direction of the ring (half each way)" : "dimension and direction of the torus") << ": at best " << used << "/"
-           << total << " of the busiest link's time; ";
+           << total << " of the busiest link's time, ~" << format_time(s.estimated_saving)
+           << " less (an estimate for that lowering, which moves the bytes over other links: this run's headroom does not bound it); ";
     if (!algorithms_in(bytes_by_op).count(other))
         action << "e.g. xpu_tracegen collective --algo " << other << ", then xpu_analyze --compare";
     else

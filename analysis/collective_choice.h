@@ -7,7 +7,11 @@
 // there are): that is the estimate, taken only when the links set the pace (the busiest link
 // was busy for at least half of the span of the inter-chip traffic), and only when that traffic
 // is a collective's: sent by at least two chips (a chip's point-to-point sends alone, such as one
-// remote DMA, have no collective algorithm to change).
+// remote DMA, have no collective algorithm to change). The action states that estimate: the
+// suggestion's estimated saving is capped at this run's headroom like every other, but the
+// other lowering moves the bytes over other links, so its own figure can be well above it (a
+// ring all-reduce of 4 MiB on 4 chips: ~66.88 us for bidir-ring, measured 66.6 us, against 1.1 us of
+// headroom over this lowering's link bound).
 //
 // This is advice, not a patch: the algorithm is the lowering's (the compiler's or the
 // collective library's) choice, so the proof is a run of the collective lowered the other way

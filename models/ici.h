@@ -112,6 +112,9 @@ public:
         f.peak_gbps = cfg_.bandwidth_gbps;
         f.bytes_sent = bytes_;
         f.from_chip = from_chip_;
+        f.packet_bytes = cfg_.packet_bytes;
+        f.packet_overhead_bytes = cfg_.packet_overhead_bytes;
+        f.hop_latency = cfg_.latency;
         return f;
     }
     // The chip it leaves from (set by whoever builds the links).

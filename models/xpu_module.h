@@ -41,6 +41,9 @@ struct ModuleFacts {
     std::uint64_t bytes_read = 0, bytes_written = 0;  // a memory: bytes served so far
     std::uint64_t bytes_sent = 0;    // a link: payload bytes sent so far
     int from_chip = -1;              // a link: the chip it leaves (its bytes count as that chip's)
+    unsigned packet_bytes = 0;       // a link: payload bytes per packet (0: not packetised)
+    unsigned packet_overhead_bytes = 0;  // a link: header/CRC bytes each packet adds on the wire
+    Tick hop_latency = 0;            // a link: ps from a byte leaving to its arriving at the far end
     int core = -1;                   // a core: the id of the trace streams it runs
     Tick cycle = 0;                  // a core: its clock period, ps
     Tick issue_slot = 0;             // a core: ps per issue slot (cycle / issue width)

@@ -23,6 +23,9 @@ txlog::Header txlog_header(const platform::Platform& p, const std::string& trace
         u.chip = m->chip();
         u.peak_gbps = f.peak_gbps;
         u.capacity = f.capacity;
+        u.packet_bytes = f.packet_bytes;
+        u.packet_overhead_bytes = f.packet_overhead_bytes;
+        u.hop_latency_ps = f.hop_latency;
         if (f.core >= 0)  // a core
             kv["issue_slot_ps." + std::to_string(u.chip) + "." + std::to_string(f.core)] = std::to_string(f.issue_slot);
         h.units.push_back(u);

@@ -53,7 +53,7 @@ TEST(RunBounds, ClosedFormsOfBytesAndBusyTime) {
     run.add_unit_op(2, kNone, 1, Opcode::MatMul, 0, 100'000, 400'000, 500'000);
     run.add_unit_op(2, kNone, 2, Opcode::MatMul, 0, 400'000, 800'000, 900'000);
     const RunBounds b = run_bounds(run, 1'250'000);
-    ASSERT_EQ(b.bounds.size(), 3u);
+    ASSERT_EQ(b.bounds.size(), 3u);  // (a log without the link's packets: the payload alone, no latency)
     EXPECT_EQ(b.bounds[0].name, "HBM");
     EXPECT_EQ(b.bounds[0].time, 1'000'000u);
     EXPECT_EQ(b.bounds[1].name, "link");
@@ -64,6 +64,23 @@ TEST(RunBounds, ClosedFormsOfBytesAndBusyTime) {
     EXPECT_EQ(b.headroom, 250'000u);
     EXPECT_NE(describe_headroom(b, 1'250'000).find("25.0% above its HBM bound"), std::string::npos)
         << describe_headroom(b, 1'250'000);
+}
+
+// A packetised link (models/ici.h: each packet of up to 1024 payload bytes adds 64 on the wire;
+// 500 ns per hop): however the 25,000 bytes are cut into transfers, at least 25,000 x 1088 / 1024
+// bytes cross at 50 GB/s (531.25 ns), and the last of them arrives a hop latency later.
+TEST(RunBounds, LinkBoundCountsThePacketOverheadAndTheLastArrival) {
+    RunData run;
+    run.units = {{"xpu.links.chip0_xp", "IciLink", Role::Link, -1, 50, 0, 1024, 64, 500'000}};
+    MemTxn link;
+    link.target = 0;
+    link.bytes = 25'000;
+    run.mems = {link};
+    const RunBounds b = run_bounds(run, 2'000'000);
+    ASSERT_EQ(b.bounds.size(), 1u);
+    EXPECT_EQ(b.bounds[0].name, "link");
+    EXPECT_EQ(b.bounds[0].time, 531'250u + 500'000u);
+    EXPECT_EQ(b.headroom, 2'000'000u - 1'031'250u);
 }
 
 TEST(RunBounds, EstimatesCappedAtHeadroomAndNumbered) {

@@ -243,6 +243,38 @@ TEST(TxlogRoundTrip, AllGatherOnARing) {
     std::size_t link = 0;
     for (const auto& m : r.want.mems) link += r.got.units[m.target].role == Role::Link;
     EXPECT_GT(link, 0u);
+    // Each link's packets and hop latency come back from its "link" header line (the link bound
+    // counts them: analysis/bounds.cpp); xpu-ring4.yaml's links: 1024 + 64 bytes, 500 ns.
+    std::size_t links = 0;
+    for (const auto& u : r.got.units)
+        if (u.role == Role::Link) {
+            ++links;
+            EXPECT_EQ(u.packet_bytes, 1024u) << u.path;
+            EXPECT_EQ(u.packet_overhead_bytes, 64u) << u.path;
+            EXPECT_EQ(u.hop_latency_ps, 500'000u) << u.path;
+        }
+    EXPECT_EQ(links, 8u);  // 4 chips, two directions each
+}
+
+// A "link" header line names a unit of an earlier line and its packets; anything else is refused
+// with the line and what was expected.
+TEST(TxlogHeader, LinkLinesCompleteTheirUnit) {
+    txlog::Header h;
+    std::string err;
+    ASSERT_TRUE(txlog::parse_header("unit xpu.links.chip0_xp IciLink link -1 50 0\nlink xpu.links.chip0_xp 2048 32 700000\n", h, err)) << err;
+    ASSERT_EQ(h.units.size(), 1u);
+    EXPECT_EQ(h.units[0].packet_bytes, 2048u);
+    EXPECT_EQ(h.units[0].packet_overhead_bytes, 32u);
+    EXPECT_EQ(h.units[0].hop_latency_ps, 700'000u);
+    txlog::Header again;
+    ASSERT_TRUE(txlog::parse_header(txlog::format_header(h), again, err)) << err;
+    EXPECT_EQ(again.units[0].hop_latency_ps, 700'000u);
+    for (const char* bad : {"link xpu.links.chip0_xp 2048 32 700000\n", "unit a IciLink link -1 50 0\nlink a 0 32 1\n",
+                            "unit a IciLink link -1 50 0\nlink a 1024 x\n"}) {
+        txlog::Header x;
+        EXPECT_FALSE(txlog::parse_header(bad, x, err)) << bad;
+        EXPECT_NE(err.find("expected 'link PATH PACKET_BYTES OVERHEAD_BYTES LATENCY_PS'"), std::string::npos) << err;
+    }
 }
 
 // An all-reduce on a 2D torus: its reducing writes move each HBM piece twice.

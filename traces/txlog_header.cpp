@@ -1,5 +1,6 @@
 #include "traces/txlog_header.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -11,6 +12,9 @@ std::string format_header(const Header& h) {
     for (const auto& [k, v] : h.meta) os << k << ' ' << v << '\n';
     for (const auto& u : h.units)
         os << "unit " << u.path << ' ' << u.kind << ' ' << role_name(u.role) << ' ' << u.chip << ' ' << u.peak_gbps << ' ' << u.capacity << '\n';
+    for (const auto& u : h.units)
+        if (u.packet_bytes)
+            os << "link " << u.path << ' ' << u.packet_bytes << ' ' << u.packet_overhead_bytes << ' ' << u.hop_latency_ps << '\n';
     for (const auto& l : h.hbm) {
         char bw[40];
         std::snprintf(bw, sizeof bw, "%.17g", l.channel_gbps);
@@ -37,6 +41,21 @@ bool parse_header(const std::string& text, Header& out, std::string& error) {
                 return false;
             }
             out.units.push_back(u);
+        } else if (key == "link") {  // after the unit lines (format_header writes them so)
+            std::istringstream us(value);
+            std::string path;
+            Unit l;
+            auto it = out.units.end();
+            if (us >> path >> l.packet_bytes >> l.packet_overhead_bytes >> l.hop_latency_ps && l.packet_bytes > 0)
+                it = std::find_if(out.units.begin(), out.units.end(), [&](const Unit& u) { return u.path == path; });
+            if (it == out.units.end()) {
+                error = "header line " + std::to_string(n) +
+                        ": expected 'link PATH PACKET_BYTES OVERHEAD_BYTES LATENCY_PS' for a unit named on an earlier line (packet bytes > 0)";
+                return false;
+            }
+            it->packet_bytes = l.packet_bytes;
+            it->packet_overhead_bytes = l.packet_overhead_bytes;
+            it->hop_latency_ps = l.hop_latency_ps;
         } else if (key == "hbm") {
             std::istringstream us(value);
             HbmLayout l;

@@ -22,6 +22,11 @@ struct Unit {
     int chip = -1;      // -1: not on a chip (links between chips)
     double peak_gbps = 0;          // HbmController, IciLink, DmaEngine: the bandwidth ceiling
     std::uint64_t capacity = 0;    // Vmem: bytes
+    // A link (a "link" header line; absent in logs written before 2026-11-29: 0, 0, 0): its
+    // packets, `packet_bytes` of payload plus `packet_overhead_bytes` on the wire each, and the
+    // latency from a byte leaving to its arriving at the far end (models/ici.h).
+    std::uint32_t packet_bytes = 0, packet_overhead_bytes = 0;
+    Tick hop_latency_ps = 0;
 };
 
 // How an HBM controller spreads a request over its channels (models/hbm_controller.cpp): from
@@ -76,7 +81,7 @@ struct HbmLayout {
 
 struct Header {
     std::map<std::string, std::string> meta;  // "key value" lines
-    std::vector<Unit> units;                  // "unit" lines, in order: name ids 1, 2, 3...
+    std::vector<Unit> units;                  // "unit" lines, in order: name ids 1, 2, 3...; "link" lines complete them
     std::vector<HbmLayout> hbm;               // "hbm" lines
 };
 
