@@ -47,6 +47,10 @@ struct Stream {
     std::vector<Instruction> code;  // program order
     std::vector<Life> life;         // same indexing
     std::string label() const { return "chip" + std::to_string(chip) + ".core" + std::to_string(core); }
+    // When an instruction moved up to just before instruction p issues: right after the core
+    // issued p - 1, not when p issued (a wait at p issues when it is satisfied; a DMA placed above
+    // it does not wait for that, it goes while the core waits).
+    Tick placed_issue(std::uint64_t p) const { return p > 0 && life[p - 1].seen ? life[p - 1].issue : life[p].issue; }
 };
 
 // A module of the platform, from the log's header (traces/txlog_header.h).

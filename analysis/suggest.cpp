@@ -54,11 +54,11 @@ void rank_suggestions(std::vector<Suggestion>& s, Tick run_end, std::size_t max)
 
 namespace {
 
-// The DMA view's "earliest possible issue": when the instruction at its hoist point issued.
+// The DMA view's "earliest possible issue": when the core reached its hoist point.
 void set_earliest_issue(const RunData& run, Planner& plan, Analysis& a) {
     for (DmaView& v : a.dmas) {
         const std::uint64_t p = plan.hoist_point(v.stream, v.index);
-        v.earliest_issue = std::min(v.issue, run.streams[v.stream].life[p].issue);
+        v.earliest_issue = std::min(v.issue, run.streams[v.stream].placed_issue(p));
     }
 }
 

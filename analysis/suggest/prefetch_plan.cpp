@@ -268,10 +268,7 @@ private:
         return end == st_.code.size();
     }
 
-    // When a DMA placed before instruction p issues: right after the core issued p - 1, not when
-    // p issued (a wait at p issues when it is satisfied, and a DMA placed before it does not wait
-    // for that: it goes while the core waits).
-    Tick placed_issue(std::uint64_t p) const { return p > 0 && st_.life[p - 1].seen ? st_.life[p - 1].issue : st_.life[p].issue; }
+    Tick placed_issue(std::uint64_t p) const { return st_.placed_issue(p); }
 
     // The first place in [0, k] where a DMA placed issues at or after t (the core issues in
     // program order).

@@ -130,7 +130,7 @@ std::uint64_t hoist_target(const SuggestContext& sc, const Raiser& r, Tick defic
     const Stream& rs = sc.run.streams[r.stream];
     std::uint64_t p = sc.plan.hoist_point(r.stream, r.index);
     renamed = false;
-    if (rename && deficit > rs.life[r.index].issue - std::min(rs.life[r.index].issue, rs.life[p].issue) &&
+    if (rename && deficit > rs.life[r.index].issue - std::min(rs.life[r.index].issue, rs.placed_issue(p)) &&
         sc.renamer.blocked_by_buffer(r.stream, r.index, p) && sc.renamer.can_rename(r.stream, r.index)) {
         const std::uint64_t q = sc.renamer.renamed_point(r.stream, r.index);
         if (q < p) {
@@ -141,18 +141,19 @@ std::uint64_t hoist_target(const SuggestContext& sc, const Raiser& r, Tick defic
     return p;
 }
 
-// How much earlier DMA raiser r completes when issued at the place of instruction p: the time
-// between its new and old issue, into its engine's idle time before its old start, at most its
-// lead-time deficit, and for a remote DMA into its first link's idle time.
+// How much earlier DMA raiser r completes when issued at the place of instruction p (right after
+// the core issued p - 1: Stream::placed_issue): the time between its new and old issue, into its
+// engine's idle time before its old start, at most its lead-time deficit, and for a remote DMA
+// into its first link's idle time.
 Tick hoist_gain(const SuggestContext& sc, const Raiser& r, std::uint64_t p, Tick deficit, bool remote) {
     const Stream& rs = sc.run.streams[r.stream];
     const Dma& d = sc.run.dmas[r.dma];
-    Tick gain = p < r.index ? rs.life[r.index].issue - std::min(rs.life[r.index].issue, rs.life[p].issue) : 0;
-    if (gain) gain = std::min(gain, sc.engines.idle(d.engine, rs.life[p].issue, d.start));
+    Tick gain = p < r.index ? rs.life[r.index].issue - std::min(rs.life[r.index].issue, rs.placed_issue(p)) : 0;
+    if (gain) gain = std::min(gain, sc.engines.idle(d.engine, rs.placed_issue(p), d.start));
     if (gain) gain = std::min(gain, deficit);
     // A remote DMA's pieces cross links: it can start moving earlier only through link time
     // left idle before its old start.
-    if (gain && remote) gain = std::min(gain, sc.links.idle(r.dma, rs.life[p].issue, d.start));
+    if (gain && remote) gain = std::min(gain, sc.links.idle(r.dma, rs.placed_issue(p), d.start));
     return gain;
 }
 
@@ -163,7 +164,7 @@ Tick overtaking_cost(const SuggestContext& sc, const Raiser& r, std::uint64_t p,
     const Dma& d = sc.run.dmas[r.dma];
     // Engines are FIFOs: a DMA moved ahead delays, by its own transfer, each DMA issued in
     // between on its engine whose completion someone waited for.
-    Tick cost = sc.dma_timing.wire(d, remote) * sc.engine_queue.stalling_between(d.engine, rs.life[p].issue, d.issue);
+    Tick cost = sc.dma_timing.wire(d, remote) * sc.engine_queue.stalling_between(d.engine, rs.placed_issue(p), d.issue);
     // The HBM's channels are FIFOs too: a local DMA moved ahead of the HBM traffic of the other
     // engines of its chip delays each such DMA someone waited for (and that no hoist moves with
     // it) by its own bytes at the HBM's peak rate (what it puts in the channels' queues ahead of
@@ -171,8 +172,8 @@ Tick overtaking_cost(const SuggestContext& sc, const Raiser& r, std::uint64_t p,
     // (which it may fill without delaying anyone).
     if (others && !remote) {
         const Tick ahead = sc.hbm.transfer(rs.chip, d.bytes);
-        const Tick idle = sc.hbm.idle(rs.chip, rs.life[p].issue, d.issue);
-        if (ahead > idle) cost += (ahead - idle) * others->stalling_between(rs.chip, d.engine, rs.life[p].issue, d.issue);
+        const Tick idle = sc.hbm.idle(rs.chip, rs.placed_issue(p), d.issue);
+        if (ahead > idle) cost += (ahead - idle) * others->stalling_between(rs.chip, d.engine, rs.placed_issue(p), d.issue);
     }
     return cost;
 }
@@ -237,7 +238,7 @@ HoistOption hoist_option(const SuggestContext& sc, const WaitStall& w, const Chi
         cost += overtaking_cost(sc, r, passes_from, remote, others);
         o.hoists.push_back({r.stream, r.index, p, renamed});
         o.dmas.push_back(r.dma);
-        if (!remote) new_issue = std::min(new_issue, rs.life[p].issue);
+        if (!remote) new_issue = std::min(new_issue, rs.placed_issue(p));
     }
     Tick saving = any_dma && !o.hoists.empty() ? lw.issue - std::min(lw.issue, std::max(latest_new, lw.ready)) : 0;
     // Roofline: a local DMA issued earlier arrives earlier only through HBM bandwidth left idle

@@ -11,8 +11,10 @@
 # usage: bash planted.sh BUILD_DIR SOURCE_DIR CASE MIN_RECOVERY_PERCENT
 # CASE: gemm-late-dma gemm-no-double-buffer gemm-false-dep gemm-bad-order decode-late-dma
 #       decode-false-dep decode-no-double-buffer decode-bad-order collective-serial
+#       collective-serial-torus
 #       gemm-split-dma (each tile load as 64 DMAs of 4 KiB); CASE@SIZE: at another size,
-#       gemm-...@MxNxK or decode-...@MODEL:BATCH:SEQ:LAYERS; CASE%NAME (after any @SIZE): on
+#       gemm-...@MxNxK, decode-...@MODEL:BATCH:SEQ:LAYERS or collective-...@CHIPS:BYTES:CHUNKS (a
+#       ring of CHIPS); CASE%NAME (after any @SIZE): on
 #       configs/NAME.yaml, the traces generated for it
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -38,7 +40,7 @@ if [[ -n ${PLANTED_PLATFORM:-} ]]; then
 fi
 # CASE@SIZE: the same planted cause at another size (the bar holds at every size, not only at
 # the sizes above): gemm-...@MxNxK, decode-...@MODEL:BATCH:SEQ:LAYERS.
-SIZE=
+SIZE= SETS=()
 if [[ $CASE == *@* ]]; then
     SIZE=${CASE#*@}
     CASE=${CASE%%@*}
@@ -63,6 +65,11 @@ case "$CASE" in
         gen=(collective --op all-reduce --chips 4 --bytes 4194304 --algo ring --chunks 4)
         PLATFORM="$SOURCE_DIR/configs/xpu-ring4.yaml"
         ;;
+    collective-serial-torus)  # both ways along both dimensions, two pieces a step: an all-gather
+        opt=(--serial-collective)
+        gen=(collective --op all-gather --chips 16 --dims 4x4 --bytes 4194304 --algo bidir-torus2d --chunks 2)
+        PLATFORM="$SOURCE_DIR/configs/xpu-torus4x4.yaml"
+        ;;
     *) fail "unknown case $CASE" ;;
 esac
 if [[ -n $SIZE ]]; then
@@ -74,6 +81,11 @@ if [[ -n $SIZE ]]; then
         decode-*)
             IFS=: read -r model batch seq layers <<< "$SIZE"
             gen=(transformer --model "$model" --phase decode --batch "$batch" --seq "$seq" --layers "$layers")
+            ;;
+        collective-*)  # CHIPS:BYTES:CHUNKS, on xpu-ring4.yaml made a ring of CHIPS
+            IFS=: read -r chips bytes chunks <<< "$SIZE"
+            gen=(collective --op all-reduce --chips "$chips" --bytes "$bytes" --algo ring --chunks "$chunks")
+            SETS=(--set "chips=$chips" --set "topology.dims=[$chips]")
             ;;
         *) fail "no other size for $CASE" ;;
     esac
@@ -88,15 +100,15 @@ case "$CASE" in
     *no-double-buffer) want_kind="double_buffer|hoist_wait|prefetch_ahead" want_where=wait_data ;;
     *false-dep) want_kind=drop_wait want_where=wait_c ;;
     *bad-order) want_kind=reorder want_where=wait_data ;;
-    collective-serial) want_kind=pipeline_collective want_where=wait ;;
+    collective-serial*) want_kind=pipeline_collective want_where=wait ;;
     *split-dma) want_kind=merge_dma want_where=load_a ;;
 esac
 
 [[ $CASE == collective-* ]] && GEN_PLATFORM=()
 "$GEN" "${gen[@]}" "${GEN_PLATFORM[@]}" -o "$WORK/clean.bin" > /dev/null
 "$GEN" "${gen[@]}" "${GEN_PLATFORM[@]}" "${opt[@]}" -o "$WORK/planted.bin" > /dev/null
-"$SIM" --platform "$PLATFORM" --trace "$WORK/clean.bin" --out "$WORK/clean" -q --no-analysis
-"$SIM" --platform "$PLATFORM" --trace "$WORK/planted.bin" --out "$WORK/planted" -q
+"$SIM" --platform "$PLATFORM" "${SETS[@]}" --trace "$WORK/clean.bin" --out "$WORK/clean" -q --no-analysis
+"$SIM" --platform "$PLATFORM" "${SETS[@]}" --trace "$WORK/planted.bin" --out "$WORK/planted" -q
 [[ -s "$WORK/planted/analysis.json" ]] || fail "sim_main wrote no analysis.json"
 
 "$PY" - "$WORK/planted/analysis.json" "$want_kind" "$want_where" <<'PYEOF' || fail "top finding"
@@ -125,7 +137,7 @@ PYEOF
 
 "$ANA" "$WORK/planted" --apply 1 -o "$WORK/patched.bin" > "$WORK/apply.txt" || fail "xpu_analyze --apply 1 failed"
 grep -q "applied suggestion 1" "$WORK/apply.txt" || fail "no confirmation from --apply"
-"$SIM" --platform "$PLATFORM" --trace "$WORK/patched.bin" --out "$WORK/patched" -q \
+"$SIM" --platform "$PLATFORM" "${SETS[@]}" --trace "$WORK/patched.bin" --out "$WORK/patched" -q \
     || fail "the patched trace does not run (a move broke a dependency?)"
 
 # A fixed point: the patched run, analysed and verified again, does not propose the applied change
