@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "analysis/report.h"
+#include "traces/link_wire.h"
 
 namespace xpu::analysis {
 
@@ -26,7 +27,7 @@ Tick transfer_ps(double bytes, double gbps) {
 // byte that much later); the transfer it belongs to completes no sooner, nor does the run. (A log
 // without the link's packets, older than its "link" header lines: the payload alone.)
 Tick link_bound_ps(const Unit& link, double bytes) {
-    const double wire = link.packet_bytes ? bytes * (static_cast<double>(link.packet_bytes) + link.packet_overhead_bytes) / link.packet_bytes : bytes;
+    const double wire = link.packet_bytes ? link_least_wire_bytes(bytes, link.packet_bytes, link.packet_overhead_bytes) : bytes;
     return transfer_ps(wire, link.peak_gbps) + link.hop_latency_ps;
 }
 

@@ -19,11 +19,6 @@ std::string direction_of(const std::string& path) {
     return u == std::string::npos ? std::string() : path.substr(u + 1);
 }
 
-// "all-reduce/ring/reduce_scatter/send" -> "all-reduce/ring/reduce_scatter" (the op, not its step).
-std::string op_of(const std::string& ann) {
-    const auto p = ann.rfind('/');
-    return p == std::string::npos ? ann : ann.substr(0, p);
-}
 
 // The collective algorithms xpu_tracegen lowers (traces/gen/collective.h), named as the second
 // component of their ops' annotations ("all-reduce/torus2d/reduce_scatter").

@@ -36,12 +36,17 @@ struct NaturalLess {
     bool operator()(const std::string& a, const std::string& b) const { return natural_less(a, b); }
 };
 
-std::string step_of_name(const std::string& ann) {
+}  // namespace
+
+std::string step_of(const std::string& ann) {
     const auto p = ann.rfind('/');
     return p == std::string::npos ? ann : ann.substr(p + 1);
 }
 
-}  // namespace
+std::string op_of(const std::string& ann) {
+    const auto p = ann.rfind('/');
+    return p == std::string::npos ? ann : ann.substr(0, p);
+}
 
 bool natural_less(std::string_view a, std::string_view b) {
     std::size_t i = 0, j = 0;
@@ -147,7 +152,7 @@ std::size_t layer_count(const std::vector<std::string>& names) {
 
 std::string where_text(const std::vector<std::string>& ops) {
     std::map<std::string, std::vector<std::string>, NaturalLess> steps;
-    for (const std::string& a : ops) steps[step_of_name(a)].push_back(a);
+    for (const std::string& a : ops) steps[step_of(a)].push_back(a);
     std::string where;
     std::size_t rolled = 0;
     bool several = false;

@@ -45,6 +45,12 @@ std::string rolled_list(const std::vector<std::string>& names, std::size_t max_c
 // The distinct names in natural order (the full list analysis.json gives).
 std::vector<std::string> sorted_names(std::vector<std::string> names);
 
+// The parts of an op's annotation ("layer3/attn/all_reduce/all_gather/send"): its step, the last
+// part ("send"), and the op it is a step of, the rest ("layer3/attn/all_reduce/all_gather"); an
+// annotation without '/' is both.
+std::string step_of(const std::string& ann);
+std::string op_of(const std::string& ann);
+
 // How many distinct layer numbers the names carry (0 if none).
 std::size_t layer_count(const std::vector<std::string>& names);
 

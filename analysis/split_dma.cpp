@@ -103,7 +103,7 @@ private:
         c_.saving_on[w.stream] += std::min(w.stall, latest - latest_new);
         ++c_.waits;
         const std::string ann = run_.annotation(st.code[w.index]);
-        c_.steps.insert(ann.substr(ann.rfind('/') == std::string::npos ? 0 : ann.rfind('/') + 1));
+        c_.steps.insert(step_of(ann));
         c_.wait_anns.insert(ann);
     }
 };

@@ -80,8 +80,7 @@ IciLink::IciLink(const sc_core::sc_module_name& n, const IciLinkConfig& cfg)
 void IciLink::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
     const Tick now = now_ticks(), arrival = now + delay.value();
     const std::uint64_t len = gp.get_data_length();
-    const std::uint64_t packets = (len + cfg_.packet_bytes - 1) / cfg_.packet_bytes;
-    const std::uint64_t wire = len + std::max<std::uint64_t>(packets, 1) * cfg_.packet_overhead_bytes;
+    const std::uint64_t wire = link_wire_bytes(len, cfg_.packet_bytes, cfg_.packet_overhead_bytes);
     const Tick serial = transfer_ticks(wire, cfg_.bandwidth_gbps);
     const Tick moved = cal_.reserve(arrival, wire, now);  // last byte on the wire
     // Flow control: more than buffer_bytes ahead of this transfer means the sender must wait.
@@ -132,8 +131,7 @@ void IciSwitch::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time&
     }
     const Tick now = now_ticks(), arrival = now + delay.value();
     const std::uint64_t len = gp.get_data_length();
-    const std::uint64_t packets = std::max<std::uint64_t>((len + cfg_.packet_bytes - 1) / cfg_.packet_bytes, 1);
-    const std::uint64_t wire = len + packets * cfg_.packet_overhead_bytes;
+    const std::uint64_t wire = link_wire_bytes(len, cfg_.packet_bytes, cfg_.packet_overhead_bytes);
     const Tick serial = transfer_ticks(wire, cfg_.bandwidth_gbps);
     // The head arrives at `arrival` (cut-through from the uplink): the port sends it on once it
     // has room, and the bytes leave no faster than the port's bandwidth.

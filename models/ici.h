@@ -23,6 +23,7 @@
 #include "models/params.h"
 #include "models/unit_command.h"
 #include "models/xpu_module.h"
+#include "traces/link_wire.h"
 
 namespace xpu {
 
@@ -85,9 +86,7 @@ struct IciLinkParams {
 
     static constexpr Tick kCalendarBucket = 32'000;  // ps: the link's bandwidth calendar
     // Bytes on the wire per payload byte (packet overhead included).
-    double wire_factor() const {
-        return (static_cast<double>(packet_bytes) + static_cast<double>(packet_overhead_bytes)) / static_cast<double>(packet_bytes);
-    }
+    double wire_factor() const { return link_least_wire_bytes(1.0, packet_bytes, packet_overhead_bytes); }
     // What one link's calendar needs, about, with its buffer full (at most 64 MiB of payload
     // counted: beyond, traffic rather than the setting decides): checked before building.
     double calendar_memory() const {

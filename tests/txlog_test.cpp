@@ -269,6 +269,11 @@ TEST(TxlogHeader, LinkLinesCompleteTheirUnit) {
     txlog::Header again;
     ASSERT_TRUE(txlog::parse_header(txlog::format_header(h), again, err)) << err;
     EXPECT_EQ(again.units[0].hop_latency_ps, 700'000u);
+    // In another order than their units' (each is looked for from the last one found on): found.
+    txlog::Header two;
+    ASSERT_TRUE(txlog::parse_header("unit a IciLink link -1 50 0\nunit b IciLink link -1 50 0\nlink b 1024 64 1\nlink a 512 32 2\n", two, err)) << err;
+    EXPECT_EQ(two.units[0].packet_bytes, 512u);
+    EXPECT_EQ(two.units[1].packet_bytes, 1024u);
     for (const char* bad : {"link xpu.links.chip0_xp 2048 32 700000\n", "unit a IciLink link -1 50 0\nlink a 0 32 1\n",
                             "unit a IciLink link -1 50 0\nlink a 1024 x\n"}) {
         txlog::Header x;

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "analysis/names.h"
 #include "analysis/suggest/finder.h"
 #include "analysis/suggest/wait_groups.h"
 
@@ -17,10 +18,8 @@ namespace {
 // step ("all-reduce/torus2d/reduce_scatter/send" -> "all-reduce/torus2d",
 // "layer3/attn/all_reduce/all_gather/send" -> "layer3/attn/all_reduce"); a shorter one is its own.
 std::string collective_of(const std::string& ann) {
-    const auto step = ann.rfind('/');
-    if (step == std::string::npos || step == 0) return ann;
-    const auto phase = ann.rfind('/', step - 1);
-    return phase == std::string::npos ? ann : ann.substr(0, phase);
+    const std::string phase = op_of(ann);
+    return phase == ann || phase.find('/') == std::string::npos ? ann : op_of(phase);
 }
 
 // Every piece of the group's collectives (the remote sends of every phase of the collectives its
@@ -51,11 +50,7 @@ void every_piece(const SuggestContext& sc, WaitGroup& g) {
         g.dma_anns.insert(ann);
         added = true;
     }
-    if (!added) return;
-    sc.need_order.keep(g.s.moves);  // as group_hoists keeps its own (need_order.h)
-    g.dmas = g.s.moves.size();
-    g.passed = 0;
-    for (const Move& m : g.s.moves) g.passed += m.from - m.before;
+    if (added) keep_need_order(sc, g);  // as group_hoists keeps its own
 }
 
 class PipelineCollective : public SuggestionFinder {

@@ -268,15 +268,13 @@ private:
         return end == st_.code.size();
     }
 
-    Tick placed_issue(std::uint64_t p) const { return st_.placed_issue(p); }
-
     // The first place in [0, k] where a DMA placed issues at or after t (the core issues in
     // program order).
     std::uint64_t issued_from(Tick t, std::uint64_t k) const {
         std::uint64_t lo = 0, hi = k;
         while (lo < hi) {
             const std::uint64_t mid = lo + (hi - lo) / 2;
-            if (st_.life[mid].seen && placed_issue(mid) >= t) hi = mid;
+            if (st_.life[mid].seen && st_.placed_issue(mid) >= t) hi = mid;
             else lo = mid + 1;
         }
         return lo;
@@ -356,7 +354,7 @@ private:
             if (t_cursor == kNever || t_cursor >= d.issue) return Placed::stays;
             const std::uint64_t floor = legal_floor(c.k, std::max({depth_floor, scan_floor, issued_from(t_cursor, c.k)}));
             if (floor >= c.k || !st_.life[floor].seen) return Placed::stays;
-            const Tick start_c = fit(clock_.at(placed_issue(floor)), bytes_time, late);
+            const Tick start_c = fit(clock_.at(st_.placed_issue(floor)), bytes_time, late);
             if (start_c == kNever) return Placed::stays;
             const Tick t_issue = clock_.when(start_c);
             if (t_issue == kNever || t_issue >= d.issue) return Placed::stays;
@@ -366,7 +364,7 @@ private:
             Tick claim = 0, done = kNever;
             for (;;) {
                 if (to >= c.k || !st_.life[to].seen) return Placed::stays;
-                const Tick t_new = placed_issue(to);
+                const Tick t_new = st_.placed_issue(to);
                 claim = fit(std::max(start_c, clock_.at(t_new)), bytes_time, late);
                 if (claim == kNever) return Placed::stays;
                 done = clock_.when(claim + bytes_time);
@@ -398,7 +396,7 @@ private:
             }
             if (m.addr == kNever || to >= c.k) return Placed::stays;
             if (to != std::max(floor, issued_from(t_issue, c.k))) {  // lowered: it lands later
-                const Tick t_new = placed_issue(to);
+                const Tick t_new = st_.placed_issue(to);
                 const Tick lower = fit(std::max(start_c, clock_.at(t_new)), bytes_time, late);
                 const Tick landed = lower == kNever ? kNever : clock_.when(lower + bytes_time);
                 if (lower != kNever) claim = lower;

@@ -8,11 +8,6 @@
 
 namespace xpu::analysis {
 
-std::string step_of(const std::string& ann) {
-    const auto p = ann.rfind('/');
-    return p == std::string::npos ? ann : ann.substr(p + 1);
-}
-
 namespace {
 
 // The group of remedy r's step, counting the wait and its saving.
@@ -47,16 +42,18 @@ std::map<std::string, WaitGroup> group_by_step(const SuggestContext& sc, const c
             }
         }
     }
-    for (auto& [step, g] : groups) {  // the DMAs in the order they are needed (need_order.h)
-        sc.need_order.keep(g.s.moves);
-        g.dmas = g.s.moves.size();
-        g.passed = 0;
-        for (const Move& m : g.s.moves) g.passed += m.from - m.before;
-    }
+    for (auto& [step, g] : groups) keep_need_order(sc, g);
     return groups;
 }
 
 }  // namespace
+
+void keep_need_order(const SuggestContext& sc, WaitGroup& g) {
+    sc.need_order.keep(g.s.moves);
+    g.dmas = g.s.moves.size();
+    g.passed = 0;
+    for (const Move& m : g.s.moves) g.passed += m.from - m.before;
+}
 
 std::map<std::string, WaitGroup> group_hoists(const SuggestContext& sc, const char* kind) {
     return group_by_step(sc, kind, [&](const WaitRemedy& r) { return std::strcmp(r.kind, kind) == 0 ? &r.hoists : nullptr; });

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/names.h"
 
 namespace xpu::analysis {
 
@@ -34,8 +35,6 @@ struct WaitGroup {
     std::vector<std::pair<std::uint32_t, std::uint64_t>> served;  // hoists: the stalled waits (stream, index)
 };
 
-// The step of an op: the last part of its annotation.
-std::string step_of(const std::string& ann);
 
 // The waits whose remedy (wait_remedy.h) is `kind`, by step (in step order): for a hoist kind,
 // the DMAs moved (each once); for a sink kind, the waits sunk or deleted.
@@ -44,6 +43,10 @@ std::map<std::string, WaitGroup> group_hoists(const SuggestContext& sc, const ch
 // renamed_alternative): those hoists instead, as kind double_buffer.
 std::map<std::string, WaitGroup> group_renamed_alternatives(const SuggestContext& sc);
 std::map<std::string, WaitGroup> group_sinks(const SuggestContext& sc, const char* kind);
+
+// Keeps a hoist group's DMAs in the order they are needed (need_order.h: none passes a DMA of its
+// stream needed sooner) and counts them again: the DMAs moved and the instruction slots passed.
+void keep_need_order(const SuggestContext& sc, WaitGroup& g);
 
 // Sets the group's estimated saving (the largest of its streams'), where it applies (its op, or
 // its ops rolled up across layers, analysis/names.h: "*/step (n ops)", "layer*/mlp/down_proj/step
