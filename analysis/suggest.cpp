@@ -2,6 +2,7 @@
 // their saving estimated from the run's own timing. Built here from one finder per kind
 // (analysis/suggest/finder.h); the estimates of the wait kinds: analysis/suggest/wait_remedy.cpp.
 #include <algorithm>
+#include <atomic>
 #include <future>
 #include <set>
 
@@ -67,23 +68,26 @@ void set_earliest_issue(const RunData& run, Planner& plan, Analysis& a) {
 std::vector<Suggestion> find_suggestions(const Context& cx, Analysis& a) {
     Planner plan(cx);
     set_earliest_issue(cx.run, plan, a);
-    // The finders beside (finder.h: runs_beside) get a context of their own, built on their
-    // thread, with a copy of the Planner (and the hoist points asked so far). Each finder
-    // appends to a list of its own, joined in the finders' order: the same result whatever the
-    // timing. The remedies are chosen once, here, and handed over; prefetch_ahead's plan is made
-    // once for both.
-    Planner plan_beside(plan);
+    // The finders run on workers (finder.h), taken from one list in finder_work_order(), each
+    // worker with a context of its own built on its thread, with a copy of the Planner (and the
+    // hoist points asked so far); the calling thread is a worker too, after it has chosen the
+    // remedies, which are chosen once and handed over; prefetch_ahead's plan is made once for
+    // all. Each finder appends to a list of its own, joined in the list's order: the same result
+    // whatever the timing and however many workers there are.
+    // Two workers at most: each context holds a Planner and a renamer (memory that grows with the
+    // trace), and the longest finder takes a quarter of the work on a decode, so more workers
+    // would gain little.
     const auto& finders = suggestion_finders();
+    const auto& order = finder_work_order();
     std::vector<std::vector<Suggestion>> found(finders.size());
+    std::atomic<std::size_t> next{0};
     std::promise<std::vector<WaitRemedy>> chosen;
     std::shared_future<std::vector<WaitRemedy>> remedies = chosen.get_future().share();
-    auto prefetch_ahead = std::make_shared<SuggestContext::PrefetchAheadOnce>();  // (one for both)
-    auto beside_work = [&] {
-        SuggestContext sc(cx, a, plan_beside);
-        sc.prefetch_ahead_cache = prefetch_ahead;
-        bool have_remedies = false;
-        for (std::size_t i = 0; i < finders.size(); ++i) {
-            if (!finders[i]->runs_beside()) continue;
+    auto prefetch_ahead = std::make_shared<SuggestContext::PrefetchAheadOnce>();  // (one for all)
+    // Takes finders from the list until it is empty.
+    auto work = [&](SuggestContext& sc, bool have_remedies) {
+        for (std::size_t x; (x = next.fetch_add(1)) < order.size();) {
+            const std::size_t i = order[x];
             if (finders[i]->reads_remedies() && !have_remedies) {
                 sc.remedies = remedies.get();
                 have_remedies = true;
@@ -91,7 +95,12 @@ std::vector<Suggestion> find_suggestions(const Context& cx, Analysis& a) {
             finders[i]->find(sc, found[i]);
         }
     };
-    std::future<void> apart = beside(beside_work);  // (without a thread: here, afterwards)
+    Planner plan_beside(plan);
+    std::future<void> apart = beside([&] {  // (without a thread: here, afterwards, with nothing left to take)
+        SuggestContext sc(cx, a, plan_beside);
+        sc.prefetch_ahead_cache = prefetch_ahead;
+        work(sc, false);
+    });
     bool handed = false;
     try {
         SuggestContext sc(cx, a, plan);
@@ -99,11 +108,11 @@ std::vector<Suggestion> find_suggestions(const Context& cx, Analysis& a) {
         sc.remedies = choose_wait_remedies(sc);
         chosen.set_value(sc.remedies);
         handed = true;
-        for (std::size_t i = 0; i < finders.size(); ++i)
-            if (!finders[i]->runs_beside()) finders[i]->find(sc, found[i]);
+        work(sc, true);
     } catch (...) {
-        // The thread beside reads plan_beside and may wait for the remedies: it gets the
-        // error instead of them, and finishes before what it reads goes.
+        // The worker reads plan_beside and may wait for the remedies: it gets the error instead
+        // of them, takes nothing more, and finishes before what it reads goes.
+        next = order.size();
         if (!handed) chosen.set_exception(std::current_exception());
         apart.wait();
         throw;

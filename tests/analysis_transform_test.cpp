@@ -1721,16 +1721,26 @@ TEST(DoubleBuffer, TheDataFlowAndWaitChecksCatchBrokenRewrites) {
     expect_reads_after_their_wait(split, 0);
 }
 
-// The finders (analysis/suggest/finder.h): one per kind, each listed once; what they find is
-// self-contained (kind, where, finding, action, estimate, and the changes a patch writes), so
-// that a suggestion can be applied and re-simulated on its own. A variant (hoist_wait: a hoist
-// with its waits raised, made by the hoist's own finder) has a kind of its own and says so.
+// The finders (analysis/suggest/finder.h): one per kind, each listed once, but for reorder's two
+// halves (its windows at waits, then its windows across the stream: finders of their own so that
+// two workers run them side by side), listed together; the workers' order takes each finder
+// once. What they find is self-contained (kind, where, finding, action, estimate, and the changes
+// a patch writes), so that a suggestion can be applied and re-simulated on its own. A variant
+// (hoist_wait: a hoist with its waits raised, made by the hoist's own finder) has a kind of its
+// own and says so.
 TEST(Finders, OnePerKindAndEverySuggestionSelfContained) {
     std::vector<std::string> kinds;
     for (const auto& f : analysis::suggestion_finders()) kinds.push_back(f->kind());
     const std::vector<std::string> want = {"double_buffer", "double_buffer_store", "drop_wait", "hoist_dma",  "pipeline_collective",
-                                           "pipeline_store", "prefetch_ahead", "reorder", "merge_dma", "split_dma", "collective_algorithm"};
+                                           "pipeline_store", "prefetch_ahead", "reorder", "reorder", "merge_dma", "split_dma",
+                                           "collective_algorithm"};
     EXPECT_EQ(kinds, want);
+    std::vector<std::size_t> order = analysis::finder_work_order();
+    std::sort(order.begin(), order.end());
+    for (std::size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], i) << "the work order takes each finder once";
+    EXPECT_EQ(order.size(), kinds.size());
+    // The first finder a worker takes starts while the calling thread chooses the remedies.
+    EXPECT_FALSE(analysis::suggestion_finders()[analysis::finder_work_order()[0]]->reads_remedies());
     gen::GemmParams p = two_blocks(1024);
     p.double_buffer = false;
     const Analyzed r = analyzed(gemm_trace("single.bin", p).path);

@@ -34,9 +34,8 @@ namespace {
 class DoubleBufferStore : public SuggestionFinder {
 public:
     const char* kind() const override { return "double_buffer_store"; }
-    // Beside (finder.h): 1.1 s of a 32-layer decode's analysis. Its plans (store_rename.h,
-    // prefetch_plan.h) read the waits' stalls, not the remedies: it starts while they are chosen.
-    bool runs_beside() const override { return true; }
+    // Its plans (store_rename.h, prefetch_plan.h) read the waits' stalls, not the remedies: it
+    // starts while they are chosen.
     bool reads_remedies() const override { return false; }
     void find(const SuggestContext& sc, std::vector<Suggestion>& out) const override {
         // With prefetch_ahead: one suggestion, for the flag whose store side alone saves the most,

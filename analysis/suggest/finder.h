@@ -61,21 +61,22 @@ public:
     virtual const char* kind() const = 0;
     // Appends the suggestions of its kind (unranked; any estimate, even below the noise floor).
     virtual void find(const SuggestContext& sc, std::vector<Suggestion>& out) const = 0;
-    // True: find() runs on a second thread beside the other finders (find_suggestions), with a
-    // SuggestContext of its own: its own Planner and BufferRenamer, whose caches (hoist points,
-    // renamings) memoise what the run and the rules determine, so that either context gives
-    // the same answers (prefetch_ahead's plan, the same in both, is made once for both). The
-    // finders that take longest on a decode are split between the two threads so that both take
-    // about as long.
-    virtual bool runs_beside() const { return false; }
-    // Whether find() reads SuggestContext::remedies: a finder beside that does not may start
-    // before the remedies are chosen (on the other thread).
+    // find_suggestions runs the finders on worker threads, each worker with a SuggestContext of
+    // its own: its own Planner and BufferRenamer, whose caches (hoist points, renamings)
+    // memoise what the run and the rules determine, so that every context gives the same
+    // answers (prefetch_ahead's plan, the same in all, is made once for all). Which worker runs
+    // which finder depends on the timing, what each finds does not.
+    // Whether find() reads SuggestContext::remedies: one that does not may start before the
+    // remedies are chosen (on another worker).
     virtual bool reads_remedies() const { return true; }
 };
 
 // Every finder, in the order their suggestions are listed before ranking (which breaks ties in
 // the estimated saving: the ranking's sort is stable).
 const std::vector<std::unique_ptr<SuggestionFinder>>& suggestion_finders();
+// The order the workers take them in: indices into suggestion_finders(), the longest first
+// (finders.cpp), so that no long one starts last while the other workers sit idle.
+const std::vector<std::size_t>& finder_work_order();
 
 // What every finder finds on the run, in the list's order, unranked (make_suggestions ranks
 // it). Also sets each DMA view's earliest possible issue (its hoist point's).

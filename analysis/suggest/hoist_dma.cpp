@@ -16,7 +16,6 @@ namespace {
 class HoistDma : public SuggestionFinder {
 public:
     const char* kind() const override { return "hoist_dma"; }
-    bool runs_beside() const override { return true; }  // (finder.h) 0.6 s of a 32-layer decode's analysis
     void find(const SuggestContext& sc, std::vector<Suggestion>& out) const override {
         for (auto& [step, g] : group_hoists(sc, kind())) {
             const std::string at = finish_group(g);
