@@ -280,6 +280,33 @@ private:
         return lo;
     }
 
+    // Where a DMA goes to issue at t, the core being in [0, k) at t: the first place that issues
+    // at or after t, but for a core waiting at t for another chip's DMAs (a collective's step):
+    // there, before that wait, after what the core issued last (the step's send). Every load
+    // whose claim begins while the core waits for another chip then goes to that wait: the step
+    // takes as many as the HBM moves while the core waits (the first place after t is the next
+    // step: one load a step, the HBM at ~15% of its peak under a tensor-parallel decode's
+    // all-reduce, measured on a 2-layer TP-4 decode on a 4-chip ring). At a wait for this chip's
+    // own DMAs, after it: issued at the core's arrival instead, the loads queue in the engines
+    // ahead of the DMAs issued once the wait passes (measured on batch-8 and batch-32 decodes:
+    // prefetch_ahead replayed a third to a half less).
+    std::uint64_t placed_for(Tick t, std::uint64_t k) const {
+        const std::uint64_t after = issued_from(t, k);
+        const std::uint64_t at = issued_from(t == kNever ? t : t + 1, k);
+        const std::uint64_t waiting = at > 0 ? at - 1 : 0;  // the last place issuing at or before t
+        if (waiting < after && st_.code[waiting].op == Opcode::SWait && waits_for_other_chips(waiting)) return waiting;
+        return after;
+    }
+
+    // A wait whose raises all come from other streams (another chip's sends).
+    bool waits_for_other_chips(std::uint64_t w) const {
+        const std::vector<Raiser>& raisers = sc_.plan.covered(s_, w);
+        if (raisers.empty()) return false;
+        for (const Raiser& r : raisers)
+            if (r.stream == s_ || sc_.run.streams[r.stream].chip == st_.chip) return false;
+        return true;
+    }
+
     // The occupancy model (prefetch_plan.h): in program order, each candidate claims the first
     // idle HBM time after the claims before it, from the highest place it may go.
     void place() {
@@ -352,13 +379,14 @@ private:
             const Tick low = late ? (left.empty() ? kNever : left.begin()->first) : cursor;
             const Tick t_cursor = low == kNever ? kNever : clock_.when(low);
             if (t_cursor == kNever || t_cursor >= d.issue) return Placed::stays;
-            const std::uint64_t floor = legal_floor(c.k, std::max({depth_floor, scan_floor, issued_from(t_cursor, c.k)}));
+            const std::uint64_t floor = legal_floor(c.k, std::max({depth_floor, scan_floor, placed_for(t_cursor, c.k)}));
             if (floor >= c.k || !st_.life[floor].seen) return Placed::stays;
             const Tick start_c = fit(clock_.at(st_.placed_issue(floor)), bytes_time, late);
             if (start_c == kNever) return Placed::stays;
             const Tick t_issue = clock_.when(start_c);
             if (t_issue == kNever || t_issue >= d.issue) return Placed::stays;
-            std::uint64_t to = std::max(floor, issued_from(t_issue, c.k));
+            const std::uint64_t at_claim = std::max(floor, placed_for(t_issue, c.k));
+            std::uint64_t to = at_claim;
             // Where it lands in the model; it must not pass a waited-for write-back issued before
             // that (then it goes below it, and lands later).
             Tick claim = 0, done = kNever;
@@ -395,7 +423,7 @@ private:
                 if (m.addr != kNever) to = at;
             }
             if (m.addr == kNever || to >= c.k) return Placed::stays;
-            if (to != std::max(floor, issued_from(t_issue, c.k))) {  // lowered: it lands later
+            if (to != at_claim) {  // lowered: it lands later
                 const Tick t_new = st_.placed_issue(to);
                 const Tick lower = fit(std::max(start_c, clock_.at(t_new)), bytes_time, late);
                 const Tick landed = lower == kNever ? kNever : clock_.when(lower + bytes_time);

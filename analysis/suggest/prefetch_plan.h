@@ -15,7 +15,9 @@
 //    the highest place it may go, as much as its bytes take at the peak, and is issued where
 //    the core was when that claim began (a load placed before an instruction issues right
 //    after the one above it: placed before a wait, while the core waits there, such as a
-//    collective's step, not when the wait is satisfied, which is the wait's issue in the log). Claims never overlap, so the moved loads fill idle
+//    collective's step, not when the wait is satisfied, which is the wait's issue in the log;
+//    while the core waits for another chip, every load whose claim begins then goes to that
+//    wait, StreamPlan::placed_for). Claims never overlap, so the moved loads fill idle
 //    bandwidth instead of contending with the traffic that was there, and they keep the order
 //    in which they are needed. A load that can go only a little higher (a wait or a write it
 //    must stay below) would leave the HBM's idle time between the last claim and its own to no
