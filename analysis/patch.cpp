@@ -24,13 +24,15 @@ PatchCount count_changes(const RunData& run, const Suggestion& s) {
     const auto& mv = s.moves;
     std::vector<std::uint32_t> taken;
     taken.reserve(mv.size());
-    // Sorted as plain integers where they fit: each move's place in the whole trace (its stream's
-    // offset plus its index) above its own index, in one 64-bit word. A sort through the moves
-    // (a comparator reading two moves per step) was most of count_changes' time on a reorder's
-    // 1.9 M moves, and count_changes runs for every candidate and again for report.html.
+    // Sorted as plain integers: each move's place in the whole trace (its stream's offset plus
+    // its index) above its own index, in one 64-bit word. A sort through the moves (a comparator
+    // reading two moves per step) was most of count_changes' time on a reorder's 1.9 M moves, and
+    // count_changes runs for every candidate and again for report.html. (A trace of 2^32
+    // instructions would not fit in memory to be analysed: its Life records alone are 128 GiB.)
     std::vector<std::uint64_t> offset(run.streams.size() + 1, 0);
     for (std::size_t t = 0; t < run.streams.size(); ++t) offset[t + 1] = offset[t] + run.streams[t].code.size();
-    if (offset.back() <= 0xFFFFFFFFu) {
+    if (offset.back() > std::numeric_limits<std::uint32_t>::max()) throw std::length_error("count_changes: more than 2^32 instructions");
+    {
         std::vector<std::uint64_t> packed;
         packed.reserve(mv.size());
         for (std::size_t i = 0; i < mv.size(); ++i) {
@@ -41,20 +43,6 @@ PatchCount count_changes(const RunData& run, const Suggestion& s) {
         if (!std::is_sorted(packed.begin(), packed.end())) std::sort(packed.begin(), packed.end());
         for (std::size_t k = 0; k < packed.size(); ++k)  // the first move of each instruction
             if (k == 0 || packed[k] >> 32 != packed[k - 1] >> 32) taken.push_back(static_cast<std::uint32_t>(packed[k]));
-    } else {
-        for (std::size_t i = 0; i < mv.size(); ++i) {
-            const Move& m = mv[i];
-            if (m.stream >= run.streams.size() || m.from >= run.streams[m.stream].code.size()) continue;
-            taken.push_back(static_cast<std::uint32_t>(i));
-        }
-        auto by_place = [&](std::uint32_t a, std::uint32_t b) {
-            const Move &x = mv[a], &y = mv[b];
-            return x.stream != y.stream ? x.stream < y.stream : x.from != y.from ? x.from < y.from : a < b;
-        };
-        if (!std::is_sorted(taken.begin(), taken.end(), by_place)) std::sort(taken.begin(), taken.end(), by_place);
-        taken.erase(std::unique(taken.begin(), taken.end(),
-                                [&](std::uint32_t a, std::uint32_t b) { return mv[a].stream == mv[b].stream && mv[a].from == mv[b].from; }),
-                    taken.end());
     }
     // Per stream (a run of `taken`): the instructions that leave their place and those deleted
     // (both sorted, as `taken` is by from), and the changed ones.
@@ -91,18 +79,14 @@ PatchCount count_changes(const RunData& run, const Suggestion& s) {
             const Move &x = mv[i], &y = mv[j];
             return x.before != y.before ? x.before < y.before : x.rank != y.rank ? x.rank < y.rank : x.from < y.from;
         };
-        if (!std::is_sorted(before.begin(), before.end(), in_front)) {
-            if (offset.back() <= 0xFFFFFFFFu) {  // as above: (before, rank) and (from, move) as plain integers
-                std::vector<std::pair<std::uint64_t, std::uint64_t>> keyed(before.size());
-                for (std::size_t k = 0; k < before.size(); ++k) {
-                    const Move& m = mv[before[k]];
-                    keyed[k] = {m.before << 32 | m.rank, m.from << 32 | before[k]};
-                }
-                std::sort(keyed.begin(), keyed.end());
-                for (std::size_t k = 0; k < before.size(); ++k) before[k] = static_cast<std::uint32_t>(keyed[k].second);
-            } else {
-                std::sort(before.begin(), before.end(), in_front);
+        if (!std::is_sorted(before.begin(), before.end(), in_front)) {  // as above: (before, rank) and (from, move) as integers
+            std::vector<std::pair<std::uint64_t, std::uint64_t>> keyed(before.size());
+            for (std::size_t k = 0; k < before.size(); ++k) {
+                const Move& m = mv[before[k]];
+                keyed[k] = {m.before << 32 | m.rank, m.from << 32 | before[k]};
             }
+            std::sort(keyed.begin(), keyed.end());
+            for (std::size_t k = 0; k < before.size(); ++k) before[k] = static_cast<std::uint32_t>(keyed[k].second);
         }
         std::uint64_t inserted_before = 0;  // moved instructions put in front of an earlier index
         for (std::size_t i = 0; i < before.size();) {

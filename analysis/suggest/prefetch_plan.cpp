@@ -292,18 +292,18 @@ private:
     // prefetch_ahead replayed a third to a half less).
     std::uint64_t placed_for(Tick t, std::uint64_t k) const {
         const std::uint64_t after = issued_from(t, k);
-        const std::uint64_t at = issued_from(t == kNever ? t : t + 1, k);
+        const std::uint64_t at = issued_from(t + 1, k);  // (t is a time the core reached: never kNever)
         const std::uint64_t waiting = at > 0 ? at - 1 : 0;  // the last place issuing at or before t
         if (waiting < after && st_.code[waiting].op == Opcode::SWait && waits_for_other_chips(waiting)) return waiting;
         return after;
     }
 
-    // A wait whose raises all come from other streams (another chip's sends).
+    // A wait whose raises all come from other chips' streams (their sends).
     bool waits_for_other_chips(std::uint64_t w) const {
         const std::vector<Raiser>& raisers = sc_.plan.covered(s_, w);
         if (raisers.empty()) return false;
         for (const Raiser& r : raisers)
-            if (r.stream == s_ || sc_.run.streams[r.stream].chip == st_.chip) return false;
+            if (sc_.run.streams[r.stream].chip == st_.chip) return false;
         return true;
     }
 
