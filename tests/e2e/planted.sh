@@ -2,10 +2,10 @@
 # Proof by replay for one planted inefficiency of xpu_tracegen (docs/tracegen.md): simulate the
 # clean and the planted trace, check that the analysis names the planted cause (a suggestion of
 # the kind that fixes it, at the planted step, verified by replay) and that it is the top
-# finding, or else that the top one is a reorder across the stream (a list schedule of the whole
-# stream, analysis/suggest/stream_schedule.h, which interleaves what the clean code leaves
-# serial as well: on a one-layer decode it measures more than a planted false dependency's
-# fix), ranked above it by its measured saving; apply the top suggestion (xpu_analyze --apply 1),
+# finding, or else that the top one is verified and ranked above it by its measured saving (a
+# reorder across the stream, analysis/suggest/stream_schedule.h, which interleaves what the clean
+# code leaves serial as well: on a one-layer decode it measures more than a planted false
+# dependency's fix); apply the top suggestion (xpu_analyze --apply 1),
 # re-simulate the patched trace and check that it recovers at least MIN% of the planted loss:
 #   recovery = (planted - patched) / (planted - clean).
 # usage: bash planted.sh BUILD_DIR SOURCE_DIR CASE MIN_RECOVERY_PERCENT
@@ -122,16 +122,20 @@ print("top finding: [%s] at %s: %s (estimated saving %.1f ns)" % (top["kind"], t
 # "*/step (n ops)" ("(n ops in L layers)"), or (merge_dma) a list of those separated by ", ".
 def at_planted_step(x):
     return sys.argv[3] in [w.split("/")[-1].split(" ")[0] for w in x["where"].split(" (")[0].split(", ")]
-across = lambda x: x["kind"] == "reorder" and x["action"].startswith("reorder across the stream")
 named = [x for x in s if x["kind"] in sys.argv[2].split("|") and at_planted_step(x)]
 assert named, "no suggestion names the planted cause (%s at %s)" % (sys.argv[2], sys.argv[3])
 fix = named[0]
 if fix is not top:
-    assert across(top), "top suggestion is %s, the planted cause calls for %s" % (top["kind"], sys.argv[2])
-    assert top["status"] == "verified" and fix["status"] == "verified", "the planted cause's fix and the reorder above it are not both verified"
+    # Another suggestion ranks first only by measuring more than the planted cause's fix, both
+    # verified (ranking is by measured saving): a reorder across the stream that also interleaves
+    # what the clean code leaves serial, or a pipeline_store that also wins the write-back's own
+    # time (a 3072x768x1792 GEMM's --false-dep: 2.92 us against drop_wait's 2.16 us).
+    assert top["status"] == "verified" and fix["status"] == "verified", \
+        "top suggestion is %s (%s), above the planted cause's fix %s (%s): both must be verified" % (
+            top["kind"], top["status"], fix["kind"], fix["status"])
     assert top["measured_saving_ns"] >= fix["measured_saving_ns"]
-    print("the planted cause: [%s] at %s, #%d, verified: %.1f ns measured; below the reorder across the stream's %.1f ns"
-          % (fix["kind"], fix["where"], fix["rank"], fix["measured_saving_ns"], top["measured_saving_ns"]))
+    print("the planted cause: [%s] at %s, #%d, verified: %.1f ns measured; below [%s]'s %.1f ns"
+          % (fix["kind"], fix["where"], fix["rank"], fix["measured_saving_ns"], top["kind"], top["measured_saving_ns"]))
 assert top["estimated_saving_ns"] > 0
 PYEOF
 
