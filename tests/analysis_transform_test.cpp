@@ -1391,6 +1391,60 @@ TEST(PipelineStore, PiecesFollowTheirWritersAndEveryWaitWaitsForWhatItDid) {
     EXPECT_NONFATAL_FAILURE(waited_dmas(read_stream(out, 0), both), "does not wait for every DMA");
 }
 
+// Per swait (by timestamp), the DMAs on its flag issued before it in program order (by timestamp).
+std::map<std::uint64_t, std::set<std::uint64_t>> dmas_before_waits(const std::vector<Instruction>& code) {
+    std::map<std::uint64_t, std::set<std::uint64_t>> out;
+    std::map<std::uint16_t, std::set<std::uint64_t>> issued;
+    for (const Instruction& in : code) {
+        if (in.op == Opcode::Dma && in.has(kFlag)) issued[in.flag].insert(in.timestamp);
+        if (in.op == Opcode::SWait) out[in.timestamp] = issued[in.flag];
+    }
+    return out;
+}
+
+// defer_dma (analysis/suggest/defer_dma.cpp) on a 1000^3 GEMM, whose prologue issues the first
+// step's tile loads together with the next steps' prefetches: the prefetches on engines the
+// first loads do not use move to just after the first wait. Each moved DMA is one the wait does
+// not wait for, placed right after that wait; nothing else moves; the data flow is the
+// original's; every wait waits for the same DMAs as before (the deferred ones stay before their
+// own waits). The checks catch a DMA deferred past its own wait.
+TEST(DeferDma, PrefetchesMoveBehindTheFirstWaitAndEveryWaitWaitsForWhatItDid) {
+    gen::GemmParams p;
+    p.m = p.n = p.k = 1000;
+    const Analyzed r = analyzed(stamped(gemm_trace("prologue.bin", p).path));
+    const analysis::Suggestion* s = first_of_kind(r, "defer_dma");
+    ASSERT_NE(s, nullptr) << "no defer_dma suggestion";
+    EXPECT_GT(s->estimated_saving, 0u);
+    EXPECT_LE(s->estimated_saving, r.a.bounds.headroom);
+    EXPECT_TRUE(s->edits.empty());
+    const std::vector<Instruction>& orig = r.data.streams[0].code;
+    ASSERT_FALSE(s->moves.empty());
+    for (const analysis::Move& m : s->moves) {
+        EXPECT_EQ(orig[m.from].op, Opcode::Dma);
+        ASSERT_GT(m.before, m.from + 1);
+        EXPECT_EQ(orig[m.before - 1].op, Opcode::SWait) << "not placed right after a wait";
+        EXPECT_NE(orig[m.before - 1].flag, orig[m.from].flag) << "deferred past a wait on its own flag";
+    }
+    const std::string out = temp_path("deferred.bin");
+    const analysis::PatchCount n = analysis::write_patched_trace(r.data, *s, out);
+    EXPECT_EQ(n.moved, s->moves.size());
+    EXPECT_EQ(n.inserted, 0u);
+    const std::vector<Instruction> patched = read_stream(out, 0);
+    ASSERT_EQ(patched.size(), orig.size());
+    EXPECT_EQ(data_flow(orig, 0), data_flow(patched, 0));
+    EXPECT_EQ(dmas_before_waits(orig), dmas_before_waits(patched)) << "a wait waits for other DMAs than it did";
+    // The check catches what it forbids: the first deferred DMA moved past its own first wait.
+    analysis::Suggestion late = *s;
+    std::uint64_t own = 0;
+    for (std::uint64_t j = late.moves[0].before; j < orig.size() && !own; ++j)
+        if (orig[j].op == Opcode::SWait && orig[j].flag == orig[late.moves[0].from].flag) own = j;
+    ASSERT_GT(own, 0u);
+    late.moves[0].before = own + 1;
+    const std::string bad = temp_path("too-late.bin");
+    analysis::write_patched_trace(r.data, late, bad);
+    EXPECT_NE(dmas_before_waits(orig), dmas_before_waits(read_stream(bad, 0)));
+}
+
 TEST(Reorder, DecodeLayerEpiloguesAreListScheduledLegally) {
     gen::TransformerParams p = decode_layer();
     p.tiles.bad_order = true;
@@ -1743,7 +1797,7 @@ TEST(DoubleBuffer, TheDataFlowAndWaitChecksCatchBrokenRewrites) {
 TEST(Finders, OnePerKindAndEverySuggestionSelfContained) {
     std::vector<std::string> kinds;
     for (const auto& f : analysis::suggestion_finders()) kinds.push_back(f->kind());
-    const std::vector<std::string> want = {"double_buffer", "double_buffer_store", "drop_wait", "hoist_dma",  "pipeline_collective",
+    const std::vector<std::string> want = {"defer_dma", "double_buffer", "double_buffer_store", "drop_wait", "hoist_dma",  "pipeline_collective",
                                            "pipeline_store", "prefetch_ahead", "reorder", "reorder", "merge_dma", "split_dma",
                                            "collective_algorithm"};
     EXPECT_EQ(kinds, want);

@@ -15,6 +15,8 @@
 
 #include <memory>
 #include <mutex>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "analysis/context.h"
@@ -70,6 +72,10 @@ public:
     // remedies are chosen (on another worker).
     virtual bool reads_remedies() const { return true; }
 };
+
+// A suggestion's places: `ops`, the ops it applies at (its waits'), `dma_ops`, those of the DMAs
+// its finding names, each in natural order (analysis/names.h), and `where` rolled up from `ops`.
+void set_places(Suggestion& s, const std::set<std::string>& ops, const std::set<std::string>& dma_ops);
 
 // Every finder, in the order their suggestions are listed before ranking (which breaks ties in
 // the estimated saving: the ranking's sort is stable).

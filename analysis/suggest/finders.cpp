@@ -6,8 +6,11 @@
 
 #include "analysis/suggest/finder.h"
 
+#include "analysis/names.h"
+
 namespace xpu::analysis {
 
+std::unique_ptr<SuggestionFinder> defer_dma_finder();
 std::unique_ptr<SuggestionFinder> double_buffer_finder();
 std::unique_ptr<SuggestionFinder> double_buffer_store_finder();
 std::unique_ptr<SuggestionFinder> drop_wait_finder();
@@ -39,6 +42,7 @@ struct Finders {
             list.push_back(std::move(f));
         };
         constexpr int kShort = 9;  // the short ones: after the long, in the list's order
+        add(defer_dma_finder(), kShort);
         add(double_buffer_finder(), 1);
         add(double_buffer_store_finder(), 2);
         add(drop_wait_finder(), kShort);
@@ -64,6 +68,12 @@ const Finders& finders() {
 }  // namespace
 
 const std::vector<std::unique_ptr<SuggestionFinder>>& suggestion_finders() { return finders().list; }
+
+void set_places(Suggestion& s, const std::set<std::string>& ops, const std::set<std::string>& dma_ops) {
+    s.ops = sorted_names(std::vector<std::string>(ops.begin(), ops.end()));
+    s.dma_ops = sorted_names(std::vector<std::string>(dma_ops.begin(), dma_ops.end()));
+    s.where = where_text(s.ops);
+}
 const std::vector<std::size_t>& finder_work_order() { return finders().work_order; }
 
 }  // namespace xpu::analysis

@@ -70,9 +70,7 @@ public:
         if (sug.edits.empty()) return sug;
         sug.kind = "pipeline_store";
         for (const auto& [s, t] : saving_on_) sug.estimated_saving = std::max(sug.estimated_saving, t);
-        sug.ops = sorted_names(std::vector<std::string>(wait_anns_.begin(), wait_anns_.end()));
-        sug.dma_ops = sorted_names(std::vector<std::string>(dma_anns_.begin(), dma_anns_.end()));
-        sug.where = where_text(sug.ops);
+        set_places(sug, wait_anns_, dma_anns_);
         std::uint64_t bytes = 0, pieces = 0, early = 0;
         for (const auto& [key, sp] : split_) {
             bytes += run_.streams[key.first].code[key.second].bytes;
