@@ -47,11 +47,12 @@ public:
     // middle of a pipeline whose other traffic the estimate cannot see: on 32-layer llama2
     // decodes at batch 16 and 32 (the suggestions benchmark), deferrals at later waits were
     // estimated at 236 and 346 us and replayed 1.28 and 1.65 ms slower.
+    // (Context::waits holds the waits that stalled, in program order per stream.)
     void run() {
-        for (const WaitStall& w : sc_.cx.waits) stall_of_[{w.stream, w.index}] = w.stall;
+        for (const WaitStall& w : sc_.cx.waits) stalled_.insert({w.stream, w.index});
         std::set<std::uint32_t> seen;
         for (const WaitStall& w : sc_.cx.waits)
-            if (w.stall > 0 && seen.insert(w.stream).second) wait(w);
+            if (seen.insert(w.stream).second) wait(w);
     }
 
     Suggestion suggestion() const {
@@ -74,8 +75,7 @@ public:
 private:
     const SuggestContext& sc_;
     const RunData& run_;
-    std::map<std::pair<std::uint32_t, std::uint64_t>, Tick> stall_of_;
-    std::set<std::pair<std::uint32_t, std::uint64_t>> deferred_;
+    std::set<std::pair<std::uint32_t, std::uint64_t>> stalled_;  // (stream, index) of every wait that stalled
     std::vector<Move> moves_;
     std::map<std::uint32_t, Tick> saving_on_;
     std::set<std::string> wait_anns_, dma_anns_;
@@ -198,7 +198,7 @@ private:
             if (in.op != Opcode::Dma) continue;
             ++looked;
             if (w.index - k > kMaxDistance) break;
-            if (waited.count({w.stream, k}) || deferred_.count({w.stream, k})) continue;
+            if (waited.count({w.stream, k})) continue;
             if (!local(in, chip) || !touches_hbm(in) || !in.has(kFlag)) continue;
             const std::uint32_t di = sc_.cx.ix.dma_of(w.stream, k);
             if (di == kNone) continue;
@@ -214,7 +214,7 @@ private:
             // Its own wait did not stall: it was early enough to be deferred (one already late, as
             // the next step's loads of a program that issues each step's loads just before its
             // wait, only gets later).
-            if (auto sq = stall_of_.find({w.stream, q}); sq != stall_of_.end() && sq->second > 0) continue;
+            if (stalled_.count({w.stream, q})) continue;
             if (!can_sink(w.stream, k, w.index)) continue;
             const double share = static_cast<double>(hi - lo) / static_cast<double>(p.complete - p.start);
             found.push_back({k, share * static_cast<double>(p.bytes), q, p.engine});
@@ -254,7 +254,6 @@ private:
         // In program order in front of the instruction after the wait.
         for (const Candidate& c : found) {
             moves_.push_back(Move{w.stream, c.k, w.index + 1});
-            deferred_.insert({w.stream, c.k});
             dma_anns_.insert(run_.annotation(st.code[c.k]));
             bytes_ += st.code[c.k].bytes;
         }

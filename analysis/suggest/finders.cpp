@@ -68,12 +68,12 @@ const Finders& finders() {
 }  // namespace
 
 const std::vector<std::unique_ptr<SuggestionFinder>>& suggestion_finders() { return finders().list; }
+const std::vector<std::size_t>& finder_work_order() { return finders().work_order; }
 
 void set_places(Suggestion& s, const std::set<std::string>& ops, const std::set<std::string>& dma_ops) {
     s.ops = sorted_names(std::vector<std::string>(ops.begin(), ops.end()));
     s.dma_ops = sorted_names(std::vector<std::string>(dma_ops.begin(), dma_ops.end()));
     s.where = where_text(s.ops);
 }
-const std::vector<std::size_t>& finder_work_order() { return finders().work_order; }
 
 }  // namespace xpu::analysis
