@@ -1,27 +1,36 @@
 #!/usr/bin/env bash
-# Proof by replay for one kind of suggestion on clean GEMMs generated for their platform (each
-# case "PLATFORM M N K": configs/PLATFORM.yaml, xpu_tracegen gemm --m M --n N --k K):
+# Proof by replay for one kind of suggestion on clean traces generated for their platform (each
+# case "PLATFORM M N K": configs/PLATFORM.yaml, xpu_tracegen gemm --m M --n N --k K; or
+# "PLATFORM decode MODEL BATCH SEQ LAYERS TP": xpu_tracegen transformer, a decode step
+# tensor-parallel over TP chips):
 #  - a suggestion of KIND is verified and measures at least MIN% of the run's headroom over its
 #    bound;
 #  - xpu_analyze --apply of it, re-simulated on OUT/platform.yaml, saves exactly what the
 #    verification measured (within 1 ns);
 #  - analysing the patched run does not propose KIND again (fixed point).
 # Used for pipeline_store (the GEMM's whole result stored at once after its last row block: the
-# store is the run's tail) and defer_dma (the prologue's prefetches sharing the HBM with the
-# first step's loads).
+# store is the run's tail), defer_dma (the prologue's prefetches sharing the HBM with the
+# first step's loads) and direct_collective (a decode's all-reduces, rings of latency-bound steps).
 # usage: bash kind_verified.sh BUILD_DIR SOURCE_DIR KIND MIN_PERCENT CASE...
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-(($# >= 5)) || { echo "usage: $0 BUILD_DIR SOURCE_DIR KIND MIN_PERCENT 'PLATFORM M N K'..." >&2; exit 2; }
+(($# >= 5)) || { echo "usage: $0 BUILD_DIR SOURCE_DIR KIND MIN_PERCENT 'PLATFORM M N K' | 'PLATFORM decode MODEL BATCH SEQ LAYERS TP'..." >&2; exit 2; }
 BUILD_DIR=$1 SOURCE_DIR=$2 KIND=$3 MIN=$4
 shift 4
 e2e_tools "$BUILD_DIR"
 e2e_workdir "$KIND"
 
 for case in "$@"; do
-    read -r plat m n k <<< "$case"
-    name="$plat-${m}x${n}x${k}"
-    "$GEN" gemm --m "$m" --n "$n" --k "$k" --platform "$SOURCE_DIR/configs/$plat.yaml" -o "$WORK/$name.bin" > /dev/null
+    read -r plat m n k layers tp <<< "$case"
+    if [[ $m == decode ]]; then  # decode MODEL BATCH SEQ LAYERS TP
+        read -r plat _ model batch seq layers tp <<< "$case"
+        name="$plat-$model-b$batch-s$seq-L$layers-tp$tp"
+        "$GEN" transformer --model "$model" --phase decode --batch "$batch" --seq "$seq" --layers "$layers" --tp "$tp" \
+            -o "$WORK/$name.bin" > /dev/null
+    else
+        name="$plat-${m}x${n}x${k}"
+        "$GEN" gemm --m "$m" --n "$n" --k "$k" --platform "$SOURCE_DIR/configs/$plat.yaml" -o "$WORK/$name.bin" > /dev/null
+    fi
     "$SIM" --platform "$SOURCE_DIR/configs/$plat.yaml" --trace "$WORK/$name.bin" --out "$WORK/$name" -q || fail "$name: sim_main failed"
     rank=$(e2e_verified_rank "$WORK/$name" "$MIN" "$KIND") || fail "$name: $KIND not verified or below $MIN% of the headroom"
     e2e_apply_reproduces "$WORK/$name" "$rank"
