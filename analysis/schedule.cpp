@@ -264,6 +264,7 @@ public:
             }
             if (fence_ >= 0) edge(static_cast<std::size_t>(fence_), k);
             registers(k, in);
+            weights(k, in);
             Access acc[2];
             const int na = accesses(in, st_, acc);
             memory(k, acc, na);
@@ -305,6 +306,8 @@ private:
     std::vector<std::uint8_t> data_;
     std::array<std::int64_t, kNumRegs> writer_;
     std::array<std::vector<std::uint32_t>, kNumRegs> readers_;
+    // Per matrix unit (an instruction's `unit`: 8 bits), its last push and the matmuls since.
+    std::unordered_map<std::uint8_t, std::pair<std::int64_t, std::vector<std::uint32_t>>> weights_;
     // Accesses by 4 KiB page, so that an access is compared only with those that share a page.
     // Only pages some write of the window touches hold any (for_each_page), so they are numbered
     // densely from written_; each page's reads and writes are lists threaded through one pool.
@@ -430,6 +433,25 @@ private:
             writer_[r] = static_cast<std::int64_t>(k);
         }
         for_each_reg_read(in, [&](std::uint8_t r) { readers_[r].push_back(static_cast<std::uint32_t>(k)); });
+    }
+
+    // A matrix unit's weights: a matmul uses the tile pushed last before it on its unit
+    // (models/matrix_unit.h), state no register names. So a matmul stays after its unit's last
+    // push (read after write), and a push after its unit's matmuls since the push before (write
+    // after read: they need the old tile) and after that push. Without these edges a window's
+    // schedule could move a matmul above the push of its weights, or a push above the matmuls of
+    // the tile before: a patched program computing with the wrong weights.
+    void weights(std::size_t k, const Instruction& in) {
+        if (in.op != Opcode::MPush && in.op != Opcode::MatMul) return;
+        auto& [push, matmuls] = weights_.try_emplace(in.unit, -1, std::vector<std::uint32_t>{}).first->second;
+        if (push >= 0) edge(static_cast<std::size_t>(push), k, in.op == Opcode::MatMul);
+        if (in.op == Opcode::MatMul) {
+            matmuls.push_back(static_cast<std::uint32_t>(k));
+            return;
+        }
+        for (std::uint32_t j : matmuls) edge(j, k);
+        matmuls.clear();
+        push = static_cast<std::int64_t>(k);
     }
 
     // Memory: overlapping accesses, one a write.

@@ -136,6 +136,11 @@ std::size_t expect_legal_reorder(const std::vector<Instruction>& orig, const std
         const Instruction &a = orig[i], &b = orig[j];
         if (fence(a.op) || fence(b.op)) return true;
         if (reg_conflict(eff[i], eff[j]) || mem_conflict(eff[i], eff[j])) return true;
+        // A matmul uses the weights pushed last before it on its unit (models/matrix_unit.h):
+        // a matmul stays after its push, before the next one; pushes keep their order.
+        if (a.unit == b.unit && ((a.op == Opcode::MPush && (b.op == Opcode::MatMul || b.op == Opcode::MPush)) ||
+                                 (a.op == Opcode::MatMul && b.op == Opcode::MPush)))
+            return true;
         const bool wa = a.op == Opcode::SWait, wb = b.op == Opcode::SWait;
         if (wa && wb) return a.flag == b.flag;
         if (wa && b.op == Opcode::Dma && b.has(kFlag) && b.flag == a.flag) return true;  // its own raiser must not pass it
