@@ -69,6 +69,35 @@ void ring_pass(Lowering& lo, const std::vector<RingPlan>& rings, unsigned chunks
             }
 }
 
+// The direct lowering: every chip exchanges with every other chip at once (the interconnect routes
+// each DMA: at most N/2 hops on a ring), shard i being chip i's. Reduce-scatter: each chip adds
+// every other chip's shard into that chip (reducing DMAs), and waits for the N - 1 contributions to
+// its own; all-gather: each chip sends its shard to every other chip, and waits for the N - 1
+// others. The other chips in the order nearest first around the ring (next, previous, two on...);
+// each shard in `chunks` pieces. Two rounds of the farthest chip's latency, where a ring takes
+// 2 (N - 1) steps of one hop: the lowering for small tensors (a decode's activations), where a
+// step is the link's latency rather than its bandwidth.
+void direct_pass(Lowering& lo, unsigned chips, unsigned chip, std::uint64_t buf, std::uint64_t shard, unsigned chunks,
+                 bool reduce, std::uint16_t flag, const std::string& op) {
+    std::vector<unsigned> others;
+    for (unsigned d = 1; others.size() + 1 < chips; ++d) {
+        others.push_back((chip + d) % chips);
+        if (others.size() + 1 < chips) others.push_back((chip + chips - d) % chips);
+    }
+    const std::uint64_t piece = shard / chunks;
+    lo.emitter().annotate(op + "/send");
+    for (unsigned d : others)
+        for (unsigned k = 0; k < chunks; ++k) {
+            const std::uint64_t at = buf + (reduce ? d : chip) * shard + k * piece;
+            lo.send(at, static_cast<std::uint16_t>(d), at, piece, flag, reduce);
+        }
+    lo.emitter().annotate(op + "/wait");
+    std::int64_t count = 0;
+    for (unsigned i = 0; i + 1 < chips; ++i)
+        for (unsigned k = 0; k < chunks; ++k) count = lo.expect_arrival(flag);
+    lo.wait_flag(flag, count);
+}
+
 std::vector<unsigned> iota_ring(unsigned n) {
     std::vector<unsigned> v(n);
     for (unsigned i = 0; i < n; ++i) v[i] = i;
@@ -120,9 +149,10 @@ std::vector<unsigned> CollectiveParams::torus_dims() const {
 CollectiveSummary emit_collective(trace::TraceWriter& w, const CollectiveParams& p) {
     const bool torus = is_torus(p.algo);
     const bool bidir = p.algo == "bidir-ring" || p.algo == "bidir-torus2d" || p.algo == "bidir-torus3d";
-    if (p.algo != "ring" && p.algo != "bidir-ring" && !torus)
+    const bool direct = p.algo == "direct";
+    if (p.algo != "ring" && p.algo != "bidir-ring" && !torus && !direct)
         throw std::invalid_argument(
-            "collective: --algo must be ring, bidir-ring, torus2d, torus3d, bidir-torus2d or bidir-torus3d");
+            "collective: --algo must be ring, bidir-ring, torus2d, torus3d, bidir-torus2d, bidir-torus3d or direct");
     if (p.op != "all-gather" && p.op != "reduce-scatter" && p.op != "all-reduce")
         throw std::invalid_argument("collective: --op must be all-gather, reduce-scatter or all-reduce");
     if (p.chips < 2) throw std::invalid_argument("collective: needs at least 2 chips");
@@ -146,6 +176,17 @@ CollectiveSummary emit_collective(trace::TraceWriter& w, const CollectiveParams&
         Emitter e(w, w.add_stream(static_cast<std::uint16_t>(chip), 0));
         Lowering lo(e, p.tiles);
         const std::string op = p.op + "/" + p.algo;
+        if (direct) {  // one exchange per phase, a flag each (an all-gather piece must not pass for a contribution)
+            const std::uint64_t shard = p.bytes / p.chips;
+            if (p.op != "all-gather")
+                direct_pass(lo, p.chips, chip, buf, shard, chunks, true, kFlagRing0, op + "/reduce_scatter");
+            if (p.op != "reduce-scatter")
+                direct_pass(lo, p.chips, chip, buf, shard, chunks, false, kFlagRing0 + 1, op + "/all_gather");
+            e.halt();
+            sum.instructions += e.instructions();
+            sum.remote_bytes += e.dma_bytes_remote();
+            continue;
+        }
         // One phase per dimension (a ring: one dimension, every chip). In each phase this chip
         // takes part in one ring per direction used (bidir: + on the first half of the data, -
         // on the second), each over the block it holds after the previous phases' reduce-scatter:

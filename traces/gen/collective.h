@@ -6,7 +6,11 @@
 //   torus2d XxY, torus3d XxYxZ: the ring algorithm along X (rows of the torus), then along Y
 //                (on the block the X phase left), then Z; an all-gather in the reverse order;
 //   bidir-torus2d, bidir-torus3d: the same on each half of the data, one half going + around
-//                every ring, the other - (both directions of every link busy at once).
+//                every ring, the other - (both directions of every link busy at once);
+//   direct:      every chip exchanges with every other chip at once, routed by the interconnect
+//                (a reduce-scatter: each chip's contribution to shard i straight to chip i; an
+//                all-gather: shard i from chip i straight to every chip): two rounds of the
+//                farthest chip's latency, for tensors small enough that a ring's steps are latency.
 // Data is split into `chunks` pieces per shard so that steps pipeline (a piece moves on as
 // soon as it has arrived); --serial-collective (planted) finishes every step, all pieces,
 // before the next one starts.
@@ -37,7 +41,7 @@ void emit_all_gather(Lowering& lo, const RingInfo& ring, unsigned chip, std::uin
 
 struct CollectiveParams {
     std::string op = "all-gather";  // all-gather | reduce-scatter | all-reduce
-    std::string algo = "ring";      // ring | bidir-ring | torus2d | torus3d | bidir-torus2d | bidir-torus3d
+    std::string algo = "ring";      // ring | bidir-ring | torus2d | torus3d | bidir-torus2d | bidir-torus3d | direct
     unsigned chips = 4;
     unsigned dims_x = 0, dims_y = 0, dims_z = 0;  // torus: X, Y (and Z for the 3D ones)
     std::uint64_t bytes = 1 << 20;    // per chip: the full (gathered / reduced) tensor

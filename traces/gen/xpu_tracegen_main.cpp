@@ -6,7 +6,7 @@
 //                     [--hidden --heads --kv-heads --ffn --layers] --phase prefill|decode
 //                     --batch B --seq S [--layers L] [--tp N] [planted options] -o t.bin
 //   xpu_tracegen collective --op all-gather|reduce-scatter|all-reduce --chips N --bytes S
-//                     --algo ring|bidir-ring|torus2d|torus3d|bidir-torus2d|bidir-torus3d
+//                     --algo ring|bidir-ring|torus2d|torus3d|bidir-torus2d|bidir-torus3d|direct
 //                     [--dims XxY|XxYxZ] [--chunks C]
 //                     [--serial-collective] -o c.bin
 // Planted inefficiencies (gemm, transformer): --late-dma --no-double-buffer --false-dep --bad-order
@@ -217,7 +217,7 @@ int collective_cmd(const std::vector<std::string>& args) {
         ("op", po::value(&p.op)->required(), "all-gather, reduce-scatter or all-reduce")
         ("chips", po::value(&p.chips)->required(), "chips taking part")
         ("bytes", po::value(&p.bytes)->required(), "bytes of the full tensor on each chip")
-        ("algo", po::value(&p.algo)->required(), "ring, bidir-ring, torus2d, torus3d, bidir-torus2d or bidir-torus3d")
+        ("algo", po::value(&p.algo)->required(), "ring, bidir-ring, torus2d, torus3d, bidir-torus2d, bidir-torus3d or direct")
         ("dims", po::value(&dims), "the torus ones: XxY (2d) or XxYxZ (3d)")
         ("chunks", po::value(&p.chunks), "pieces per shard, pipelined (default 1)")
         ("serial-collective", "planted: finish every step before the next starts");
