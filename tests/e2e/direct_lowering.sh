@@ -6,7 +6,9 @@
 # generator's direct lowering saves over the ring, simulated on the same platform (within 1 ns:
 # the two lowerings move the same pieces, from the nearest chip out, each owner's shard
 # differently placed; by the ring's symmetry every chip waits as long).
-# Each case: "PLATFORM CHIPS BYTES CHUNKS [--set KEY=VALUE...]".
+# Each case: "PLATFORM CHIPS BYTES CHUNKS [--set KEY=VALUE...]" (xpu_tracegen collective), or
+# "PLATFORM decode MODEL BATCH SEQ LAYERS TP [--set KEY=VALUE...]" (xpu_tracegen transformer, its
+# all-reduces as rings or, with --collective direct, direct).
 # usage: bash direct_lowering.sh BUILD_DIR SOURCE_DIR CASE...
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -18,15 +20,25 @@ e2e_workdir direct_lowering
 
 for case in "$@"; do
     read -r plat chips bytes chunks sets <<< "$case"
+    if [[ $chips == decode ]]; then
+        read -r plat _ model batch seq layers tp sets <<< "$case"
+        name="$plat-$model-b$batch-s$seq-L$layers-tp$tp"
+        for algo in ring direct; do
+            "$GEN" transformer --model "$model" --phase decode --batch "$batch" --seq "$seq" --layers "$layers" --tp "$tp" \
+                --collective "$algo" -o "$WORK/$name-$algo.bin" > /dev/null
+        done
+    else
+        name="$plat-$chips-$bytes-c$chunks"
+        for algo in ring direct; do
+            "$GEN" collective --op all-reduce --chips "$chips" --bytes "$bytes" --chunks "$chunks" --algo "$algo" \
+                -o "$WORK/$name-$algo.bin" > /dev/null
+        done
+    fi
     # shellcheck disable=SC2206 # the sets are words: --set key=value ...
     extra=($sets)
-    name="$plat-$chips-$bytes-c$chunks"
-    for algo in ring direct; do
-        "$GEN" collective --op all-reduce --chips "$chips" --bytes "$bytes" --chunks "$chunks" --algo "$algo" \
-            -o "$WORK/$name-$algo.bin" > /dev/null
-    done
-    "$SIM" --platform "$SOURCE_DIR/configs/$plat.yaml" "${extra[@]}" --trace "$WORK/$name-ring.bin" --out "$WORK/$name-ring" -q ||
-        fail "$name: sim_main on the ring failed"
+    # Every candidate replayed (--verify 20): what is compared is the rewrite, not its rank.
+    "$SIM" --platform "$SOURCE_DIR/configs/$plat.yaml" "${extra[@]}" --trace "$WORK/$name-ring.bin" --out "$WORK/$name-ring" -q \
+        --verify 20 || fail "$name: sim_main on the ring failed"
     "$SIM" --platform "$SOURCE_DIR/configs/$plat.yaml" "${extra[@]}" --trace "$WORK/$name-direct.bin" --out "$WORK/$name-direct" \
         -q --no-analysis || fail "$name: sim_main on the direct lowering failed"
     "$PY" - "$WORK/$name-ring" "$WORK/$name-direct" <<'PYEOF' || fail "$name: the rewrite is not the direct lowering"

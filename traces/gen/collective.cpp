@@ -123,6 +123,11 @@ RingPlan whole_ring(const Lowering& lo, const RingInfo& ring, unsigned chip, std
 void emit_all_reduce(Lowering& lo, const RingInfo& ring, unsigned chip, std::uint64_t buf, std::uint64_t bytes,
                      const std::string& op) {
     const RingPlan r = whole_ring(lo, ring, chip, buf, bytes);
+    if (ring.direct && ring.chips > 1) {
+        direct_pass(lo, ring.chips, chip, r.base, r.shard_bytes(), 1, true, kFlagRing0, op + "/reduce_scatter");
+        direct_pass(lo, ring.chips, chip, r.base, r.shard_bytes(), 1, false, kFlagRing0 + 1, op + "/all_gather");
+        return;
+    }
     ring_pass(lo, {r}, 1, false, true, op + "/reduce_scatter");
     ring_pass(lo, {r}, 1, false, false, op + "/all_gather");
 }

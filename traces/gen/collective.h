@@ -27,10 +27,12 @@ namespace xpu::gen {
 
 struct RingInfo {
     unsigned chips = 1;
+    bool direct = false;  // all-reduces as the direct lowering (--algo direct) instead of a ring
 };
 
 // All-reduce of `bytes` at `buf` (HBM, same address on every chip) over a ring of every chip:
-// a reduce-scatter by reducing DMAs (dst += src at the receiver), then an all-gather.
+// a reduce-scatter by reducing DMAs (dst += src at the receiver), then an all-gather; with
+// ring.direct, the direct lowering (every chip with every other at once) instead.
 void emit_all_reduce(Lowering& lo, const RingInfo& ring, unsigned chip, std::uint64_t buf, std::uint64_t bytes,
                      const std::string& op);
 

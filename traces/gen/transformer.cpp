@@ -138,6 +138,7 @@ TransformerSummary emit_transformer(trace::TraceWriter& w, const TransformerPara
     TransformerSummary sum;
     RingInfo ring;
     ring.chips = p.tp;
+    ring.direct = p.direct_all_reduce;
     for (unsigned chip = 0; chip < p.tp; ++chip) {
         Emitter e(w, w.add_stream(static_cast<std::uint16_t>(chip), 0));
         Lowering lo(e, p.tiles);

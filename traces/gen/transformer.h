@@ -33,6 +33,7 @@ struct TransformerParams {
     std::uint64_t batch = 1, seq = 2048;
     std::uint64_t layers = 0;  // layers to generate (0: all of the model's)
     unsigned tp = 1;           // tensor-parallel chips
+    bool direct_all_reduce = false;  // --collective direct: the all-reduces as direct exchanges, not rings
     TileConfig tiles;
 };
 

@@ -158,7 +158,7 @@ int gemm_cmd(const std::vector<std::string>& args) {
 int transformer_cmd(const std::vector<std::string>& args) {
     gen::TransformerParams p;
     Common c;
-    std::string model, phase;
+    std::string model, phase, collective = "ring";
     std::uint64_t layers = 0;
     po::options_description o("xpu_tracegen transformer: Llama-style decoder layers");
     o.add_options()
@@ -171,7 +171,9 @@ int transformer_cmd(const std::vector<std::string>& args) {
         ("phase", po::value(&phase)->required(), "prefill or decode")
         ("batch", po::value(&p.batch)->required(), "sequences")
         ("seq", po::value(&p.seq)->required(), "prefill: tokens per sequence; decode: tokens already in the KV cache")
-        ("tp", po::value(&p.tp), "tensor-parallel chips (default 1)");
+        ("tp", po::value(&p.tp), "tensor-parallel chips (default 1)")
+        ("collective", po::value(&collective), "with --tp: the all-reduces' lowering, ring (default) or direct "
+                                               "(every chip with every other at once: see xpu_tracegen collective --algo)");
     c.add(o, true);
     po::variables_map vm;
     int rc = 0;
@@ -188,6 +190,8 @@ int transformer_cmd(const std::vector<std::string>& args) {
     p.layers = layers;
     if (phase != "prefill" && phase != "decode") return usage("--phase: expected prefill or decode, got '" + phase + "'");
     p.decode = phase == "decode";
+    if (collective != "ring" && collective != "direct") return usage("--collective: expected ring or direct, got '" + collective + "'");
+    p.direct_all_reduce = collective == "direct";
     try {
         trace::TraceWriter w(c.out);
         auto s = gen::emit_transformer(w, p);
