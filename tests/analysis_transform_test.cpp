@@ -1860,6 +1860,19 @@ TEST(Finders, RankingDropsNoiseOrdersBySavingKeepsTiesInOrderAndCaps) {
     EXPECT_EQ(w[0].kind, "b");
 }
 
+// Every stream's program with `s` applied (what write_patched_trace writes), stream by stream.
+std::vector<std::vector<Instruction>> patched_streams(const analysis::RunData& data, const analysis::Suggestion& s) {
+    std::vector<std::vector<Instruction>> out(data.streams.size());
+    analysis::visit_patched(
+        data, s, [](std::uint32_t) {},
+        [&](std::uint32_t si, std::uint64_t i, const analysis::Edit* e) {
+            if (!e) return out[si].push_back(data.streams[si].code[i]);
+            out[si].push_back(e->in);
+            for (const Instruction& more : e->then) out[si].push_back(more);
+        });
+    return out;
+}
+
 // A check of a collective's data flow that knows nothing of how it was lowered. Every chip's
 // program runs with each DMA landing at a random later moment (its flag rises then), in a
 // random order with the other chips' steps, waits honoured; remote DMAs from one chip to another
@@ -1997,15 +2010,9 @@ TEST(DirectCollective, EveryPieceReducedFromEveryChipAndTheRunFaster) {
     const Analyzed r = analyzed(trace, sets, "configs/xpu-ring4.yaml");
     const analysis::Suggestion* s = first_of_kind(r, "direct_collective");
     ASSERT_NE(s, nullptr) << "no direct_collective on a latency-bound ring all-reduce";
-    std::vector<std::vector<Instruction>> before, after(r.data.streams.size());
+    std::vector<std::vector<Instruction>> before;
     for (const analysis::Stream& st : r.data.streams) before.push_back(st.code);
-    analysis::visit_patched(
-        r.data, *s, [](std::uint32_t) {},
-        [&](std::uint32_t si, std::uint64_t i, const analysis::Edit* e) {
-            if (!e) return after[si].push_back(r.data.streams[si].code[i]);
-            after[si].push_back(e->in);
-            for (const Instruction& more : e->then) after[si].push_back(more);
-        });
+    const std::vector<std::vector<Instruction>> after = patched_streams(r.data, *s);
     for (unsigned seed = 1; seed <= 3; ++seed) {
         const CollectiveFlow ring = collective_flow(r.data, before, seed), direct = collective_flow(r.data, after, seed);
         EXPECT_FALSE(ring.deadlock);
@@ -2069,15 +2076,9 @@ TEST(DirectCollective, LoadsPlacedInTheRingsStepsStayInTheirPhase) {
     for (const analysis::Suggestion& x : q.a.suggestions)
         if (!s && x.kind == "direct_collective") s = &x;
     ASSERT_NE(s, nullptr) << "not proposed once loads sit in the ring's steps";
-    std::vector<std::vector<Instruction>> before, after(q.data.streams.size());
+    std::vector<std::vector<Instruction>> before;
     for (const analysis::Stream& st : q.data.streams) before.push_back(st.code);
-    analysis::visit_patched(
-        q.data, *s, [](std::uint32_t) {},
-        [&](std::uint32_t si, std::uint64_t i, const analysis::Edit* e) {
-            if (!e) return after[si].push_back(q.data.streams[si].code[i]);
-            after[si].push_back(e->in);
-            for (const Instruction& more : e->then) after[si].push_back(more);
-        });
+    const std::vector<std::vector<Instruction>> after = patched_streams(q.data, *s);
     for (unsigned seed = 1; seed <= 3; ++seed) {
         const CollectiveFlow direct = collective_flow(q.data, after, seed);
         EXPECT_FALSE(direct.deadlock) << "seed " << seed;
