@@ -136,7 +136,11 @@ ChainBound data_chain_bound(const Context& cx) {
             if (!acc[k].write) start = std::max(start, pages.ready(acc[k]));
         Tick took = 0;
         const std::uint32_t op = cx.ix.op_of(at.s, at.i);
-        if (in.op == Opcode::Dma) {
+        if (in.op == Opcode::Dma && in.mem_src.space == Space::Vmem) {
+            // A write-back out of VMEM: nothing. pipeline_store cuts one into pieces, each issued
+            // once its own bytes are written, and the last piece may be as small as the cut's
+            // alignment: what follows the last writer is that piece, not the whole DMA.
+        } else if (in.op == Opcode::Dma) {
             for (int k = 0; k < na; ++k) {
                 auto it = ps_per_byte.find(acc[k].chip);
                 if (acc[k].space == Space::Hbm && it != ps_per_byte.end())

@@ -4,7 +4,9 @@
 // Links: a register read after the write that produced it (the producer's completion); a read of
 // memory (VMEM or HBM, per chip) after the DMA or store that wrote it; a matmul after the last
 // weight push on its matrix unit. Least times: a DMA that touches HBM moves its bytes at no more
-// than the HBM's peak of its chip (at least bytes / peak, its own transfer alone), another DMA
+// than the HBM's peak of its chip (at least bytes / peak, its own transfer alone; split_dma's
+// pieces share that HBM, so together no less), but a write-back out of VMEM nothing (pipeline_store
+// issues its pieces as their bytes are written, the last one possibly small), another DMA
 // nothing; a unit instruction its pipeline occupancy in the run (shape over the unit's rate, not
 // queueing); everything else nothing. Waits, anti-dependencies and buffer reuse are left out:
 // suggestions may drop a wait, rename a buffer or move instructions, but keep every true data
