@@ -1886,6 +1886,8 @@ std::vector<std::vector<Instruction>> patched_streams(const analysis::RunData& d
 struct CollectiveFlow {
     bool deadlock = false;
     std::size_t pieces = 0, incomplete = 0;  // (chip, collective, piece) seen; not holding every chip's
+    // What each (chip, collective, piece) ends holding: one bit per chip whose contribution it has.
+    std::map<std::tuple<std::uint16_t, std::string, std::uint64_t>, std::uint32_t> held;
 };
 
 CollectiveFlow collective_flow(const analysis::RunData& data, const std::vector<std::vector<Instruction>>& code, unsigned seed) {
@@ -1990,6 +1992,7 @@ CollectiveFlow collective_flow(const analysis::RunData& data, const std::vector<
         ++out.pieces;
         if (v != everyone) ++out.incomplete;
     }
+    out.held = std::move(value);
     return out;
 }
 
@@ -2107,6 +2110,53 @@ TEST(DirectCollective, LoadsPlacedInTheRingsStepsStayInTheirPhase) {
     }
     EXPECT_GT(loads, 0u) << "prefetch_ahead put no load in the ring's steps: the test shows nothing";
 }
+
+// A reduce-scatter and an all-gather alone (xpu_tracegen collective, 1 KiB pieces, a ring of 5
+// chips, 2 pieces a shard): direct_collective rewrites each in one round, and the data ends as
+// the ring left it (collective_flow, DMAs landing in random orders): after the all-gather every
+// chip holds what the ring gave it, piece by piece; after the reduce-scatter each piece the ring
+// reduced in full (at the chip that owns it) is reduced in full at the same chip (the others are
+// the ring's scratch, partial sums in transit).
+void check_direct_single_phase(const std::string& op) {
+    gen::CollectiveParams cp;
+    cp.op = op;
+    cp.algo = "ring";
+    cp.chips = 5;
+    cp.chunks = 2;
+    cp.bytes = 5 * 2 * 1024;
+    const std::vector<std::string> sets = {"chips=5", "topology.dims=[5]"};
+    const Analyzed r = analyzed(collective_trace("ring-" + op + ".bin", cp), sets, "configs/xpu-ring4.yaml");
+    const analysis::Suggestion* s = first_of_kind(r, "direct_collective");
+    ASSERT_NE(s, nullptr) << "no direct_collective on a " << op;
+    EXPECT_NE(s->action.find("one round"), std::string::npos) << s->action;
+    std::vector<std::vector<Instruction>> before;
+    for (const analysis::Stream& st : r.data.streams) before.push_back(st.code);
+    const std::vector<std::vector<Instruction>> after = patched_streams(r.data, *s);
+    for (unsigned seed = 1; seed <= 3; ++seed) {
+        const CollectiveFlow ring = collective_flow(r.data, before, seed), direct = collective_flow(r.data, after, seed);
+        EXPECT_FALSE(ring.deadlock);
+        EXPECT_FALSE(direct.deadlock) << "seed " << seed;
+        std::size_t complete = 0;
+        for (const auto& [key, v] : ring.held) {
+            const auto it = direct.held.find(key);
+            const std::uint32_t got = it == direct.held.end() ? 1u << std::get<0>(key) : it->second;
+            if (op == "all-gather") {
+                EXPECT_EQ(got, v) << "seed " << seed << ": chip " << std::get<0>(key) << ", piece " << std::get<2>(key);
+            } else if (v == 0x1Fu) {  // reduced in full (5 chips)
+                ++complete;
+                EXPECT_EQ(got, v) << "seed " << seed << ": chip " << std::get<0>(key) << ", piece " << std::get<2>(key);
+            }
+        }
+        if (op == "reduce-scatter") EXPECT_EQ(complete, 5u * 2u) << "a piece a chunk, each reduced at its owner";
+    }
+    // Fewer steps: per chip, one wait for the collective.
+    std::size_t waits = 0;
+    for (const Instruction& in : after[0]) waits += in.op == Opcode::SWait;
+    EXPECT_EQ(waits, 1u);
+}
+
+TEST(DirectCollective, AllGatherAloneInOneRoundAsTheRingLeftIt) { check_direct_single_phase("all-gather"); }
+TEST(DirectCollective, ReduceScatterAloneInOneRoundEachPieceReducedAtItsOwner) { check_direct_single_phase("reduce-scatter"); }
 
 }  // namespace
 }  // namespace xpu::test

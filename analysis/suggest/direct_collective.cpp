@@ -8,6 +8,10 @@
 // pieces it reduces, then sends each reduced piece straight to every chip: two rounds of the
 // farthest chip's latency.
 //
+// A reduce-scatter alone (reducing sends only) or an all-gather alone (plain ones) is taken the
+// same way, rewritten in one round: a chip owns the pieces it never sends (reduce-scatter) or
+// sends in its first step (all-gather), and the direct sends raise the ring's flag as the ring's did.
+//
 // When (the finding): on every chip taking part, one stream; each all-reduce is a run of its
 // program made of remote DMAs and swaits only, on one flag F: first the reduce-scatter's sends
 // (reducing: `dtype`), then the all-gather's (plain), every send from HBM to the same address on
@@ -68,6 +72,9 @@ struct Segment {
     std::uint64_t waits = 0;
     std::int64_t last_value = 0;
     std::uint64_t bytes = 0;
+    bool rs = false, ag = false;  // has a reduce-scatter (reducing sends), an all-gather (plain ones)
+    std::size_t all_pieces = 0;   // of the collective, every chip's (owners())
+    unsigned rounds() const { return (rs ? 1u : 0u) + (ag ? 1u : 0u); }
 };
 
 struct Member {
@@ -94,7 +101,7 @@ public:
     bool find(Suggestion& out) {
         if (!members() || !flag_ok() || !latency_bound() || !owners() || !counts()) return false;
         const Tick saving = estimate();
-        if (saving == 0 || !free_flag()) return false;
+        if (saving == 0 || (needs_g() && !free_flag())) return false;
         out.kind = "direct_collective";
         out.estimated_saving = saving;
         patch(out);
@@ -198,6 +205,7 @@ private:
             g.bytes = in.bytes;
             const bool reducing = in.has(kDtype);
             if (reducing && gathering) return false;  // the reduce-scatter first
+            (reducing ? g.rs : g.ag) = true;
             if (reducing && g.rs_send == Segment::kNo) g.rs_send = j;
             if (!reducing && !gathering) {
                 gathering = true;
@@ -207,8 +215,10 @@ private:
             g.pieces.insert(in.mem_src.addr);
             if (std::find(g.engines.begin(), g.engines.end(), in.unit) == g.engines.end()) g.engines.push_back(in.unit);
         }
-        // A reduce-scatter with a wait, then an all-gather.
-        if (g.rs_send != g.begin || !gathering || g.rs_wait == Segment::kNo || g.rs_wait > g.ag_send) return false;
+        // A reduce-scatter with a wait, then an all-gather; or either alone.
+        if (g.rs && g.ag && (g.rs_send != g.begin || g.rs_wait == Segment::kNo || g.rs_wait > g.ag_send)) return false;
+        if (!g.ag && g.rs_send != g.begin) return false;
+        if (!g.rs && g.ag_send != g.begin) return false;
         std::sort(g.owned.begin(), g.owned.end());
         g.owned.erase(std::unique(g.owned.begin(), g.owned.end()), g.owned.end());
         // A passenger touches none of the collective's pieces and raises another flag.
@@ -261,17 +271,27 @@ private:
     }
 
     // In each all-reduce, the same pieces on every chip, each owned by one chip.
+    // A reduce-scatter alone: a chip owns the pieces it never sends (the ring leaves each chip
+    // the sum of one shard, and sends every other).
     bool owners() {
         for (std::size_t k = 0; k < k_; ++k) {
-            std::set<std::uint64_t> owned;
+            std::set<std::uint64_t> all, owned;
+            for (const Member& mb : m_) all.insert(mb.segs[k].pieces.begin(), mb.segs[k].pieces.end());
             std::size_t count = 0;
-            for (const Member& mb : m_) {
-                const Segment& g = mb.segs[k];
-                if (g.bytes != m_[0].segs[k].bytes || g.pieces != m_[0].segs[k].pieces || g.owned.empty()) return false;
+            for (Member& mb : m_) {
+                Segment& g = mb.segs[k];
+                const Segment& g0 = m_[0].segs[k];
+                if (g.bytes != g0.bytes || g.rs != g0.rs || g.ag != g0.ag) return false;
+                if (!g.ag && g.pieces.size() >= all.size()) return false;  // a reduce-scatter alone keeps one
+                g.all_pieces = all.size();
+                if (!g.ag)
+                    for (std::uint64_t p : all)
+                        if (!g.pieces.count(p)) g.owned.push_back(p);
+                if (g.owned.empty()) return false;
                 for (std::uint64_t p : g.owned) owned.insert(p);
                 count += g.owned.size();
             }
-            if (count != owned.size() || owned != m_[0].segs[k].pieces) return false;
+            if (count != owned.size() || owned != all) return false;
         }
         return true;
     }
@@ -290,11 +310,17 @@ private:
             for (std::size_t k = 0; k < k_; ++k) {
                 total += arrive_[k][mb.chip];
                 if (mb.segs[k].last_value != total) return false;
-                // The direct all-gather brings it as many sends as the other chips own pieces.
-                if (arrive_[k][mb.chip] < static_cast<std::int64_t>(mb.segs[k].pieces.size() - mb.segs[k].owned.size())) return false;
+                // The direct phase counted on the ring's flag brings it a send per piece it does
+                // not own (an all-gather), or per other chip and piece it owns (a reduce-scatter alone).
+                if (arrive_[k][mb.chip] < sends_on_flag(mb.segs[k])) return false;
             }
         }
         return true;
+    }
+
+    // The direct code's sends that raise the ring's flag on a chip with this segment.
+    std::int64_t sends_on_flag(const Segment& g) const {
+        return static_cast<std::int64_t>(g.ag ? g.all_pieces - g.owned.size() : (n_ - 1) * g.owned.size());
     }
 
     Tick estimate() const {
@@ -306,6 +332,7 @@ private:
         for (std::size_t k = 0; k < k_; ++k) {
             Tick entry = 0, exit = 0;
             std::uint64_t steps = 0;
+            const unsigned rounds = m_[0].segs[k].rounds();
             for (const Member& mb : m_) {
                 const Stream& st = run_.streams[mb.stream];
                 const Segment& g = mb.segs[k];
@@ -316,10 +343,17 @@ private:
             }
             if (exit <= entry || steps == 0) continue;
             const Tick span = exit - entry;
-            const Tick direct = 2 * (span / steps + (far - 1) * hop);
+            const Tick direct = rounds * (span / steps + (far - 1) * hop);
             if (direct < span) saving += span - direct;
         }
         return saving;
+    }
+
+    // Only an all-reduce needs G (its two phases counted apart).
+    bool needs_g() const {
+        for (const Segment& g : m_[0].segs)
+            if (g.rs && g.ag) return true;
+        return false;
     }
 
     // G: a flag no instruction names on any chip of the group.
@@ -351,12 +385,15 @@ private:
     void patch(Suggestion& out) {
         std::vector<std::int64_t> on_g(n_, 0);  // per chip, what G has reached
         for (std::size_t k = 0; k < k_; ++k) {
-            // Per receiver, its all-gather sends in (sender's place, piece) order, and their shares of what F gets.
+            // Per receiver, the sends that raise F on it in (sender's place, piece) order, and their
+            // shares of what F gets: the all-gather's (each other chip's pieces), or with a
+            // reduce-scatter alone its sends (each other chip's contribution to its own pieces).
+            const bool ag = m_[0].segs[k].ag, both = m_[0].segs[k].rs && ag;
             std::vector<std::map<std::pair<std::size_t, std::uint64_t>, std::int64_t>> share(n_);
             for (std::size_t r = 0; r < n_; ++r) {
                 for (std::size_t s = 0; s < n_; ++s)
                     if (s != r)
-                        for (std::uint64_t p : m_[s].segs[k].owned) share[r][{s, p}] = 0;
+                        for (std::uint64_t p : m_[ag ? s : r].segs[k].owned) share[r][{s, p}] = 0;
                 const std::int64_t total = arrive_[k].at(m_[r].chip);
                 const std::int64_t each = total / static_cast<std::int64_t>(share[r].size());
                 std::int64_t rest = total % static_cast<std::int64_t>(share[r].size());
@@ -381,18 +418,25 @@ private:
                     code.push_back(in);
                 };
                 const std::vector<std::size_t> to = others(i);
-                for (std::size_t d : to)
-                    for (std::uint64_t p : m_[d].segs[k].owned) send(g.rs_send, d, p, g_, 1);
-                for (std::uint64_t j : g.passengers_rs) code.push_back(st.code[j]);
-                on_g[i] += static_cast<std::int64_t>((n_ - 1) * g.owned.size());
-                Instruction w = st.code[g.rs_wait];
-                w.flag = g_;
-                w.value = on_g[i];
-                code.push_back(w);
-                for (std::size_t d : to)
-                    for (std::uint64_t p : g.owned) send(g.ag_send, d, p, flag_, share[d].at({i, p}));
-                for (std::uint64_t j : g.passengers_ag) code.push_back(st.code[j]);
-                code.push_back(st.code[g.ag_wait]);
+                if (g.rs) {
+                    for (std::size_t d : to)
+                        for (std::uint64_t p : m_[d].segs[k].owned)
+                            both ? send(g.rs_send, d, p, g_, 1) : send(g.rs_send, d, p, flag_, share[d].at({i, p}));
+                    for (std::uint64_t j : g.passengers_rs) code.push_back(st.code[j]);
+                }
+                if (both) {  // the reduce-scatter's arrivals, apart from the all-gather's
+                    on_g[i] += static_cast<std::int64_t>((n_ - 1) * g.owned.size());
+                    Instruction w = st.code[g.rs_wait];
+                    w.flag = g_;
+                    w.value = on_g[i];
+                    code.push_back(w);
+                }
+                if (ag) {
+                    for (std::size_t d : to)
+                        for (std::uint64_t p : g.owned) send(g.ag_send, d, p, flag_, share[d].at({i, p}));
+                    for (std::uint64_t j : g.passengers_ag) code.push_back(st.code[j]);
+                }
+                code.push_back(st.code[g.ag_wait]);  // the last wait, whichever phase
                 Edit e{mb.stream, g.begin, code.front(), {}};
                 e.then.assign(code.begin() + 1, code.end());
                 out.edits.push_back(std::move(e));
@@ -413,13 +457,22 @@ private:
             }
         set_places(out, ops, dma_ops);
         const Segment& g = m_[0].segs[0];
+        std::size_t all_reduces = 0, gathers = 0, scatters = 0;
+        for (const Segment& x : m_[0].segs) ++(x.rs && x.ag ? all_reduces : x.ag ? gathers : scatters);
+        const char* what = all_reduces == k_ ? "all-reduce" : gathers == k_ ? "all-gather" : scatters == k_ ? "reduce-scatter" : "collective";
         std::ostringstream cause, action;
-        cause << k_ << " all-reduce" << (k_ > 1 ? "s" : "") << " on " << n_ << " chips lowered as rings of up to " << steps
+        cause << k_ << " " << what << (k_ > 1 ? "s" : "") << " on " << n_ << " chips lowered as rings of up to " << steps
               << " dependent steps, each a piece of " << g.bytes << " bytes sent one hop: the steps are the links' latency, not their bandwidth";
-        action << "lower " << (k_ > 1 ? "each" : "it") << " as a direct exchange: every chip sends each piece straight to the chip "
-               << "that reduces it (reducing writes, counted on flag " << g_ << ", which no program names), then each reduced piece "
-               << "straight to every chip: two rounds of the farthest chip's latency (estimated with " << n_ / 2
-               << " hops, a ring's farthest) instead of " << steps << " steps";
+        action << "lower " << (k_ > 1 ? "each" : "it") << " as a direct exchange: ";
+        if (needs_g())
+            action << "every chip sends each piece straight to the chip that reduces it (reducing writes, counted on flag " << g_
+                   << ", which no program names), then each reduced piece straight to every chip: two rounds";
+        else if (g.ag)
+            action << "every chip sends its pieces straight to every chip: one round";
+        else
+            action << "every chip sends each piece straight to the chip that reduces it: one round";
+        action << " of the farthest chip's latency (estimated with " << n_ / 2 << " hops, a ring's farthest) instead of " << steps
+               << " steps";
         out.cause = cause.str();
         out.action = action.str();
     }

@@ -2,25 +2,26 @@
 # direct_collective against an independent reference: the generator's own direct lowering
 # (xpu_tracegen collective --algo direct, traces/gen/collective.cpp), written apart from the
 # analysis's rewrite (analysis/suggest/direct_collective.cpp). On ring all-reduces of small
-# tensors, the rewrite of the ring that the analysis verifies must save exactly what the
+# tensors (and on a reduce-scatter or an all-gather alone), the rewrite of the ring that the
+# analysis verifies must save exactly what the
 # generator's direct lowering saves over the ring, simulated on the same platform (within 1 ns:
 # the two lowerings move the same pieces, from the nearest chip out, each owner's shard
 # differently placed; by the ring's symmetry every chip waits as long).
-# Each case: "PLATFORM CHIPS BYTES CHUNKS [--set KEY=VALUE...]" (xpu_tracegen collective), or
+# Each case: "PLATFORM OP CHIPS BYTES CHUNKS [--set KEY=VALUE...]" (xpu_tracegen collective --op OP), or
 # "PLATFORM decode MODEL BATCH SEQ LAYERS TP [--set KEY=VALUE...]" (xpu_tracegen transformer, its
 # all-reduces as rings or, with --collective direct, direct).
 # usage: bash direct_lowering.sh BUILD_DIR SOURCE_DIR CASE...
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-(($# >= 3)) || { echo "usage: $0 BUILD_DIR SOURCE_DIR 'PLATFORM CHIPS BYTES CHUNKS [--set K=V...]'..." >&2; exit 2; }
+(($# >= 3)) || { echo "usage: $0 BUILD_DIR SOURCE_DIR 'PLATFORM OP CHIPS BYTES CHUNKS [--set K=V...]'..." >&2; exit 2; }
 BUILD_DIR=$1 SOURCE_DIR=$2
 shift 2
 e2e_tools "$BUILD_DIR"
 e2e_workdir direct_lowering
 
 for case in "$@"; do
-    read -r plat chips bytes chunks sets <<< "$case"
-    if [[ $chips == decode ]]; then
+    read -r plat op chips bytes chunks sets <<< "$case"
+    if [[ $op == decode ]]; then
         read -r plat _ model batch seq layers tp sets <<< "$case"
         name="$plat-$model-b$batch-s$seq-L$layers-tp$tp"
         for algo in ring direct; do
@@ -28,9 +29,9 @@ for case in "$@"; do
                 --collective "$algo" -o "$WORK/$name-$algo.bin" > /dev/null
         done
     else
-        name="$plat-$chips-$bytes-c$chunks"
+        name="$plat-$op-$chips-$bytes-c$chunks"
         for algo in ring direct; do
-            "$GEN" collective --op all-reduce --chips "$chips" --bytes "$bytes" --chunks "$chunks" --algo "$algo" \
+            "$GEN" collective --op "$op" --chips "$chips" --bytes "$bytes" --chunks "$chunks" --algo "$algo" \
                 -o "$WORK/$name-$algo.bin" > /dev/null
         done
     fi
