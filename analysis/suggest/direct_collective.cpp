@@ -42,8 +42,8 @@
 // write at the far end, the flag, the wait's wake. The direct exchange takes two rounds, each a
 // step with the farthest chip's further hops (N/2 - 1 more: a ring's farthest; on a torus the
 // farthest is nearer, so this is low) at the slowest link's latency. Saving
-// L - 2 (L / S + (N/2 - 1) hop), summed over the all-reduces. An estimate: the verification
-// replays it.
+// L - 2 (L / S + (N/2 - 1) hop) (one round for a phase alone), summed over the collectives. An
+// estimate: the verification replays it.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -56,7 +56,8 @@ namespace xpu::analysis {
 
 namespace {
 
-// One all-reduce on one chip: instructions [begin, end) of its stream.
+// One collective on one chip (an all-reduce, or a reduce-scatter or an all-gather alone):
+// instructions [begin, end) of its stream.
 struct Segment {
     std::uint64_t begin = 0, end = 0;
     static constexpr std::uint64_t kNo = ~std::uint64_t{0};
