@@ -333,6 +333,29 @@ gen::TransformerParams decode_layer() {
     return p;
 }
 
+// A ring of 8 chips: configs/xpu-ring4.yaml with these --set.
+const std::vector<std::string> kRing8 = {"chips=8", "topology.dims=[8]"};
+
+// One llama2-7b decode layer over 2048 cached tokens, tensor-parallel over the 8 chips of a ring
+// (its all-reduces: rings of 14 steps of 1 KiB pieces), simulated and analysed.
+Analyzed analyzed_tp8_decode(const std::string& name) {
+    gen::TransformerParams p = decode_layer();
+    p.seq = 2048;
+    p.tp = 8;
+    return analyzed(stamped(transformer_trace(name, p)), kRing8, "configs/xpu-ring4.yaml");
+}
+
+// sim_main (one SystemC simulation per process: a test's second run goes through it) on that
+// ring, `trace` into `out`, quietly, with `flags`; whether it succeeded.
+bool sim_main_on_ring8(const std::string& trace, const std::string& out, const std::string& flags) {
+    std::string cmd = std::string(XPU_BINARY_DIR) + "/platform/sim_main --platform " + source_path("configs/xpu-ring4.yaml") +
+                      " --trace " + trace + " --out " + out + " -q " + flags;
+    for (const std::string& x : kRing8) cmd += " --set '" + x + "'";
+    const int rc = std::system(cmd.c_str());
+    if (rc != 0) ADD_FAILURE() << cmd << ": exit " << rc;
+    return rc == 0;
+}
+
 // The end of the highest VMEM byte the stream touches.
 std::uint64_t vmem_top(const std::vector<Instruction>& code) {
     std::uint64_t top = 0;
@@ -1000,12 +1023,7 @@ TEST(PrefetchAhead, NextOpsLoadsGoUnderThisOpsCompute) {
 // 2-layer TP-4 decode on a 4-chip ring: prefetch_ahead 6.2 -> 10.7 us saved; on the 32-layer one
 // 113.6 -> 214.0 us (scripts/bench_suggestions.sh).
 TEST(PrefetchAhead, LoadsIssueWhileTheCoreWaitsInACollectivesSteps) {
-    gen::TransformerParams p = decode_layer();
-    p.seq = 2048;
-    p.tp = 8;
-    const std::vector<std::string> sets = {"chips=8", "topology.dims=[8]"};
-    const std::string trace = stamped(transformer_trace("decode-tp8.bin", p));
-    const Analyzed r = analyzed(trace, sets, "configs/xpu-ring4.yaml");
+    const Analyzed r = analyzed_tp8_decode("decode-tp8.bin");
     const analysis::Suggestion* s = first_of_kind(r, "prefetch_ahead");
     ASSERT_NE(s, nullptr);
     for (std::uint32_t chip = 0; chip < 8; ++chip) {
@@ -1039,10 +1057,7 @@ TEST(PrefetchAhead, LoadsIssueWhileTheCoreWaitsInACollectivesSteps) {
     const std::string patched = temp_path("decode-tp8-patched.bin");
     analysis::write_patched_trace(r.data, *s, patched);
     const std::string dir = temp_path("decode-tp8-patched-out");
-    std::string cmd = std::string(XPU_BINARY_DIR) + "/platform/sim_main --platform " + source_path("configs/xpu-ring4.yaml") +
-                      " --trace " + stamped(patched) + " --out " + dir + " -q --no-analysis";
-    for (const std::string& x : sets) cmd += " --set '" + x + "'";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    ASSERT_TRUE(sim_main_on_ring8(stamped(patched), dir, "--no-analysis"));
     const Tick after = analysis::analyze(analysis::load_run(dir)).end;
     std::printf("run %.3f us, patched %.3f us, estimated saving %.3f us\n", r.a.end / 1e6, after / 1e6, s->estimated_saving / 1e6);
     EXPECT_LT(after, r.a.end) << "the loads moved under the collective made the run slower";
@@ -2000,17 +2015,12 @@ CollectiveFlow collective_flow(const analysis::RunData& data, const std::vector<
 // a hop of 500 ns) are rings of 14 latency-bound steps. The patched programs must compute what
 // the ring did: every piece of every all-reduce on every chip ends holding all 8 chips'
 // contributions, whatever order the DMAs land in (collective_flow, checked on the original too,
-// so that the check is known to accept a correct lowering); each chip's flag counts stay the
-// ring's at every all-reduce's end (every later wait keeps its meaning). The patched trace,
+// so that the check is known to accept a correct lowering: a flag count off would deadlock a
+// later wait or let it pass early, leaving a piece short). The patched trace,
 // simulated, is faster; its analysis does not propose the change again (fixed point). The
 // measured saving against the estimate is the verification's (tests/e2e/kind_verified.sh).
 TEST(DirectCollective, EveryPieceReducedFromEveryChipAndTheRunFaster) {
-    gen::TransformerParams p = decode_layer();
-    p.seq = 2048;
-    p.tp = 8;
-    const std::vector<std::string> sets = {"chips=8", "topology.dims=[8]"};
-    const std::string trace = stamped(transformer_trace("decode-tp8-direct.bin", p));
-    const Analyzed r = analyzed(trace, sets, "configs/xpu-ring4.yaml");
+    const Analyzed r = analyzed_tp8_decode("decode-tp8-direct.bin");
     const analysis::Suggestion* s = first_of_kind(r, "direct_collective");
     ASSERT_NE(s, nullptr) << "no direct_collective on a latency-bound ring all-reduce";
     std::vector<std::vector<Instruction>> before;
@@ -2038,10 +2048,7 @@ TEST(DirectCollective, EveryPieceReducedFromEveryChipAndTheRunFaster) {
     const std::string patched = temp_path("decode-tp8-direct-patched.bin");
     analysis::write_patched_trace(r.data, *s, patched);
     const std::string dir = temp_path("decode-tp8-direct-patched-out");
-    std::string cmd = std::string(XPU_BINARY_DIR) + "/platform/sim_main --platform " + source_path("configs/xpu-ring4.yaml") +
-                      " --trace " + patched + " --out " + dir + " -q --no-verify";
-    for (const std::string& x : sets) cmd += " --set '" + x + "'";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    ASSERT_TRUE(sim_main_on_ring8(patched, dir, "--no-verify"));
     const analysis::RunData again = analysis::load_run(dir);
     const analysis::Analysis a = analysis::analyze(again);
     std::printf("run %.3f us, patched %.3f us, estimated saving %.3f us\n", r.a.end / 1e6, a.end / 1e6, s->estimated_saving / 1e6);
@@ -2054,21 +2061,14 @@ TEST(DirectCollective, EveryPieceReducedFromEveryChipAndTheRunFaster) {
 // piece still ends reduced from every chip, and each load stays in the all-reduce's phase it was
 // in (after that phase's sends, before its wait): none is lost, none moves out of the all-reduce.
 TEST(DirectCollective, LoadsPlacedInTheRingsStepsStayInTheirPhase) {
-    gen::TransformerParams p = decode_layer();
-    p.seq = 2048;
-    p.tp = 8;
-    const std::vector<std::string> sets = {"chips=8", "topology.dims=[8]"};
-    const Analyzed r = analyzed(stamped(transformer_trace("decode-tp8-first.bin", p)), sets, "configs/xpu-ring4.yaml");
+    const Analyzed r = analyzed_tp8_decode("decode-tp8-first.bin");
     const analysis::Suggestion* pa = first_of_kind(r, "prefetch_ahead");
     ASSERT_NE(pa, nullptr);
     const std::string first = temp_path("decode-tp8-prefetched.bin");
     analysis::write_patched_trace(r.data, *pa, first);
     // Simulated by sim_main (one SystemC simulation per process), analysed here.
     const std::string dir = temp_path("decode-tp8-prefetched-out");
-    std::string cmd = std::string(XPU_BINARY_DIR) + "/platform/sim_main --platform " + source_path("configs/xpu-ring4.yaml") +
-                      " --trace " + first + " --out " + dir + " -q --no-analysis";
-    for (const std::string& x : sets) cmd += " --set '" + x + "'";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    ASSERT_TRUE(sim_main_on_ring8(first, dir, "--no-analysis"));
     struct {
         analysis::RunData data;
         analysis::Analysis a;
@@ -2147,7 +2147,9 @@ void check_direct_single_phase(const std::string& op) {
                 EXPECT_EQ(got, v) << "seed " << seed << ": chip " << std::get<0>(key) << ", piece " << std::get<2>(key);
             }
         }
-        if (op == "reduce-scatter") EXPECT_EQ(complete, 5u * 2u) << "a piece a chunk, each reduced at its owner";
+        if (op == "reduce-scatter") {
+            EXPECT_EQ(complete, 5u * 2u) << "a piece a chunk, each reduced at its owner";
+        }
     }
     // Fewer steps: per chip, one wait for the collective.
     std::size_t waits = 0;
