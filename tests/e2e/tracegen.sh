@@ -31,6 +31,8 @@ expect_usage "--phase" transformer --model llama2-7b --phase train --batch 1 --s
 expect_usage "--tp" transformer --model llama2-7b --phase decode --batch 1 --seq 8 --tp 3 -o "$WORK/x.bin"
 expect_usage "--dims" collective --op all-gather --chips 4 --bytes 4096 --algo torus2d --dims 3x3 -o "$WORK/x.bin"
 expect_usage "--bytes" collective --op all-gather --chips 4 --bytes 1002 --algo ring -o "$WORK/x.bin"
+expect_usage "--serial-collective" collective --op all-reduce --chips 4 --bytes 8192 --algo direct --serial-collective -o "$WORK/x.bin"
+expect_usage "--collective" transformer --model llama2-7b --phase decode --batch 1 --seq 8 --tp 2 --collective star -o "$WORK/x.bin"
 [[ ! -e "$WORK/x.bin" ]] || fail "a failed generation left $WORK/x.bin"
 pass "no output file after usage errors"
 

@@ -161,6 +161,8 @@ CollectiveSummary emit_collective(trace::TraceWriter& w, const CollectiveParams&
     if (p.op != "all-gather" && p.op != "reduce-scatter" && p.op != "all-reduce")
         throw std::invalid_argument("collective: --op must be all-gather, reduce-scatter or all-reduce");
     if (p.chips < 2) throw std::invalid_argument("collective: needs at least 2 chips");
+    if (direct && p.serial)
+        throw std::invalid_argument("collective: --serial-collective plants a ring's steps finished one by one; --algo direct has no steps");
     const std::vector<unsigned> dims = torus ? p.torus_dims() : std::vector<unsigned>{p.chips};
     {
         std::uint64_t product = 1;
