@@ -1875,6 +1875,13 @@ TEST(Finders, RankingDropsNoiseOrdersBySavingKeepsTiesInOrderAndCaps) {
     EXPECT_EQ(w[0].kind, "b");
 }
 
+// Every stream's program as the run ran it.
+std::vector<std::vector<Instruction>> original_streams(const analysis::RunData& data) {
+    std::vector<std::vector<Instruction>> out;
+    for (const analysis::Stream& st : data.streams) out.push_back(st.code);
+    return out;
+}
+
 // Every stream's program with `s` applied (what write_patched_trace writes), stream by stream.
 std::vector<std::vector<Instruction>> patched_streams(const analysis::RunData& data, const analysis::Suggestion& s) {
     std::vector<std::vector<Instruction>> out(data.streams.size());
@@ -2023,8 +2030,7 @@ TEST(DirectCollective, EveryPieceReducedFromEveryChipAndTheRunFaster) {
     const Analyzed r = analyzed_tp8_decode("decode-tp8-direct.bin");
     const analysis::Suggestion* s = first_of_kind(r, "direct_collective");
     ASSERT_NE(s, nullptr) << "no direct_collective on a latency-bound ring all-reduce";
-    std::vector<std::vector<Instruction>> before;
-    for (const analysis::Stream& st : r.data.streams) before.push_back(st.code);
+    const std::vector<std::vector<Instruction>> before = original_streams(r.data);
     const std::vector<std::vector<Instruction>> after = patched_streams(r.data, *s);
     for (unsigned seed = 1; seed <= 3; ++seed) {
         const CollectiveFlow ring = collective_flow(r.data, before, seed), direct = collective_flow(r.data, after, seed);
@@ -2079,8 +2085,7 @@ TEST(DirectCollective, LoadsPlacedInTheRingsStepsStayInTheirPhase) {
     for (const analysis::Suggestion& x : q.a.suggestions)
         if (!s && x.kind == "direct_collective") s = &x;
     ASSERT_NE(s, nullptr) << "not proposed once loads sit in the ring's steps";
-    std::vector<std::vector<Instruction>> before;
-    for (const analysis::Stream& st : q.data.streams) before.push_back(st.code);
+    const std::vector<std::vector<Instruction>> before = original_streams(q.data);
     const std::vector<std::vector<Instruction>> after = patched_streams(q.data, *s);
     for (unsigned seed = 1; seed <= 3; ++seed) {
         const CollectiveFlow direct = collective_flow(q.data, after, seed);
@@ -2129,8 +2134,7 @@ void check_direct_single_phase(const std::string& op) {
     const analysis::Suggestion* s = first_of_kind(r, "direct_collective");
     ASSERT_NE(s, nullptr) << "no direct_collective on a " << op;
     EXPECT_NE(s->action.find("one round"), std::string::npos) << s->action;
-    std::vector<std::vector<Instruction>> before;
-    for (const analysis::Stream& st : r.data.streams) before.push_back(st.code);
+    const std::vector<std::vector<Instruction>> before = original_streams(r.data);
     const std::vector<std::vector<Instruction>> after = patched_streams(r.data, *s);
     for (unsigned seed = 1; seed <= 3; ++seed) {
         const CollectiveFlow ring = collective_flow(r.data, before, seed), direct = collective_flow(r.data, after, seed);

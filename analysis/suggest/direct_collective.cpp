@@ -71,7 +71,6 @@ struct Segment {
     // and in the all-gather: each goes after the new code's sends of its phase, in their order.
     std::vector<std::uint64_t> passengers_rs, passengers_ag;
     std::uint64_t waits = 0;
-    std::int64_t last_value = 0;
     std::uint64_t bytes = 0;
     bool rs = false, ag = false;  // has a reduce-scatter (reducing sends), an all-gather (plain ones)
     std::size_t all_pieces = 0;   // of the collective, every chip's (owners())
@@ -84,10 +83,6 @@ struct Member {
     std::vector<Segment> segs;
 };
 
-bool is_send(const Instruction& in, std::uint16_t chip) {
-    return in.op == Opcode::Dma && in.mem_dst.chip != kLocalChip && in.mem_dst.chip != chip;
-}
-
 // A DMA of the chip's own memories (a load another suggestion placed in a collective's steps, to
 // issue while the core waits there).
 bool is_local_dma(const Instruction& in, std::uint16_t chip) {
@@ -98,6 +93,9 @@ bool is_local_dma(const Instruction& in, std::uint16_t chip) {
 class Finder {
 public:
     explicit Finder(const SuggestContext& sc) : sc_(sc), run_(sc.run) {}
+
+    // A DMA to another chip (the index's rule: its destination names a chip not its own).
+    bool is_send(const Instruction& in, std::uint16_t chip) const { return in.op == Opcode::Dma && sc_.cx.ix.dma_remote(in, chip); }
 
     bool find(Suggestion& out) {
         if (!members() || !flag_ok() || !latency_bound() || !owners() || !counts()) return false;
@@ -193,7 +191,6 @@ private:
             if (in.op == Opcode::SWait) {
                 if (in.cond != Cond::Ge || !in.has(kValue)) return false;
                 ++g.waits;
-                g.last_value = in.value;
                 if (gathering) stepped = true;
                 if (!gathering && g.rs_wait == Segment::kNo) g.rs_wait = j;
                 g.ag_wait = j;
@@ -241,11 +238,11 @@ private:
         for (const Member& mb : m_) {
             if (!sc_.plan.flag_counting(mb.chip, flag_).monotone) return false;
         }
+        std::vector<const Member*> of_stream(run_.streams.size(), nullptr);
+        for (const Member& x : m_) of_stream[x.stream] = &x;
         for (std::uint32_t s = 0; s < run_.streams.size(); ++s) {
             const Stream& st = run_.streams[s];
-            const Member* mb = nullptr;
-            for (const Member& x : m_)
-                if (x.stream == s) mb = &x;
+            const Member* mb = of_stream[s];
             std::size_t next = 0;
             for (std::uint64_t j : sc_.plan.sync_and_dma(s)) {
                 const Instruction& in = st.code[j];
@@ -310,7 +307,7 @@ private:
             std::int64_t total = 0;
             for (std::size_t k = 0; k < k_; ++k) {
                 total += arrive_[k][mb.chip];
-                if (mb.segs[k].last_value != total) return false;
+                if (run_.streams[mb.stream].code[mb.segs[k].ag_wait].value != total) return false;  // its last wait
                 // The direct phase counted on the ring's flag brings it a send per piece it does
                 // not own (an all-gather), or per other chip and piece it owns (a reduce-scatter alone).
                 if (arrive_[k][mb.chip] < sends_on_flag(mb.segs[k])) return false;
