@@ -151,7 +151,7 @@ const char* verdict_key(Verdict v);  // "not_verified", "verified", "no_gain"
 
 // A lower bound of the run's time set by one resource (analysis/bounds.h).
 struct Bound {
-    std::string name;   // "HBM", "link", "compute"
+    std::string name;   // "HBM", "link", "compute", "span", "chain"
     std::string where;  // the resource that sets it: "chip0 HBM", "xpu.links.chip0_xp", "xpu.chip0.core0.mxu3"
     Tick time = 0;      // the least time that resource needs for the run's work
 };

@@ -797,6 +797,7 @@ Analysis analyze(const RunData& run, const AnalyzeOptions& opt) {
     {
         const ChainBound chain = data_chain_bound(cx);
         add_bound(a.bounds, {"chain", chain.where + " data-dependency chain", chain.time}, a.end);
+        add_span_bound(a.bounds, run, chain, a.end);
     }
     cap_estimates(a.bounds, a.suggestions);
     path.get();

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "analysis/chain_bound.h"
 #include "analysis/report.h"
 #include "traces/link_wire.h"
 
@@ -31,6 +32,14 @@ Tick link_bound_ps(const Unit& link, double bytes) {
     return transfer_ps(wire, link.peak_gbps) + link.hop_latency_ps;
 }
 
+// Per unit: the summed streaming time of its matmuls.
+std::vector<Tick> matmul_streaming(const RunData& run) {
+    std::vector<Tick> streaming(run.units.size(), 0);
+    for (const UnitOp& op : run.unit_ops)
+        if (op.op == Opcode::MatMul && op.unit < run.units.size() && op.end > op.start) streaming[op.unit] += op.end - op.start;
+    return streaming;
+}
+
 void keep_max(std::vector<Bound>& out, const char* name, const std::string& where, Tick t) {
     if (t == 0) return;
     for (auto& b : out)
@@ -41,10 +50,12 @@ void keep_max(std::vector<Bound>& out, const char* name, const std::string& wher
     out.push_back({name, where, t});
 }
 
-// A fixed order (HBM, link, compute, chain) whatever came first; the largest sets the
+// A fixed order (HBM, link, compute, span, chain) whatever came first; the largest sets the
 // lower bound and the headroom.
 void settle(RunBounds& r, Tick end) {
-    auto rank = [](const Bound& b) { return b.name == "HBM" ? 0 : b.name == "link" ? 1 : b.name == "compute" ? 2 : 3; };
+    auto rank = [](const Bound& b) {
+        return b.name == "HBM" ? 0 : b.name == "link" ? 1 : b.name == "compute" ? 2 : b.name == "span" ? 3 : 4;
+    };
     std::stable_sort(r.bounds.begin(), r.bounds.end(), [&](const Bound& a, const Bound& b) { return rank(a) < rank(b); });
     r.lower = 0;
     r.limiting = 0;
@@ -84,9 +95,7 @@ RunBounds run_bounds(const RunData& run, Tick end) {
     // in-order path (models/matrix_unit.h), each for as many cycles as its shape says, so their
     // summed occupancy is time no order can avoid. (A unit's busy time is not such a bound: how
     // much of its weight pushes overlap streaming depends on the order.)
-    std::vector<Tick> streaming(run.units.size(), 0);
-    for (const UnitOp& op : run.unit_ops)
-        if (op.op == Opcode::MatMul && op.unit < run.units.size() && op.end > op.start) streaming[op.unit] += op.end - op.start;
+    const std::vector<Tick> streaming = matmul_streaming(run);
     for (std::size_t u = 0; u < run.units.size(); ++u)
         if (run.units[u].role == Role::Matrix) keep_max(r.bounds, "compute", run.units[u].path, streaming[u]);
     settle(r, end);
@@ -98,6 +107,57 @@ double hbm_ps_per_byte(const RunData& run, int chip) {
     for (const Unit& u : run.units)
         if (u.role == Role::Hbm && u.chip == chip) gbps += u.peak_gbps;
     return gbps > 0 ? 1000.0 / gbps : 0.0;  // 1 GB/s = 1 byte/ns = 1 byte per 1000 ps
+}
+
+void add_span_bound(RunBounds& r, const RunData& run, const ChainBound& chain, Tick end) {
+    const std::vector<Tick> streaming = matmul_streaming(run);
+    Bound best{"span", "", 0};
+    for (const auto& [unit, first] : chain.first_matmul) {
+        auto after = chain.after_last_matmul.find(unit);
+        if (unit >= run.units.size() || after == chain.after_last_matmul.end() || streaming[unit] == 0) continue;
+        const Tick t = first + streaming[unit] + after->second;
+        if (t > best.time) {
+            best.time = t;
+            best.where = run.units[unit].path + ": its first operands " + format_time(first) + ", matmuls " +
+                         format_time(streaming[unit]) + ", after the last " + format_time(after->second);
+        }
+    }
+    // The last tiles: a tile's matmuls start no sooner than `first` plus the unit's other matmuls'
+    // streaming. Grouped by that start, latest first, each group of the tiles from the k-th latest
+    // on: what reads any of them starts after the earliest of the group, and each unit (or HBM)
+    // does its share of that one piece of work after the other.
+    const LastTiles& lt = chain.last_tiles;
+    struct Tile {
+        Tick start;
+        int bit;
+    };
+    std::vector<Tile> tiles;
+    for (std::size_t b = 0; b < lt.unit_of_bit.size(); ++b) {
+        const std::uint32_t unit = lt.unit_of_bit[b];
+        auto first = chain.first_matmul.find(unit);
+        auto last = lt.streaming.find(unit);
+        if (first == chain.first_matmul.end() || last == lt.streaming.end() || unit >= run.units.size() ||
+            last->second > streaming[unit])
+            continue;
+        tiles.push_back({first->second + streaming[unit] - last->second, static_cast<int>(b)});
+    }
+    std::sort(tiles.begin(), tiles.end(), [](const Tile& x, const Tile& y) { return x.start > y.start || (x.start == y.start && x.bit < y.bit); });
+    std::uint64_t group = 0;
+    for (const Tile& t : tiles) {
+        group |= std::uint64_t{1} << t.bit;
+        std::map<std::uint64_t, Tick> work;  // unit or HBM -> its work on the group's results
+        for (const LastTiles::Work& w : lt.work)
+            if (w.bits & group) work[w.where] += w.time;
+        for (const auto& [where, time] : work) {
+            if (t.start + time <= best.time) continue;
+            best.time = t.start + time;
+            const std::string name = where & LastTiles::kHbm ? "chip" + std::to_string(where & 0xffff) + " HBM"
+                                                             : where < run.units.size() ? run.units[where].path : "?";
+            best.where = std::to_string(__builtin_popcountll(group)) + " matrix units' last weight tiles from " + format_time(t.start) +
+                         " on, then " + name + " for what reads their results " + format_time(time);
+        }
+    }
+    add_bound(r, std::move(best), end);
 }
 
 void add_bound(RunBounds& r, Bound b, Tick end) {

@@ -27,6 +27,13 @@ RunBounds run_bounds(const RunData& run, Tick end);
 // a DMA for the bytes it moves through that HBM.
 double hbm_ps_per_byte(const RunData& run, int chip);
 
+// The span of each matrix unit: its matmuls' summed streaming time (the compute bound) plus the
+// least chain time before any of them can start and the least chain after any of them
+// (chain_bound.h). Whichever matmul a unit streams first, it starts no sooner than the first;
+// whichever streams last, what depends on it still follows: "span" for the longest.
+struct ChainBound;
+void add_span_bound(RunBounds& r, const RunData& run, const ChainBound& chain, Tick end);
+
 // Adds a bound found elsewhere (the dependency chain: chain_bound.h) and settles which one limits.
 void add_bound(RunBounds& r, Bound b, Tick end);
 

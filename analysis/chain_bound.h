@@ -14,17 +14,48 @@
 // before this chain does. Streams are followed in program order one after another; data another
 // stream produces counts only once that stream has been followed (a later one contributes
 // nothing), which can only lower the bound.
+//
+// The same links give each matrix unit's span (bounds.h, add_span_bound): no matmul of a unit
+// can start before the earliest chain time of any of them (its operands loaded, its weights
+// pushed), and after whichever streams last at least the shortest chain any of them heads
+// still runs (its epilogue, say). Followed backwards in the exact reverse of the forward order,
+// a writer's tail is the longest of its readers' links plus their tails.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "analysis/context.h"
 
 namespace xpu::analysis {
 
+// Each matrix unit's last weight tile: its matmuls stream after every other matmul of the unit
+// (one in-order path, and a tile's matmuls follow its push, which follows the previous tile's
+// matmuls: legality keeps both), so they start no sooner than the first matmul could plus the
+// streaming of all the others. What reads their results cannot start before that either: a
+// unit's occupancy for that work (a vector unit's, the pops'), or the bytes it moves through an
+// HBM at that HBM's peak, follows the earliest start of the tiles it reads.
+struct LastTiles {
+    static constexpr std::uint64_t kHbm = std::uint64_t{1} << 40;  // `where` of an HBM: kHbm | chip
+    struct Work {
+        std::uint64_t bits;   // the tiles it reads: bit b = unit_of_bit[b]'s last tile
+        std::uint64_t where;  // the unit (into RunData::units) or kHbm | chip
+        Tick time;            // occupancy, or bytes at the HBM's peak
+    };
+    std::map<std::uint32_t, Tick> streaming;  // matrix unit -> its last tile's matmuls' streaming
+    std::vector<std::uint32_t> unit_of_bit;   // at most 64 units tracked (the rest: no bound)
+    std::vector<Work> work;
+};
+
 struct ChainBound {
     Tick time = 0;
     std::string where;  // the stream whose chain is longest: "chip0.core0"
+    // Per matrix unit (into RunData::units) with matmuls: the least chain time at which any of
+    // them can start, and the least chain that follows any of them.
+    std::map<std::uint32_t, Tick> first_matmul, after_last_matmul;
+    LastTiles last_tiles;
 };
 
 ChainBound data_chain_bound(const Context& cx);

@@ -16,7 +16,9 @@
 # Per kind, over every replayed suggestion: how many, verified / no gain, the estimates' and the
 # measurements' sums and the median of measured / estimated (a table after the bars).
 # Three bars, PASS/FAIL per trace and a summary line (a benchmark, not a test: the exit status is
-# 0 whatever the bars say, 1 only if a run failed outright):
+# 0 whatever the bars say, 1 only if a run failed outright or a lower bound is above a run: the
+# run, a replay of a suggestion, the verified together or the rounds' last run ending before its
+# bound would make the bound, and every cap at the headroom, wrong):
 #   (a) clean traces: no suggestion with status `verified` measures slower (measured < 0);
 #   (b) planted cases: the top suggestion is verified and recovers >= 80% of the planted loss;
 #   (c) clean traces running more than 10% above their own lower bound: the verified suggestions
@@ -299,6 +301,7 @@ def fmt_us(ns):
 rows = []
 bars = {"a": [], "b": [], "c": []}
 not_applicable = []  # planted cases that lose nothing at their size
+bound_exceeds_run = []  # a run or a replay faster than the lower bound: the bound is wrong
 for c in cases:
     r = dict(trace=c["name"], platform=c["platform"] + "".join(" --set " + s for s in c["sets"]),
              kind="clean" if c["clean"] else "planted", wall_s="%.1f" % c.get("wall", 0))
@@ -332,6 +335,18 @@ for c in cases:
              verified=len(verified), slower_verified=[s for s in sugg if s["status"] == "verified"
                                                       and s["measured_saving_ns"] is not None
                                                       and s["measured_saving_ns"] < 0])
+    # The bound is a bound: no run, no replay of a suggestion and no run after the rounds ends
+    # before it (a replay at t - saving; 1 ns for rounding).
+    fastest = [("the run", t)] + [("#%d %s replayed" % (s["rank"], s["kind"]), t - s["measured_saving_ns"])
+                                  for s in sugg if s["measured_saving_ns"] is not None]
+    if c.get("rounds"):
+        fastest.append(("the rounds", t - c["rounds"]["saving_ns"]))
+    if together:
+        fastest.append(("the verified together", t - together))
+    for what, tt in fastest:
+        if lb > 0 and tt < lb - 1.0:
+            bound_exceeds_run.append("%s: %s at %s us, below its %s bound %s us" % (
+                c["name"], what, fmt_us(tt), setter["name"] if setter else "?", fmt_us(lb)))
     if c["clean"]:
         # (a) nothing presented as a saving measures slower
         ok = not r["slower_verified"]
@@ -501,6 +516,9 @@ slow_any = ["%s: #%d %s at %s measured %s us" % (r["trace"], s["rank"], s["kind"
 L.append("Suggestions verified yet measured slower, on any trace (clean or planted): %s."
          % ("; ".join(slow_any) if slow_any else "none"))
 L.append("")
+L.append("Lower bounds above a run, a replay or the rounds' last run (the bound would be wrong): %s."
+         % ("; ".join(bound_exceeds_run) if bound_exceeds_run else "none"))
+L.append("")
 if failed:
     L.append("Runs that failed outright: " + ", ".join(failed))
 with open(os.path.join(out, "bench_suggestions.md"), "w") as f:
@@ -510,7 +528,8 @@ print("\n".join(L))
 for k in "abc":
     for name, ok, note in bars[k]:
         print("bar (%s) %s: %s%s" % (k, name, "PASS" if ok else "FAIL", (" (" + note + ")") if note else ""))
-print("summary: " + "; ".join(summary) + "; %d traces, %.0f s wall%s" % (
-    len(cases), wall, ("; FAILED RUNS: " + ", ".join(failed)) if failed else ""))
-sys.exit(1 if failed else 0)
+print("summary: " + "; ".join(summary) + "; %d traces, %.0f s wall%s%s" % (
+    len(cases), wall, ("; FAILED RUNS: " + ", ".join(failed)) if failed else "",
+    ("; BOUND ABOVE A RUN: %d" % len(bound_exceeds_run)) if bound_exceeds_run else ""))
+sys.exit(1 if failed or bound_exceeds_run else 0)
 PYEOF

@@ -224,6 +224,105 @@ TEST(ChainBound, LongestTrueDependencyChainAtLeastTimes) {
     EXPECT_EQ(b.headroom, 965'000u);
 }
 
+// The span bound (bounds.h, add_span_bound), by hand, on one matrix unit of a chip whose HBM
+// moves 1 byte/ns. A 100 KB load (100 ns), a vector load of it (10 ns) and a weight push (5 ns):
+// no matmul starts before 115 ns. Two tiles: 1000 ns of matmuls on the first, 300 ns on the
+// last, which stream after the first's on the unit's one in-order path: from 1115 ns on. What
+// reads the last tile's result: a pop (2 ns, on the matrix unit's pop path), an ALU op (400 ns)
+// and a store (50 ns) on the vector unit, the 4 KB write-back of the stored bytes (4.096 ns at
+// the HBM's peak). The vector unit's 450 ns follow 1115 ns: 1.565 us, more than the matmuls
+// (1.3 us) and than first + matmuls + the shortest chain after a matmul (115 + 1300 + 2: the
+// first tile's pop, which nothing reads). The pop of the first tile's result and its 2 ns are
+// not part of it: that result was ready 300 ns earlier. Why it holds whatever a suggestion
+// moves: the chain links are true data dependencies, the unit streams in program order, and a
+// tile's matmuls stay behind their push (legality).
+TEST(SpanBound, LastTileStreamsAfterTheOthersAndWhatReadsItFollows) {
+    RunData run;
+    run.units = {{"xpu.chip0.hbm", "HbmController", Role::Hbm, 0, 1000, 0},
+                 {"xpu.chip0.core0.vpu0", "VectorUnit", Role::Vector, 0, 0, 0},
+                 {"xpu.chip0.core0.mxu0", "MatrixUnit", Role::Matrix, 0, 0, 0}};
+    auto dma = [](Space ss, std::uint64_t src, Space ds, std::uint64_t dst, std::uint64_t bytes) {
+        Instruction in;
+        in.op = Opcode::Dma;
+        in.mem_src = {ss, kLocalChip, src};
+        in.mem_dst = {ds, kLocalChip, dst};
+        in.bytes = bytes;
+        in.flag = 1;
+        in.set(kMemSrc | kMemDst | kBytes | kFlag);
+        return in;
+    };
+    auto op = [](Opcode o, int dst, int src) {
+        Instruction in;
+        in.op = o;
+        if (dst >= 0) {
+            in.dst = static_cast<std::uint8_t>(dst);
+            in.set(kDst);
+        }
+        if (src >= 0) {
+            in.src[0] = static_cast<std::uint8_t>(src);
+            in.set(kSrc0);
+        }
+        return in;
+    };
+    const int m0 = 0x80, m1 = 0x81;
+    Instruction vld = op(Opcode::VLoad, 0x41, -1);
+    vld.mem_src = {Space::Vmem, kLocalChip, 0};
+    vld.bytes = 4096;
+    vld.set(kMemSrc | kBytes);
+    Instruction vst = op(Opcode::VStore, -1, 0x43);
+    vst.mem_dst = {Space::Vmem, kLocalChip, 8192};
+    vst.bytes = 4096;
+    vst.set(kMemDst | kBytes);
+    Stream st;
+    st.code = {dma(Space::Hbm, 0, Space::Vmem, 0, 100'000),  // 0
+               vld,                                          // 1
+               op(Opcode::MPush, -1, 0x41),                  // 2
+               op(Opcode::MatMul, m0, 0x41),                 // 3: the first tile
+               op(Opcode::MPush, -1, 0x41),                  // 4: the last push
+               op(Opcode::MatMul, m1, 0x41),                 // 5: the last tile
+               op(Opcode::MPop, 0x42, m0),                   // 6
+               op(Opcode::MPop, 0x43, m1),                   // 7
+               op(Opcode::VAlu, 0x43, 0x43),                 // 8
+               vst,                                          // 9
+               dma(Space::Vmem, 8192, Space::Hbm, 0x100000, 4096)};
+    for (std::size_t i = 0; i < st.code.size(); ++i) {
+        Life l;
+        l.seen = true;
+        l.issue = 1000 * i;
+        st.life.push_back(l);
+    }
+    run.streams = {st};
+    const Tick t0 = 200'000;  // the unit ops as the run had them (late: queueing is not counted)
+    run.add_unit_op(1, 0, 1, Opcode::VLoad, t0, t0, t0 + 10'000, t0 + 10'000);
+    run.add_unit_op(2, 0, 2, Opcode::MPush, t0, t0, t0 + 5'000, t0 + 5'000);
+    run.add_unit_op(2, 0, 3, Opcode::MatMul, t0, t0, t0 + 1'000'000, t0 + 1'000'000);
+    run.add_unit_op(2, 0, 4, Opcode::MPush, t0, t0, t0 + 5'000, t0 + 5'000);
+    run.add_unit_op(2, 0, 5, Opcode::MatMul, t0, t0, t0 + 300'000, t0 + 300'000);
+    run.add_unit_op(2, 0, 6, Opcode::MPop, t0, t0, t0 + 2'000, t0 + 2'000);
+    run.add_unit_op(2, 0, 7, Opcode::MPop, t0, t0, t0 + 2'000, t0 + 2'000);
+    run.add_unit_op(1, 0, 8, Opcode::VAlu, t0, t0, t0 + 400'000, t0 + 400'000);
+    run.add_unit_op(1, 0, 9, Opcode::VStore, t0, t0, t0 + 50'000, t0 + 50'000);
+    const Context cx(run);
+    const ChainBound c = data_chain_bound(cx);
+    EXPECT_EQ(c.first_matmul.at(2), 115'000u);
+    EXPECT_EQ(c.after_last_matmul.at(2), 2'000u);  // the first tile's pop, read by nothing
+    ASSERT_EQ(c.last_tiles.streaming.count(2), 1u);
+    EXPECT_EQ(c.last_tiles.streaming.at(2), 300'000u);
+    RunBounds b = run_bounds(run, 3'000'000);
+    add_span_bound(b, run, c, 3'000'000);
+    ASSERT_EQ(b.bounds[b.limiting].name, "span");
+    EXPECT_EQ(b.lower, 1'565'000u);
+    EXPECT_NE(b.bounds[b.limiting].where.find("xpu.chip0.core0.vpu0"), std::string::npos) << b.bounds[b.limiting].where;
+    // The ALU op reading the first tile's pop instead: it overwrites the last tile's popped value,
+    // which nothing then reads; the last tile's work is its pop alone (2 ns on the matrix unit),
+    // and the bound is the matmuls' span: 115 + 1300 + the shortest chain after one (2 ns).
+    run.streams[0].code[8] = op(Opcode::VAlu, 0x43, 0x42);
+    const Context cx2(run);
+    RunBounds b2 = run_bounds(run, 3'000'000);
+    add_span_bound(b2, run, data_chain_bound(cx2), 3'000'000);
+    EXPECT_EQ(b2.lower, 1'417'000u);
+}
+
 // The chain across streams (analysis/chain_bound.cpp, IssueOrder): a read sees a write of another
 // stream only if the run issued the write first. Stream 0 loads 1 MB from HBM into VMEM (1 us at
 // 1 byte/ns); stream 1 loads a vector register from it (10 ns). Issued after the DMA, the vector
