@@ -791,11 +791,13 @@ Analysis analyze(const RunData& run, const AnalyzeOptions& opt) {
     if (bk.n) utilisation_series(a, bk, a.series);
     dma_pass(cx, a);
     step(0.5, "finding suggestions");
+    // The chain and span bounds read only the run (as the critical path does): beside the finders.
+    auto chain_bound = beside([&] { return data_chain_bound(cx); });
     make_suggestions(cx, a, opt.max_suggestions);
     step(0.95, "the bounds and the critical path");
     a.bounds = run_bounds(run, a.end);
     {
-        const ChainBound chain = data_chain_bound(cx);
+        const ChainBound chain = chain_bound.get();
         add_bound(a.bounds, {"chain", chain.where + " data-dependency chain", chain.time}, a.end);
         add_span_bound(a.bounds, run, chain, a.end);
     }

@@ -34,6 +34,10 @@ public:
         auto& m = maps_[key(a)];
         for (std::uint64_t p = a.lo / kPage; p <= (a.hi - 1) / kPage; ++p) m[p] = t;
     }
+    bool written(const Access& a, std::uint64_t page) const {  // by any instruction of the run
+        const auto* m = map_of(a);
+        return m && m->count(page);
+    }
 
 private:
     static std::uint64_t key(const Access& a) {
@@ -177,7 +181,9 @@ private:
 // its readers' own links and tails. A writer takes what its readers since the next write need.
 class Tails {
 public:
-    explicit Tails(std::size_t streams) : reg_(streams), accumulated_(streams) {
+    // written: the pages the forward pass saw written; a read of any other page feeds no writer
+    // (weights read from HBM: millions of pages on a decode), so its need is not kept.
+    Tails(std::size_t streams, const PageTimes& written) : written_(written), reg_(streams), accumulated_(streams) {
         for (auto& r : reg_) r.fill(0);
     }
     // The tail of a writer (before its own reads are noted): what its readers need, then forgotten.
@@ -238,12 +244,15 @@ private:
         return t;
     }
     void pages_need(const Access& a, Tick need) {
-        auto& m = pages_[key(a)];
+        std::unordered_map<std::uint64_t, Tick>* m = nullptr;
         for (std::uint64_t p = a.lo / kPage; p <= (a.hi - 1) / kPage; ++p) {
-            Tick& t = m[p];
+            if (!written_.written(a, p)) continue;
+            if (!m) m = &pages_[key(a)];
+            Tick& t = (*m)[p];
             t = std::max(t, need);
         }
     }
+    const PageTimes& written_;
     std::vector<std::array<Tick, kNumRegs>> reg_;
     std::vector<std::bitset<kNumRegs>> accumulated_;  // matmuls wrote it since (backwards) it was read
     std::unordered_map<std::uint64_t, std::unordered_map<std::uint64_t, Tick>> pages_;
@@ -397,13 +406,13 @@ ChainBound data_chain_bound(const Context& cx) {
     const RunData& run = cx.run;
     const Links links(cx);
     ChainBound best;
+    PageTimes pages;  // the forward pass's, read again by the backward one (which pages were written)
     // Every instruction the run reached, in the order the run issued them (all streams): a read
     // then sees the write the run gave it (a buffer reused later is written after its readers
     // issued, since waits ordered them), whichever stream or chip wrote it. Ties go to the lower
     // stream, then to program order.
     {
         IssueOrder order(run, false);
-        PageTimes pages;
         std::vector<std::array<Tick, kNumRegs>> reg(run.streams.size());
         std::vector<Tick> end(run.streams.size(), 0);
         std::unordered_map<std::uint32_t, Tick> weights;  // matrix unit -> its last push's chain time
@@ -445,7 +454,7 @@ ChainBound data_chain_bound(const Context& cx) {
     // The same links backwards: the chain each matmul still heads once it has streamed.
     {
         IssueOrder order(run, true);
-        Tails tails(run.streams.size());
+        Tails tails(run.streams.size(), pages);
         for (IssueOrder::At at; order.next(at);) {
             const Stream& st = run.streams[at.s];
             const Instruction& in = st.code[at.i];
