@@ -323,6 +323,95 @@ TEST(SpanBound, LastTileStreamsAfterTheOthersAndWhatReadsItFollows) {
     EXPECT_EQ(b2.lower, 1'417'000u);
 }
 
+// The chain after a matmul across streams (the backward pass, the exact reverse of the forward
+// order): stream 0 multiplies, pops (2 ns), stores the row into VMEM (5 ns) and writes it back to
+// HBM (nothing: pipeline_store may cut it); stream 1 loads those 4096 bytes from HBM (4.096 ns at
+// the HBM's 1000 GB/s), a vector load (10 ns) and an ALU op (100 ns). Issued after the write-back,
+// stream 1's load reads what it wrote: the matmul heads 2 + 5 + 0 + 4.096 + 10 + 100 = 121.096 ns.
+// Issued before it, it reads older bytes: 2 + 5 = 7 ns. The same order forwards and backwards, or
+// the second case would count stream 1's work too.
+namespace {
+RunData matmul_then_reader(Tick reader_issue) {
+    RunData run;
+    run.units = {{"xpu.chip0.hbm", "HbmController", Role::Hbm, 0, 1000, 0},
+                 {"xpu.chip0.core0.vpu0", "VectorUnit", Role::Vector, 0, 0, 0},
+                 {"xpu.chip0.core0.mxu0", "MatrixUnit", Role::Matrix, 0, 0, 0},
+                 {"xpu.chip0.core1.vpu0", "VectorUnit", Role::Vector, 0, 0, 0}};
+    auto op = [](Opcode o, int dst, int src) {
+        Instruction in;
+        in.op = o;
+        if (dst >= 0) {
+            in.dst = static_cast<std::uint8_t>(dst);
+            in.set(kDst);
+        }
+        if (src >= 0) {
+            in.src[0] = static_cast<std::uint8_t>(src);
+            in.set(kSrc0);
+        }
+        return in;
+    };
+    auto dma = [](Space ss, std::uint64_t src, Space ds, std::uint64_t dst) {
+        Instruction in;
+        in.op = Opcode::Dma;
+        in.mem_src = {ss, kLocalChip, src};
+        in.mem_dst = {ds, kLocalChip, dst};
+        in.bytes = 4096;
+        in.flag = 1;
+        in.set(kMemSrc | kMemDst | kBytes | kFlag);
+        return in;
+    };
+    Instruction vst = op(Opcode::VStore, -1, 0x41);
+    vst.mem_dst = {Space::Vmem, kLocalChip, 0};
+    vst.bytes = 4096;
+    vst.set(kMemDst | kBytes);
+    Instruction vld = op(Opcode::VLoad, 0x42, -1);
+    vld.mem_src = {Space::Vmem, kLocalChip, 0x10000};
+    vld.bytes = 4096;
+    vld.set(kMemSrc | kBytes);
+    Stream s0, s1;
+    s0.chip = 0;
+    s0.core = 0;
+    s1.chip = 0;
+    s1.core = 1;
+    s0.code = {op(Opcode::MPush, -1, 0x40), op(Opcode::MatMul, 0x80, 0x40), op(Opcode::MPop, 0x41, 0x80), vst,
+               dma(Space::Vmem, 0, Space::Hbm, 0x100000)};
+    s1.code = {dma(Space::Hbm, 0x100000, Space::Vmem, 0x10000), vld, op(Opcode::VAlu, 0x43, 0x42)};
+    for (std::size_t i = 0; i < s0.code.size(); ++i) {
+        Life l;
+        l.seen = true;
+        l.issue = 1000 * (i + 1);  // the write-back issues at 5 ns
+        s0.life.push_back(l);
+    }
+    for (std::size_t i = 0; i < s1.code.size(); ++i) {
+        Life l;
+        l.seen = true;
+        l.issue = reader_issue + 1000 * i;
+        s1.life.push_back(l);
+    }
+    run.streams = {s0, s1};
+    run.add_unit_op(2, 0, 0, Opcode::MPush, 0, 0, 1'000, 1'000);
+    run.add_unit_op(2, 0, 1, Opcode::MatMul, 0, 0, 50'000, 50'000);
+    run.add_unit_op(2, 0, 2, Opcode::MPop, 0, 0, 2'000, 2'000);
+    run.add_unit_op(1, 0, 3, Opcode::VStore, 0, 0, 5'000, 5'000);
+    run.add_unit_op(3, 1, 1, Opcode::VLoad, 0, 0, 10'000, 10'000);
+    run.add_unit_op(3, 1, 2, Opcode::VAlu, 0, 0, 100'000, 100'000);
+    return run;
+}
+}  // namespace
+
+TEST(SpanBound, TheChainAfterAMatmulFollowsAnotherStreamOnlyIfItReadLater) {
+    {
+        const RunData run = matmul_then_reader(10'000);
+        const Context cx(run);
+        EXPECT_EQ(data_chain_bound(cx).after_last_matmul.at(2), 121'096u);
+    }
+    {
+        const RunData run = matmul_then_reader(3'000);
+        const Context cx(run);
+        EXPECT_EQ(data_chain_bound(cx).after_last_matmul.at(2), 7'000u);
+    }
+}
+
 // The chain across streams (analysis/chain_bound.cpp, IssueOrder): a read sees a write of another
 // stream only if the run issued the write first. Stream 0 loads 1 MB from HBM into VMEM (1 us at
 // 1 byte/ns); stream 1 loads a vector register from it (10 ns). Issued after the DMA, the vector
