@@ -164,6 +164,34 @@ TEST(Verify, FileRoundTripGivesTheSameRanking) {
     EXPECT_FALSE(read_verification(path, other));
 }
 
+// Hand-built instructions for the bound tests: a DMA between local memories on flag 1, and a
+// unit instruction with an optional destination and first source register (-1: none).
+namespace {
+Instruction dma(Space ss, std::uint64_t src, Space ds, std::uint64_t dst, std::uint64_t bytes) {
+    Instruction in;
+    in.op = Opcode::Dma;
+    in.mem_src = {ss, kLocalChip, src};
+    in.mem_dst = {ds, kLocalChip, dst};
+    in.bytes = bytes;
+    in.flag = 1;
+    in.set(kMemSrc | kMemDst | kBytes | kFlag);
+    return in;
+}
+Instruction op(Opcode o, int dst, int src) {
+    Instruction in;
+    in.op = o;
+    if (dst >= 0) {
+        in.dst = static_cast<std::uint8_t>(dst);
+        in.set(kDst);
+    }
+    if (src >= 0) {
+        in.src[0] = static_cast<std::uint8_t>(src);
+        in.set(kSrc0);
+    }
+    return in;
+}
+}  // namespace
+
 // The data-dependency chain (analysis/chain_bound.h), by hand: a 1 MB load (1 us at the HBM's
 // 1000 GB/s = 1 byte/ns), a vector load of it (10 ns of pipeline), an ALU op on that register
 // (20 ns), a store (5 ns) and a 1000-byte write-back of the stored data (nothing: pipeline_store
@@ -174,16 +202,6 @@ TEST(ChainBound, LongestTrueDependencyChainAtLeastTimes) {
     RunData run;
     run.units = {{"xpu.chip0.hbm", "HbmController", Role::Hbm, 0, 1000, 0},
                  {"xpu.chip0.core0.vpu0", "VectorUnit", Role::Vector, 0, 0, 0}};
-    auto dma = [](Space ss, std::uint64_t src, Space ds, std::uint64_t dst, std::uint64_t bytes) {
-        Instruction in;
-        in.op = Opcode::Dma;
-        in.mem_src = {ss, kLocalChip, src};
-        in.mem_dst = {ds, kLocalChip, dst};
-        in.bytes = bytes;
-        in.flag = 1;
-        in.set(kMemSrc | kMemDst | kBytes | kFlag);
-        return in;
-    };
     Instruction vld, valu, vst, wait;
     vld.op = Opcode::VLoad;
     vld.dst = 1;
@@ -241,29 +259,6 @@ TEST(SpanBound, LastTileStreamsAfterTheOthersAndWhatReadsItFollows) {
     run.units = {{"xpu.chip0.hbm", "HbmController", Role::Hbm, 0, 1000, 0},
                  {"xpu.chip0.core0.vpu0", "VectorUnit", Role::Vector, 0, 0, 0},
                  {"xpu.chip0.core0.mxu0", "MatrixUnit", Role::Matrix, 0, 0, 0}};
-    auto dma = [](Space ss, std::uint64_t src, Space ds, std::uint64_t dst, std::uint64_t bytes) {
-        Instruction in;
-        in.op = Opcode::Dma;
-        in.mem_src = {ss, kLocalChip, src};
-        in.mem_dst = {ds, kLocalChip, dst};
-        in.bytes = bytes;
-        in.flag = 1;
-        in.set(kMemSrc | kMemDst | kBytes | kFlag);
-        return in;
-    };
-    auto op = [](Opcode o, int dst, int src) {
-        Instruction in;
-        in.op = o;
-        if (dst >= 0) {
-            in.dst = static_cast<std::uint8_t>(dst);
-            in.set(kDst);
-        }
-        if (src >= 0) {
-            in.src[0] = static_cast<std::uint8_t>(src);
-            in.set(kSrc0);
-        }
-        return in;
-    };
     const int m0 = 0x80, m1 = 0x81;
     Instruction vld = op(Opcode::VLoad, 0x41, -1);
     vld.mem_src = {Space::Vmem, kLocalChip, 0};
@@ -337,29 +332,6 @@ RunData matmul_then_reader(Tick reader_issue) {
                  {"xpu.chip0.core0.vpu0", "VectorUnit", Role::Vector, 0, 0, 0},
                  {"xpu.chip0.core0.mxu0", "MatrixUnit", Role::Matrix, 0, 0, 0},
                  {"xpu.chip0.core1.vpu0", "VectorUnit", Role::Vector, 0, 0, 0}};
-    auto op = [](Opcode o, int dst, int src) {
-        Instruction in;
-        in.op = o;
-        if (dst >= 0) {
-            in.dst = static_cast<std::uint8_t>(dst);
-            in.set(kDst);
-        }
-        if (src >= 0) {
-            in.src[0] = static_cast<std::uint8_t>(src);
-            in.set(kSrc0);
-        }
-        return in;
-    };
-    auto dma = [](Space ss, std::uint64_t src, Space ds, std::uint64_t dst) {
-        Instruction in;
-        in.op = Opcode::Dma;
-        in.mem_src = {ss, kLocalChip, src};
-        in.mem_dst = {ds, kLocalChip, dst};
-        in.bytes = 4096;
-        in.flag = 1;
-        in.set(kMemSrc | kMemDst | kBytes | kFlag);
-        return in;
-    };
     Instruction vst = op(Opcode::VStore, -1, 0x41);
     vst.mem_dst = {Space::Vmem, kLocalChip, 0};
     vst.bytes = 4096;
@@ -374,8 +346,8 @@ RunData matmul_then_reader(Tick reader_issue) {
     s1.chip = 0;
     s1.core = 1;
     s0.code = {op(Opcode::MPush, -1, 0x40), op(Opcode::MatMul, 0x80, 0x40), op(Opcode::MPop, 0x41, 0x80), vst,
-               dma(Space::Vmem, 0, Space::Hbm, 0x100000)};
-    s1.code = {dma(Space::Hbm, 0x100000, Space::Vmem, 0x10000), vld, op(Opcode::VAlu, 0x43, 0x42)};
+               dma(Space::Vmem, 0, Space::Hbm, 0x100000, 4096)};
+    s1.code = {dma(Space::Hbm, 0x100000, Space::Vmem, 0x10000, 4096), vld, op(Opcode::VAlu, 0x43, 0x42)};
     for (std::size_t i = 0; i < s0.code.size(); ++i) {
         Life l;
         l.seen = true;
