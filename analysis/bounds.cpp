@@ -151,8 +151,12 @@ void add_span_bound(RunBounds& r, const RunData& run, const ChainBound& chain, T
         for (const auto& [where, time] : work) {
             if (t.start + time <= best.time) continue;
             best.time = t.start + time;
+            const std::uint64_t unit = where & 0xffffffffu;
             const std::string name = where & LastTiles::kHbm ? "chip" + std::to_string(where & 0xffff) + " HBM"
-                                                             : where < run.units.size() ? run.units[where].path : "?";
+                                     : unit < run.units.size()
+                                         ? run.units[unit].path +
+                                               (run.units[unit].role == Role::Vector ? LastTiles::pipeline_name(1 + static_cast<unsigned>(where >> 32)) : "")
+                                         : "?";
             best.where = std::to_string(__builtin_popcountll(group)) + " matrix units' last weight tiles from " + format_time(t.start) +
                          " on, then " + name + " for what reads their results " + format_time(time);
         }

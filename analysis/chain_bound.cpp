@@ -340,7 +340,7 @@ private:
                 });
             }
         } else if (l.unit != kNone && l.took > 0) {
-            add(t, l.unit, l.took);
+            add(t, l.unit | std::uint64_t{LastTiles::pipeline(in.op)} << 32, l.took);
         }
     }
     static constexpr std::size_t kMaxSets = 1 << 16;

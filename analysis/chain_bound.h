@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "analysis/context.h"
+#include "traces/instruction.h"
 
 namespace xpu::analysis {
 
@@ -39,9 +40,27 @@ namespace xpu::analysis {
 // HBM at that HBM's peak, follows the earliest start of the tiles it reads.
 struct LastTiles {
     static constexpr std::uint64_t kHbm = std::uint64_t{1} << 40;  // `where` of an HBM: kHbm | chip
+    // A unit's pipelines run side by side (models/vector_unit.h: elementwise, transcendental,
+    // reduce/permute, load/store; a matrix unit's pops have a path of their own): work is
+    // summed per pipeline, each in order.
+    static unsigned pipeline(Opcode op) {
+        switch (op) {
+            case Opcode::VTrans: return 1;
+            case Opcode::VReduce:
+            case Opcode::VPermute: return 2;
+            case Opcode::VLoad:
+            case Opcode::VStore: return 3;
+            default: return 0;
+        }
+    }
+    static const char* pipeline_name(unsigned p) {
+        static const char* const names[] = {"", " elementwise pipeline", " transcendental pipeline", " reduce/permute pipeline",
+                                            " load/store pipeline"};
+        return p < 5 ? names[p] : "";
+    }
     struct Work {
         std::uint64_t bits;   // the tiles it reads: bit b = unit_of_bit[b]'s last tile
-        std::uint64_t where;  // the unit (into RunData::units) or kHbm | chip
+        std::uint64_t where;  // the unit (into RunData::units) | pipeline() << 32, or kHbm | chip
         Tick time;            // occupancy, or bytes at the HBM's peak
     };
     std::map<std::uint32_t, Tick> streaming;  // matrix unit -> its last tile's matmuls' streaming
