@@ -36,6 +36,7 @@ for plat in "${platforms[@]}"; do
         set -- $shape
         i=$((i + 1))
         d="$out/${plat}_$1x$2x$3"
+        rm -rf "$d"  # a case's runs of a previous time (the rounds refuse a folder that is not empty)
         mkdir -p "$d"
         el=$(( $(date +%s) - t0 ))
         echo "bench_bounds: [$i/$n] $((100 * (i - 1) / n))% gemm $1x$2x$3 on $plat, ${el} s elapsed, ETA $(( i > 1 ? el * (n - i + 1) / (i - 1) : 0 )) s" >&2
