@@ -155,7 +155,9 @@ void add_span_bound(RunBounds& r, const RunData& run, const ChainBound& chain, T
             const std::string name = where & LastTiles::kHbm ? "chip" + std::to_string(where & 0xffff) + " HBM"
                                      : unit < run.units.size()
                                          ? run.units[unit].path +
-                                               (run.units[unit].role == Role::Vector ? LastTiles::pipeline_name(1 + static_cast<unsigned>(where >> 32)) : "")
+                                               (run.units[unit].role == Role::Vector
+                                                    ? std::string(" ") + LastTiles::pipeline_name(static_cast<unsigned>(where >> 32)) + " pipeline"
+                                                    : "")
                                          : "?";
             best.where = std::to_string(__builtin_popcountll(group)) + " matrix units' last weight tiles from " + format_time(t.start) +
                          " on, then " + name + " for what reads their results " + format_time(time);

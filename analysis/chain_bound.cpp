@@ -16,6 +16,12 @@ namespace {
 
 constexpr std::uint64_t kPage = 4096;  // memory is tracked per 4 KiB page (a write covers its pages)
 
+// Which memory an access is in: (chip, VMEM of the chip, space), one key for the maps by page
+// or granule below.
+std::uint64_t memory_of(const Access& a) {
+    return (std::uint64_t(a.chip) << 24) | (std::uint64_t(a.vmem) << 8) | static_cast<std::uint64_t>(a.space);
+}
+
 // When the data of each page was last written, per (space, chip, VMEM of the chip): the chain
 // time of its writer.
 class PageTimes {
@@ -31,7 +37,7 @@ public:
         return t;
     }
     void write(const Access& a, Tick t) {  // the newest write of a page is what later reads see
-        auto& m = maps_[key(a)];
+        auto& m = maps_[memory_of(a)];
         for (std::uint64_t p = a.lo / kPage; p <= (a.hi - 1) / kPage; ++p) m[p] = t;
     }
     bool written(const Access& a, std::uint64_t page) const {  // by any instruction of the run
@@ -40,11 +46,8 @@ public:
     }
 
 private:
-    static std::uint64_t key(const Access& a) {
-        return (std::uint64_t(a.chip) << 24) | (std::uint64_t(a.vmem) << 8) | static_cast<std::uint64_t>(a.space);
-    }
     const std::unordered_map<std::uint64_t, Tick>* map_of(const Access& a) const {
-        auto it = maps_.find(key(a));
+        auto it = maps_.find(memory_of(a));
         return it == maps_.end() ? nullptr : &it->second;
     }
     std::unordered_map<std::uint64_t, std::unordered_map<std::uint64_t, Tick>> maps_;
@@ -218,9 +221,6 @@ public:
     }
 
 private:
-    static std::uint64_t key(const Access& a) {
-        return (std::uint64_t(a.chip) << 24) | (std::uint64_t(a.vmem) << 8) | static_cast<std::uint64_t>(a.space);
-    }
     // A read of a register: the readers of one value (all since its writes) need the longest of
     // them; after matmuls accumulated into it, the readers before them read an earlier sum.
     void read(std::uint32_t s, std::uint8_t r, Tick need) {
@@ -232,7 +232,7 @@ private:
         }
     }
     Tick pages_take(const Access& a) {
-        auto m = pages_.find(key(a));
+        auto m = pages_.find(memory_of(a));
         if (m == pages_.end()) return 0;
         Tick t = 0;
         for (std::uint64_t p = a.lo / kPage; p <= (a.hi - 1) / kPage; ++p) {
@@ -247,7 +247,7 @@ private:
         std::unordered_map<std::uint64_t, Tick>* m = nullptr;
         for (std::uint64_t p = a.lo / kPage; p <= (a.hi - 1) / kPage; ++p) {
             if (!written_.written(a, p)) continue;
-            if (!m) m = &pages_[key(a)];
+            if (!m) m = &pages_[memory_of(a)];
             Tick& t = (*m)[p];
             t = std::max(t, need);
         }
@@ -344,16 +344,13 @@ private:
         }
     }
     static constexpr std::size_t kMaxSets = 1 << 16;
-    static std::uint64_t key(const Access& a) {
-        return (std::uint64_t(a.chip) << 24) | (std::uint64_t(a.vmem) << 8) | static_cast<std::uint64_t>(a.space);
-    }
     // Memory carries bits per granule, and a granule's bits say that every byte of it depends
     // on those tiles: a write covering it whole sets them, one covering part of it keeps only the
     // bits both the old and the new bytes carry (never a bit some byte lacks). 128-byte granules
     // in VMEM, where results are written a row piece at a time; 4 KiB in HBM.
     static std::uint64_t granule(const Access& a) { return a.space == Space::Vmem ? 128 : kPage; }
     std::uint64_t mem_read(const Access& a) const {
-        auto m = mem_.find(key(a));
+        auto m = mem_.find(memory_of(a));
         if (m == mem_.end()) return 0;
         std::uint64_t t = 0;
         const std::uint64_t g = granule(a);
@@ -364,9 +361,9 @@ private:
         return t;
     }
     void mem_write(const Access& a, std::uint64_t t) {
-        auto m = mem_.find(key(a));
+        auto m = mem_.find(memory_of(a));
         if (!t && m == mem_.end()) return;
-        auto& gs = t ? mem_[key(a)] : m->second;
+        auto& gs = t ? mem_[memory_of(a)] : m->second;
         const std::uint64_t g = granule(a);
         for (std::uint64_t p = a.lo / g; p <= (a.hi - 1) / g; ++p) {
             const bool whole = a.lo <= p * g && a.hi >= (p + 1) * g;
@@ -379,7 +376,7 @@ private:
     // The bytes of a read whose granules carry bits, summed per set of bits.
     template <class F>
     void tainted_bytes(const Access& a, F&& f) const {
-        auto m = mem_.find(key(a));
+        auto m = mem_.find(memory_of(a));
         if (m == mem_.end()) return;
         const std::uint64_t g = granule(a);
         for (std::uint64_t p = a.lo / g; p <= (a.hi - 1) / g; ++p) {

@@ -53,10 +53,9 @@ struct LastTiles {
             default: return 0;
         }
     }
-    static const char* pipeline_name(unsigned p) {
-        static const char* const names[] = {"", " elementwise pipeline", " transcendental pipeline", " reduce/permute pipeline",
-                                            " load/store pipeline"};
-        return p < 5 ? names[p] : "";
+    static const char* pipeline_name(unsigned p) {  // p: pipeline()
+        static const char* const names[] = {"elementwise", "transcendental", "reduce/permute", "load/store"};
+        return p < 4 ? names[p] : "?";
     }
     struct Work {
         std::uint64_t bits;   // the tiles it reads: bit b = unit_of_bit[b]'s last tile

@@ -32,6 +32,11 @@ public:
     bool dma_remote(const Instruction& in, std::uint16_t chip) const {
         return in.mem_dst.chip != kLocalChip && in.mem_dst.chip != chip;
     }
+    // A DMA between the chip's own memories: its source and destination both on `chip`.
+    bool dma_local(const Instruction& in, std::uint16_t chip) const {
+        auto own = [&](const MemRef& m) { return m.chip == kLocalChip || m.chip == chip; };
+        return own(in.mem_src) && own(in.mem_dst);
+    }
 
 private:
     const RunData& run_;

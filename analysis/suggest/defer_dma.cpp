@@ -82,10 +82,6 @@ private:
     std::uint64_t waits_ = 0, bytes_ = 0;
 
     static bool touches_hbm(const Instruction& in) { return in.mem_src.space == Space::Hbm || in.mem_dst.space == Space::Hbm; }
-    static bool local(const Instruction& in, std::uint16_t chip) {
-        auto own = [&](const MemRef& m) { return m.chip == kLocalChip || m.chip == chip; };
-        return own(in.mem_src) && own(in.mem_dst);
-    }
 
     // Can DMA k of stream s move to just after instruction w (k < w)?
     bool can_sink(std::uint32_t s, std::uint64_t k, std::uint64_t w) const {
@@ -199,7 +195,7 @@ private:
             ++looked;
             if (w.index - k > kMaxDistance) break;
             if (waited.count({w.stream, k})) continue;
-            if (!local(in, chip) || !touches_hbm(in) || !in.has(kFlag)) continue;
+            if (!sc_.cx.ix.dma_local(in, chip) || !touches_hbm(in) || !in.has(kFlag)) continue;
             const std::uint32_t di = sc_.cx.ix.dma_of(w.stream, k);
             if (di == kNone) continue;
             const Dma& p = run_.dmas[di];

@@ -83,19 +83,15 @@ struct Member {
     std::vector<Segment> segs;
 };
 
-// A DMA of the chip's own memories (a load another suggestion placed in a collective's steps, to
-// issue while the core waits there).
-bool is_local_dma(const Instruction& in, std::uint16_t chip) {
-    auto here = [&](const MemRef& m) { return m.chip == kLocalChip || m.chip == chip; };
-    return in.op == Opcode::Dma && here(in.mem_src) && here(in.mem_dst);
-}
-
 class Finder {
 public:
     explicit Finder(const SuggestContext& sc) : sc_(sc), run_(sc.run) {}
 
     // A DMA to another chip (the index's rule: its destination names a chip not its own).
     bool is_send(const Instruction& in, std::uint16_t chip) const { return in.op == Opcode::Dma && sc_.cx.ix.dma_remote(in, chip); }
+    // A DMA of the chip's own memories (a load another suggestion placed in a collective's steps,
+    // to issue while the core waits there).
+    bool is_local_dma(const Instruction& in, std::uint16_t chip) const { return in.op == Opcode::Dma && sc_.cx.ix.dma_local(in, chip); }
 
     bool find(Suggestion& out) {
         if (!members() || !flag_ok() || !latency_bound() || !owners() || !counts()) return false;

@@ -13,8 +13,6 @@ namespace xpu::analysis {
 
 namespace {
 
-bool is_local(const MemRef& r, std::uint16_t chip) { return r.chip == kLocalChip || r.chip == chip; }
-
 // Two DMAs of the run touch the same bytes, one of them writing them (its destination).
 bool bytes_shared(const std::vector<const Instruction*>& run) {
     struct Range {
@@ -81,7 +79,7 @@ std::size_t balance_dma_engines(const SuggestContext& sc, Suggestion& s) {
         for (const Queued& q : burst) {
             any_moved = any_moved || moved.count({si, q.index});
             const std::optional<Tick> t = service(q.index);
-            eligible = eligible && t && !q.splits && is_local(q.in->mem_src, st.chip) && is_local(q.in->mem_dst, st.chip) &&
+            eligible = eligible && t && !q.splits && sc.cx.ix.dma_local(*q.in, st.chip) &&
                        free_at.count(q.in->unit);
             took.push_back(t.value_or(0));
             ins.push_back(q.in);
@@ -110,7 +108,7 @@ std::size_t balance_dma_engines(const SuggestContext& sc, Suggestion& s) {
             free_at.clear();
             const Stream& st = run.streams[stream];
             for (const Instruction& in : st.code)
-                if (in.op == Opcode::Dma && is_local(in.mem_src, st.chip) && is_local(in.mem_dst, st.chip))
+                if (in.op == Opcode::Dma && sc.cx.ix.dma_local(in, st.chip))
                     free_at[in.unit] = 0;
             engines.clear();
             for (const auto& [e, t] : free_at) engines.push_back(e);
