@@ -125,8 +125,15 @@ MemTiming HbmController::access(const MemAccess& a) {
         // Whole granules: as many as the request has, up to the last channel; a partial piece alone.
         const unsigned n = whole ? static_cast<unsigned>(std::min<std::uint64_t>((end - off) / gran, nch - ch)) : 1;
         const Tick service = whole ? granule_service_ * passes : transfer_ticks(piece, cfg_.channel_bandwidth_gbps) * passes;
-        // Queue full: more than queue_depth pieces ahead; the piece waits outside for room.
-        const Tick room = cfg_.queue_depth * service;
+        // Queue full: more than queue_depth pieces ahead; the piece waits outside for room. The
+        // channel knows the work ahead, not the pieces: it counts them as whole granules (the usual
+        // traffic, every piece of a request but its edges), whatever this piece's size. Counted
+        // in this piece's own transfer time instead, a request's partial edge piece saw room for
+        // 64 pieces of its own size: a 128-byte edge behind 8 whole granules was refused. Every
+        // chunk of an unaligned DMA has such an edge, so it was held back while aligned ones
+        // streamed (a 1000^3 GEMM on xpu-2vpu: its unaligned B tiles loaded at half the rate of
+        // its A tiles, the first wait 1.86 us instead of 1.01; tests/models_alone_test.cpp).
+        const Tick room = cfg_.queue_depth * granule_service_ * passes;
         channels_.reserve(ch, n, arrival, piece * passes, now, [&](unsigned first, unsigned last, Tick moved) {
             if (moved > arrival + room + service) accept = std::max(accept, moved - room - service);
             done = std::max(done, moved + cfg_.latency);

@@ -2,8 +2,8 @@
 // interleaved across channels every `interleave_bytes`. Each channel is a BandwidthCalendar
 // at `channel_bandwidth_gbps` (channels with the same calendar share one: channel_groups.h): a piece takes the earliest free transfer capacity at or after
 // its arrival, and its data is back `latency` after it has moved. A channel holds at most
-// `queue_depth` pieces: a request arriving at a fuller channel is accepted only when room
-// frees (back-pressure, reported via MemAccept). By construction no channel ever moves data
+// `queue_depth` pieces (counted as whole granules of transfer time): a request arriving at a
+// fuller channel is accepted only when room frees (back-pressure, reported via MemAccept). By construction no channel ever moves data
 // faster than its configured bandwidth.
 #pragma once
 

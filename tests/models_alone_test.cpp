@@ -496,7 +496,7 @@ TEST(HbmControllerAlone, ChannelBandwidthInterleaveLatencyAndAnnotatedDelay) {
 // piece: HbmController::access) against the rule enumerated byte-range by byte-range as the
 // definition states it: piece = [off, min(end, next multiple of interleave)), channel =
 // (off / interleave) % channels, each piece reserved on its own channel's calendar, its
-// service time and queue room from its own size. The reference keeps its own calendars; both
+// service time from its own size, its queue room queue_depth whole granules. The reference keeps its own calendars; both
 // see the same random requests (addresses and lengths unaligned, reducing writes, arrivals
 // out of order within a window after `now`), on interleaves and channel counts that are not
 // powers of two as well as ones that are. Same answer for every request, to the picosecond.
@@ -515,7 +515,7 @@ struct EnumeratedHbm {
             const std::uint64_t piece = std::min<std::uint64_t>(end, (granule + 1) * gran) - off;
             const Tick service = transfer_ticks(piece, cfg.channel_bandwidth_gbps) * passes;
             const Tick moved = channels[granule % cfg.channels].reserve(arrival, piece * passes, now);
-            const Tick room = cfg.queue_depth * service;
+            const Tick room = cfg.queue_depth * transfer_ticks(gran, cfg.channel_bandwidth_gbps) * passes;
             if (moved > arrival + room + service) accept = std::max(accept, moved - room - service);
             done = std::max(done, moved + cfg.latency);
             off += piece;
@@ -562,6 +562,37 @@ TEST(HbmControllerAlone, InterleaveSplitComputedEqualsEnumerated) {
         }
     }
     EXPECT_GT(n, 0);  // back-pressure was exercised, not only free channels
+}
+
+// Back-pressure counts the pieces ahead as whole granules, whatever the size of the piece that
+// arrives (the closed form: a channel of 32 GB/s moves a 1 KiB granule in 32 ns, so queue_depth
+// 4 is room for 128 ns of work). A 128-byte piece (an unaligned DMA's edge) behind 3 whole
+// granules (96 ns of work) is accepted at once; behind 6 (192 ns) it waits until 4 are left,
+// 64 ns. Counting the room in its own transfer time (4 x 4 ns), as the model did before, it waited
+// 80 and 176 ns: 3 pieces ahead of a queue of 4 refused it.
+TEST(HbmControllerAlone, QueueRoomCountsThePiecesAheadAsWholeGranules) {
+    for (const unsigned ahead : {3u, 6u}) {
+        HbmConfig cfg = small_hbm();
+        cfg.queue_depth = 4;
+        cfg.bucket = 1024;  // ps: fine enough that the calendar's buckets round nothing here
+        cfg.base = 1ull << 20;
+        HbmController hbm(sc_core::sc_gen_unique_name("hbm"), cfg);
+        auto request = [&](std::uint64_t granule, std::uint64_t len) {
+            MemAccess a;
+            a.addr = cfg.base + granule * cfg.interleave_bytes;  // granules 0, 4, 8...: channel 0
+            a.len = len;
+            return hbm.access(a);  // now = arrival = 0
+        };
+        for (unsigned i = 0; i < ahead; ++i) {
+            const Tick stall = request(4 * i, 1024).stall;  // one in service and 4 queued fit
+            if (i <= cfg.queue_depth) EXPECT_EQ(stall, 0) << i;
+        }
+        const MemTiming edge = request(4 * ahead, 128);
+        const Tick want = ahead == 3 ? 0 : 64'000;
+        EXPECT_NEAR(static_cast<double>(edge.stall), static_cast<double>(want), 2.0) << ahead << " ahead";
+        // Its data: after the granules ahead (32 ns each) and its own 4 ns, plus the latency.
+        EXPECT_NEAR(static_cast<double>(edge.done), static_cast<double>(ahead * 32'000 + 4'000 + cfg.latency), 2.0);
+    }
 }
 
 // BusyTracker (models/busy_tracker.h) against the union computed from scratch: sort every
