@@ -10,6 +10,7 @@ Applied apply_ranks(const RunData& run, const Analysis& a, const std::vector<std
     using K = ApplyError::Kind;
     if (ranks.empty()) throw ApplyError(K::Usage, "--apply '" + list + "': expected a suggestion number, or several separated by commas (1,3)");
     std::vector<const Suggestion*> parts;
+    Composition composition(run, a.suggestions);
     for (std::uint32_t r : ranks) {
         if (r < 1 || r > a.suggestions.size())
             throw ApplyError(K::Usage, "--apply " + list + ": this run has " + std::to_string(a.suggestions.size()) +
@@ -18,10 +19,12 @@ Applied apply_ranks(const RunData& run, const Analysis& a, const std::vector<std
         if (s.moves.empty() && s.edits.empty())
             throw ApplyError(K::Usage, "--apply " + list + ": suggestion " + std::to_string(r) + " [" + s.kind +
                                            "] changes how the program is lowered, which no patch of this trace expresses: " + s.action);
-        for (const Suggestion* p : parts)
-            if (!composable(*p, s))
-                throw ApplyError(K::Usage, "--apply " + list + ": suggestion " + std::to_string(r) + " [" + s.kind +
-                                               "] changes instructions among those of [" + p->kind + "]: they cannot be applied together");
+        for (const Suggestion* p : parts) {
+            const std::string why = composition.conflict(static_cast<std::size_t>(p - a.suggestions.data()), r - 1);
+            if (!why.empty())
+                throw ApplyError(K::Usage, "--apply " + list + ": suggestion " + std::to_string(r) + " [" + s.kind + "] " + why +
+                                               ": they cannot be applied together");
+        }
         parts.push_back(&s);
     }
     Applied ap;

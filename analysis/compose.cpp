@@ -1,45 +1,160 @@
 #include "analysis/compose.h"
 
 #include <algorithm>
-#include <map>
 
+#include "analysis/dependencies.h"
 #include "analysis/names.h"
 
 namespace xpu::analysis {
 
 namespace {
 
-using Spans = std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>>;  // stream -> [first, last] touched
-
-void touch(Spans& s, std::uint32_t stream, std::uint64_t i) {
-    auto [it, fresh] = s.emplace(stream, std::make_pair(i, i));
-    if (!fresh) {
-        it->second.first = std::min(it->second.first, i);
-        it->second.second = std::max(it->second.second, i);
+// Byte ranges of memory, by memory (space, chip, VMEM): does any overlap a given range?
+class Ranges {
+public:
+    void add(const Access& x) {
+        if (x.hi > x.lo) v_.push_back({key(x), x.lo, x.hi, x.hi});
     }
+    // After the last add(): sorted by memory then start, each with the largest end so far in its memory.
+    void seal() {
+        std::sort(v_.begin(), v_.end(), [](const R& a, const R& b) { return a.key != b.key ? a.key < b.key : a.lo < b.lo; });
+        for (std::size_t i = 1; i < v_.size(); ++i)
+            if (v_[i].key == v_[i - 1].key) v_[i].max_hi = std::max(v_[i].hi, v_[i - 1].max_hi);
+    }
+    bool overlaps(std::uint64_t k, std::uint64_t lo, std::uint64_t hi) const {
+        // The ranges of memory k that start before hi: one of them reaches past lo?
+        auto first = std::lower_bound(v_.begin(), v_.end(), k, [](const R& r, std::uint64_t key) { return r.key < key; });
+        auto end = std::lower_bound(first, v_.end(), std::make_pair(k, hi),
+                                    [](const R& r, const std::pair<std::uint64_t, std::uint64_t>& x) { return r.key == x.first && r.lo < x.second; });
+        return end != first && (end - 1)->max_hi > lo;
+    }
+    bool overlaps(const Ranges& o) const {
+        const Ranges& few = v_.size() < o.v_.size() ? *this : o;
+        const Ranges& many = &few == this ? o : *this;
+        for (const R& r : few.v_)
+            if (many.overlaps(r.key, r.lo, r.hi)) return true;
+        return false;
+    }
+
+private:
+    static std::uint64_t key(const Access& x) {
+        return static_cast<std::uint64_t>(x.space) | std::uint64_t{x.chip} << 8 | std::uint64_t{x.vmem} << 24;
+    }
+    struct R {
+        std::uint64_t key, lo, hi, max_hi;
+    };
+    std::vector<R> v_;
+};
+
+using Stretches = std::vector<std::pair<std::uint64_t, std::uint64_t>>;  // [first, last] touched, sorted, disjoint
+
+void merge(Stretches& s) {
+    std::sort(s.begin(), s.end());
+    std::size_t w = 0;
+    for (const auto& x : s) {
+        if (w > 0 && x.first <= s[w - 1].second + 1) s[w - 1].second = std::max(s[w - 1].second, x.second);
+        else s[w++] = x;
+    }
+    s.resize(w);
 }
 
-Spans spans_of(const Suggestion& s) {
-    Spans out;
-    for (const Move& m : s.moves) {
-        touch(out, m.stream, m.from);
-        if (m.before != Move::kDelete) touch(out, m.stream, m.before);
+bool overlap(const Stretches& a, const Stretches& b) {
+    for (std::size_t i = 0, j = 0; i < a.size() && j < b.size();) {
+        if (a[i].second < b[j].first) ++i;
+        else if (b[j].second < a[i].first) ++j;
+        else return true;
     }
-    for (const Edit& e : s.edits) touch(out, e.stream, e.index);
-    return out;
+    return false;
 }
+
+std::uint32_t flag_key(std::uint16_t chip, std::uint16_t flag) { return std::uint32_t{chip} << 16 | flag; }
 
 }  // namespace
 
-bool composable(const Suggestion& a, const Suggestion& b) {
-    if ((a.moves.empty() && a.edits.empty()) || (b.moves.empty() && b.edits.empty())) return false;  // advice, no patch
-    const Spans sa = spans_of(a), sb = spans_of(b);
-    for (const auto& [stream, x] : sa) {
-        auto y = sb.find(stream);
-        if (y == sb.end()) continue;
-        if (!(x.second < y->second.first || y->second.second < x.first)) return false;
+struct Composition::Footprint {
+    bool patch = false;                            // has moves or edits
+    std::map<std::uint32_t, Stretches> stretches;  // per stream
+    std::set<std::uint32_t> flags;                 // flags it takes (flag_key)
+    Ranges taken;                                  // memory it takes
+    Ranges reached;                                // memory the program's instructions it moves or rewrites access
+};
+
+Composition::Composition(const RunData& run, const std::vector<Suggestion>& suggestions)
+    : run_(run), suggestions_(suggestions), footprints_(suggestions.size()) {
+    for (const Stream& st : run.streams)
+        for (const Instruction& in : st.code)
+            if (in.has(kFlag)) named_.insert(flag_key(flag_chip(in, st.chip), in.flag));
+}
+
+Composition::~Composition() = default;
+
+const Composition::Footprint& Composition::footprint(std::size_t i) {
+    std::unique_ptr<Footprint>& slot = footprints_.at(i);
+    if (slot) return *slot;
+    const Suggestion& s = suggestions_[i];
+    slot = std::make_unique<Footprint>();
+    Footprint& f = *slot;
+    f.patch = !s.moves.empty() || !s.edits.empty();
+    Access acc[2];
+    auto reach = [&](std::uint32_t stream, std::uint64_t i) {
+        if (stream >= run_.streams.size() || i >= run_.streams[stream].code.size()) return;
+        const Stream& st = run_.streams[stream];
+        for (int k = 0, n = accesses(st.code[i], st, acc); k < n; ++k) f.reached.add(acc[k]);
+    };
+    for (const Move& m : s.moves) {
+        const std::uint64_t to = m.before == Move::kDelete ? m.from : m.before;
+        f.stretches[m.stream].emplace_back(std::min(m.from, to), std::max(m.from, to));
+        reach(m.stream, m.from);
     }
-    return true;
+    for (const Edit& e : s.edits) {
+        f.stretches[e.stream].emplace_back(e.index, e.index);
+        reach(e.stream, e.index);
+        if (e.stream >= run_.streams.size() || e.index >= run_.streams[e.stream].code.size()) continue;
+        const Stream& st = run_.streams[e.stream];
+        Access was[2];
+        const int n_was = accesses(st.code[e.index], st, was);
+        // What the rewritten instruction, and those emitted after it, take: memory the original
+        // did not access, flags the program never names.
+        auto take = [&](const Instruction& in) {
+            for (int k = 0, n = accesses(in, st, acc); k < n; ++k) {
+                bool inside = false;
+                for (int w = 0; w < n_was && !inside; ++w)
+                    inside = was[w].space == acc[k].space && was[w].chip == acc[k].chip && was[w].vmem == acc[k].vmem &&
+                             was[w].lo <= acc[k].lo && acc[k].hi <= was[w].hi;
+                if (!inside) f.taken.add(acc[k]);
+            }
+            if (in.has(kFlag)) {
+                const std::uint32_t key = flag_key(flag_chip(in, st.chip), in.flag);
+                if (!named_.count(key)) f.flags.insert(key);
+            }
+        };
+        take(e.in);
+        for (const Instruction& in : e.then) take(in);
+    }
+    for (auto& [stream, v] : f.stretches) merge(v);
+    f.taken.seal();
+    f.reached.seal();
+    return f;
+}
+
+std::string Composition::conflict(std::size_t i, std::size_t j) {
+    const Footprint& fa = footprint(i);
+    const Footprint& fb = footprint(j);
+    const std::string other = "[" + suggestions_[i].kind + "]";
+    if (!fb.patch) return "is advice without a patch";
+    if (!fa.patch) return other + " is advice without a patch";
+    for (const auto& [stream, x] : fa.stretches) {
+        auto y = fb.stretches.find(stream);
+        if (y != fb.stretches.end() && overlap(x, y->second)) return "changes instructions among those that " + other + " changes";
+    }
+    for (std::uint32_t flag : fa.flags)
+        if (fb.flags.count(flag))
+            return "takes flag " + std::to_string(flag & 0xFFFF) + " of chip " + std::to_string(flag >> 16) +
+                   " (which the program never names), as " + other + " does";
+    if (fa.taken.overlaps(fb.taken)) return "takes memory that " + other + " takes";
+    if (fb.taken.overlaps(fa.reached)) return "takes memory that an instruction " + other + " changes accesses";
+    if (fa.taken.overlaps(fb.reached)) return "changes an instruction that accesses memory " + other + " takes";
+    return "";
 }
 
 Suggestion compose(const std::vector<const Suggestion*>& parts, Tick headroom) {

@@ -62,12 +62,13 @@ void set_measured(Suggestion& s, std::int64_t saving, Tick floor) {
 }
 
 // The verified suggestions that compose with every one before them, in rank order.
-std::vector<std::uint32_t> composing_verified(const Analysis& a) {
+std::vector<std::uint32_t> composing_verified(const RunData& run, const Analysis& a) {
     std::vector<std::uint32_t> ranks;
+    Composition composition(run, a.suggestions);
     for (std::size_t i = 0; i < a.suggestions.size(); ++i) {
         if (a.suggestions[i].verdict != Verdict::Verified) continue;
         bool ok = true;
-        for (std::uint32_t r : ranks) ok = ok && composable(a.suggestions[r - 1], a.suggestions[i]);
+        for (std::uint32_t r : ranks) ok = ok && composition.composable(r - 1, i);
         if (ok) ranks.push_back(static_cast<std::uint32_t>(i + 1));
     }
     return ranks;
@@ -76,7 +77,7 @@ std::vector<std::uint32_t> composing_verified(const Analysis& a) {
 // Replays the verified suggestions that compose, applied together (when there are two or more).
 void verify_together(const RunData& run, Analysis& a, ReplayOptions ro, const std::string& work, Tick base, double spent) {
     a.together = {};
-    const std::vector<std::uint32_t> ranks = composing_verified(a);
+    const std::vector<std::uint32_t> ranks = composing_verified(run, a);
     if (ranks.size() < 2) return;
     if (ro.budget_seconds > 0) {
         if (spent >= ro.budget_seconds) return;
