@@ -13,20 +13,27 @@ namespace {
 class Ranges {
 public:
     void add(const Access& x) {
-        if (x.hi > x.lo) v_.push_back({key(x), x.lo, x.hi, x.hi});
+        if (x.hi > x.lo) v_.push_back({key(x), x.lo, x.hi});
     }
-    // After the last add(): sorted by memory then start, each with the largest end so far in its memory.
+    // After the last add(): sorted by memory then start, overlapping ranges of a memory joined (a
+    // list-scheduled window moves thousands of loads of a few buffers): disjoint, so their ends
+    // ascend too.
     void seal() {
         std::sort(v_.begin(), v_.end(), [](const R& a, const R& b) { return a.key != b.key ? a.key < b.key : a.lo < b.lo; });
-        for (std::size_t i = 1; i < v_.size(); ++i)
-            if (v_[i].key == v_[i - 1].key) v_[i].max_hi = std::max(v_[i].hi, v_[i - 1].max_hi);
+        std::size_t w = 0;
+        for (const R& r : v_) {
+            if (w > 0 && v_[w - 1].key == r.key && r.lo <= v_[w - 1].hi) v_[w - 1].hi = std::max(v_[w - 1].hi, r.hi);
+            else v_[w++] = r;
+        }
+        v_.resize(w);
+        v_.shrink_to_fit();
     }
     bool overlaps(std::uint64_t k, std::uint64_t lo, std::uint64_t hi) const {
-        // The ranges of memory k that start before hi: one of them reaches past lo?
+        // The last range of memory k that starts before hi: does it reach past lo?
         auto first = std::lower_bound(v_.begin(), v_.end(), k, [](const R& r, std::uint64_t key) { return r.key < key; });
         auto end = std::lower_bound(first, v_.end(), std::make_pair(k, hi),
                                     [](const R& r, const std::pair<std::uint64_t, std::uint64_t>& x) { return r.key == x.first && r.lo < x.second; });
-        return end != first && (end - 1)->max_hi > lo;
+        return end != first && (end - 1)->hi > lo;
     }
     bool overlaps(const Ranges& o) const {
         const Ranges& few = v_.size() < o.v_.size() ? *this : o;
@@ -41,7 +48,7 @@ private:
         return static_cast<std::uint64_t>(x.space) | std::uint64_t{x.chip} << 8 | std::uint64_t{x.vmem} << 24;
     }
     struct R {
-        std::uint64_t key, lo, hi, max_hi;
+        std::uint64_t key, lo, hi;
     };
     std::vector<R> v_;
 };
@@ -56,6 +63,7 @@ void merge(Stretches& s) {
         else s[w++] = x;
     }
     s.resize(w);
+    s.shrink_to_fit();
 }
 
 bool overlap(const Stretches& a, const Stretches& b) {
