@@ -161,6 +161,9 @@ struct RunBounds {
     Tick lower = 0;             // the largest of them
     std::size_t limiting = 0;   // index of the largest in bounds (when not empty)
     Tick headroom = 0;          // end - lower (0 when the run ends at its bound)
+    // Per unit (into RunData::units): its matmuls' summed streaming, the compute bound's work,
+    // which the span bound (add_span_bound) builds on.
+    std::vector<Tick> matmul_streaming;
 };
 
 struct Suggestion {

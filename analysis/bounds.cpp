@@ -95,7 +95,8 @@ RunBounds run_bounds(const RunData& run, Tick end) {
     // in-order path (models/matrix_unit.h), each for as many cycles as its shape says, so their
     // summed occupancy is time no order can avoid. (A unit's busy time is not such a bound: how
     // much of its weight pushes overlap streaming depends on the order.)
-    const std::vector<Tick> streaming = matmul_streaming(run);
+    r.matmul_streaming = matmul_streaming(run);
+    const std::vector<Tick>& streaming = r.matmul_streaming;
     for (std::size_t u = 0; u < run.units.size(); ++u)
         if (run.units[u].role == Role::Matrix) keep_max(r.bounds, "compute", run.units[u].path, streaming[u]);
     settle(r, end);
@@ -110,11 +111,12 @@ double hbm_ps_per_byte(const RunData& run, int chip) {
 }
 
 void add_span_bound(RunBounds& r, const RunData& run, const ChainBound& chain, Tick end) {
-    const std::vector<Tick> streaming = matmul_streaming(run);
+    // run_bounds's (empty for bounds made otherwise: no span then).
+    const std::vector<Tick>& streaming = r.matmul_streaming;
     Bound best{"span", "", 0};
     for (const auto& [unit, first] : chain.first_matmul) {
         auto after = chain.after_last_matmul.find(unit);
-        if (unit >= run.units.size() || after == chain.after_last_matmul.end() || streaming[unit] == 0) continue;
+        if (unit >= streaming.size() || after == chain.after_last_matmul.end() || streaming[unit] == 0) continue;
         const Tick t = first + streaming[unit] + after->second;
         if (t > best.time) {
             best.time = t;
@@ -136,7 +138,7 @@ void add_span_bound(RunBounds& r, const RunData& run, const ChainBound& chain, T
         const std::uint32_t unit = lt.unit_of_bit[b];
         auto first = chain.first_matmul.find(unit);
         auto last = lt.streaming.find(unit);
-        if (first == chain.first_matmul.end() || last == lt.streaming.end() || unit >= run.units.size() ||
+        if (first == chain.first_matmul.end() || last == lt.streaming.end() || unit >= streaming.size() ||
             last->second > streaming[unit])
             continue;
         tiles.push_back({first->second + streaming[unit] - last->second, static_cast<int>(b)});

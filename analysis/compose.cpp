@@ -88,10 +88,18 @@ struct Composition::Footprint {
 };
 
 Composition::Composition(const RunData& run, const std::vector<Suggestion>& suggestions)
-    : run_(run), suggestions_(suggestions), footprints_(suggestions.size()) {
-    for (const Stream& st : run.streams)
-        for (const Instruction& in : st.code)
-            if (in.has(kFlag)) named_.insert(flag_key(flag_chip(in, st.chip), in.flag));
+    : run_(run), suggestions_(suggestions), footprints_(suggestions.size()) {}
+
+// Read from the whole program once, and only when a rewritten instruction names a flag (the
+// verification asks whether suggestions compose on every run).
+bool Composition::named(std::uint32_t flag) {
+    if (!named_read_) {
+        for (const Stream& st : run_.streams)
+            for (const Instruction& in : st.code)
+                if (in.has(kFlag)) named_.insert(flag_key(flag_chip(in, st.chip), in.flag));
+        named_read_ = true;
+    }
+    return named_.count(flag) != 0;
 }
 
 Composition::~Composition() = default;
@@ -116,11 +124,11 @@ const Composition::Footprint& Composition::footprint(std::size_t i) {
     }
     for (const Edit& e : s.edits) {
         f.stretches[e.stream].emplace_back(e.index, e.index);
-        reach(e.stream, e.index);
         if (e.stream >= run_.streams.size() || e.index >= run_.streams[e.stream].code.size()) continue;
         const Stream& st = run_.streams[e.stream];
         Access was[2];
         const int n_was = accesses(st.code[e.index], st, was);
+        for (int w = 0; w < n_was; ++w) f.reached.add(was[w]);
         // What the rewritten instruction, and those emitted after it, take: memory the original
         // did not access, flags the program never names.
         auto take = [&](const Instruction& in) {
@@ -133,7 +141,7 @@ const Composition::Footprint& Composition::footprint(std::size_t i) {
             }
             if (in.has(kFlag)) {
                 const std::uint32_t key = flag_key(flag_chip(in, st.chip), in.flag);
-                if (!named_.count(key)) f.flags.insert(key);
+                if (!named(key)) f.flags.insert(key);
             }
         };
         take(e.in);

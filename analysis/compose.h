@@ -48,9 +48,11 @@ public:
 
 private:
     const Footprint& footprint(std::size_t i);
+    bool named(std::uint32_t flag);  // chip << 16 | flag: does the program name it?
     const RunData& run_;
     const std::vector<Suggestion>& suggestions_;
-    std::set<std::uint32_t> named_;  // chip << 16 | flag: the flags the program names
+    std::set<std::uint32_t> named_;  // the flags the program names (once named() has read them)
+    bool named_read_ = false;
     std::vector<std::unique_ptr<Footprint>> footprints_;
 };
 

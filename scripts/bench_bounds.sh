@@ -10,7 +10,7 @@
 # fastest measured) and exits 1 if any bound is above a run.
 #
 # usage: scripts/bench_bounds.sh [--out DIR] [BUILD_DIR]   (default build, DIR a fresh temporary folder)
-# ~2 min on 2 cores.
+# ~20 s on 2 cores.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="" build="$root/build"
