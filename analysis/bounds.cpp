@@ -126,8 +126,10 @@ void add_span_bound(RunBounds& r, const RunData& run, const ChainBound& chain, T
     }
     // The last tiles: a tile's matmuls start no sooner than `first` plus the unit's other matmuls'
     // streaming. Grouped by that start, latest first, each group of the tiles from the k-th latest
-    // on: what reads any of them starts after the earliest of the group, and each unit (or HBM)
-    // does its share of that one piece of work after the other.
+    // on: what reads any of them starts after the earliest of the group and the least streaming
+    // its first result needs (LastTiles::Work::after: the tile's matmuls that wrote the
+    // accumulator it reads), and each unit (or HBM) does its share of that one piece of work
+    // after the other.
     const LastTiles& lt = chain.last_tiles;
     struct Tile {
         Tick start;
@@ -147,12 +149,19 @@ void add_span_bound(RunBounds& r, const RunData& run, const ChainBound& chain, T
     std::uint64_t group = 0;
     for (const Tile& t : tiles) {
         group |= std::uint64_t{1} << t.bit;
-        std::map<std::uint64_t, Tick> work;  // unit or HBM -> its work on the group's results
+        struct Sum {
+            Tick time = 0, after = ~Tick{0};
+        };
+        std::map<std::uint64_t, Sum> work;  // unit or HBM -> its work on the group's results, and when the first can start
         for (const LastTiles::Work& w : lt.work)
-            if (w.bits & group) work[w.where] += w.time;
-        for (const auto& [where, time] : work) {
-            if (t.start + time <= best.time) continue;
-            best.time = t.start + time;
+            if (w.bits & group) {
+                Sum& x = work[w.where];
+                x.time += w.time;
+                x.after = std::min(x.after, w.after);
+            }
+        for (const auto& [where, sum] : work) {
+            if (t.start + sum.after + sum.time <= best.time) continue;
+            best.time = t.start + sum.after + sum.time;
             const std::uint64_t unit = where & 0xffffffffu;
             const std::string name = where & LastTiles::kHbm ? "chip" + std::to_string(where & 0xffff) + " HBM"
                                      : unit < run.units.size()
@@ -162,7 +171,8 @@ void add_span_bound(RunBounds& r, const RunData& run, const ChainBound& chain, T
                                                     : "")
                                          : "?";
             best.where = std::to_string(__builtin_popcountll(group)) + " matrix units' last weight tiles from " + format_time(t.start) +
-                         " on, then " + name + " for what reads their results " + format_time(time);
+                         " on, " + (sum.after > 0 ? "their first result complete " + format_time(sum.after) + " later, " : std::string()) +
+                         "then " + name + " for what reads their results " + format_time(sum.time);
         }
     }
     add_bound(r, std::move(best), end);

@@ -263,10 +263,49 @@ private:
 // a value carries one bit per tracked matrix unit, set when it was computed from a matmul on
 // that unit's last tile. A matmul's accumulator takes only that matmul's bits (not the sum it
 // adds to: fewer bits, less work counted, the bound only lower).
+// A value also carries `after`: no sooner than that after the earliest start of the tiles its
+// bits name can it exist. An accumulator the last tile's matmuls write one after another (each
+// write after the last: write after write, on one in-order unit) is complete only once all of
+// them have streamed from the tile's start on and the last has drained through the array: their
+// summed streaming and the unit's pipeline. Anything computed from
+// values takes the least of theirs (it follows each of them; the least is valid for any group
+// of tiles its bits meet, bounds.cpp). Without this, what reads a result followed the tile's
+// start at once, as if its matmul took no time.
 class LastTileTaint {
+    // A value's bits and its `after`; what reads several takes all their bits and the least `after`.
+    struct Taint {
+        std::uint64_t bits = 0;
+        Tick after = 0;
+        void add(const Taint& x) {
+            if (!x.bits) return;
+            after = bits ? std::min(after, x.after) : x.after;
+            bits |= x.bits;
+        }
+    };
+    // An accumulator written by matmuls of a unit's last tile: the unit and their summed streaming.
+    struct Chain {
+        std::uint32_t unit;
+        Tick streamed;
+    };
+
 public:
-    LastTileTaint(const RunData& run, const Links& links) : run_(run), links_(links), reg_(run.streams.size()) {
+    LastTileTaint(const RunData& run, const Links& links)
+        : run_(run), links_(links), reg_(run.streams.size()), after_(run.streams.size()), chain_(run.streams.size()) {
         for (auto& r : reg_) r.fill(0);
+        for (auto& r : after_) r.fill(0);
+        for (auto& r : chain_) r.fill({kNone, 0});
+        // Each matrix unit's pipeline: what a matmul takes from the end of its streaming to its
+        // result (rows + cols - 2 cycles on a weight-stationary array: models/matrix_unit.h). Its
+        // shape sets it, not the order; the least the run shows of any, so never more than the
+        // last writer's.
+        for (std::size_t k = 0; k < run.unit_ops.size(); ++k) {
+            const UnitOp& op = run.unit_ops[k];
+            if (op.op != Opcode::MatMul || op.stream == kNone) continue;
+            const Tick complete = run.op_complete(k);
+            const Tick drain = complete > op.end ? complete - op.end : 0;
+            auto [it, fresh] = drain_.emplace(op.unit, drain);
+            if (!fresh) it->second = std::min(it->second, drain);
+        }
         // Each matrix unit's last weight push, in the order its stream issued them.
         for (const UnitOp& op : run.unit_ops)
             if (op.op == Opcode::MPush && op.stream != kNone) {
@@ -280,19 +319,29 @@ public:
         }
     }
     void step(std::uint32_t s, std::uint64_t i, const Instruction& in, const Access* acc, int na, const Link& l) {
-        std::uint64_t t = 0;
+        Taint t;
         const auto& r = reg_[s];
-        if (in.has(kSrc0)) t |= r[in.src[0]];
-        if (in.has(kSrc1)) t |= r[in.src[1]];
-        if (in.has(kSrc2)) t |= r[in.src[2]];
+        auto from_reg = [&](std::uint8_t x) {
+            if (r[x]) t.add({r[x], after_[s][x]});
+        };
+        if (in.has(kSrc0)) from_reg(in.src[0]);
+        if (in.has(kSrc1)) from_reg(in.src[1]);
+        if (in.has(kSrc2)) from_reg(in.src[2]);
         for (int k = 0; k < na; ++k)
-            if (!acc[k].write) t |= mem_read(acc[k]);
+            if (!acc[k].write) t.add(mem_read(acc[k]));
+        Chain chain{kNone, 0};
         if (in.op == Opcode::MatMul && l.unit != kNone) {
             auto w = weights_.find(l.unit);
             if (w != weights_.end() && w->second) {
-                t |= w->second;
                 auto b = bit_of_.find(l.unit);
-                if (b != bit_of_.end() && (w->second >> b->second & 1)) streaming_[l.unit] += l.took;  // on the last tile
+                if (b != bit_of_.end() && (w->second >> b->second & 1)) {  // on the last tile
+                    streaming_[l.unit] += l.took;
+                    // The accumulator's earlier writes on this tile stream before this one.
+                    const Chain prev = in.has(kDst) ? chain_[s][in.dst] : Chain{kNone, 0};
+                    chain = {l.unit, (prev.unit == l.unit ? prev.streamed : 0) + l.took};
+                    auto d = drain_.find(l.unit);
+                    t.add({w->second, chain.streamed + (d == drain_.end() ? 0 : d->second)});
+                }
             }
         } else if (in.op == Opcode::MPush && l.unit != kNone) {
             auto lp = last_push_.find(l.unit);
@@ -300,12 +349,16 @@ public:
             weights_[l.unit] = lp != last_push_.end() && b != bit_of_.end() && lp->second == std::make_pair(s, i)
                                    ? std::uint64_t{1} << b->second
                                    : 0;
-        } else if (t) {
+        } else if (t.bits) {
             count(t, in, acc, na, l);
         }
-        if (in.has(kDst)) reg_[s][in.dst] = t;
+        if (in.has(kDst)) {
+            reg_[s][in.dst] = t.bits;
+            after_[s][in.dst] = t.bits ? t.after : 0;
+            chain_[s][in.dst] = chain;
+        }
         for (int k = 0; k < na; ++k)
-            if (acc[k].write) mem_write(acc[k], t);
+            if (acc[k].write) mem_write(acc[k], t.bits ? t : Taint{});
     }
     // Per tracked matrix unit: the streaming of its last tile's matmuls; per set of units, the
     // work that reads the results of exactly those units' last tiles.
@@ -313,7 +366,7 @@ public:
         LastTiles out;
         out.streaming = streaming_;
         out.unit_of_bit = unit_of_bit_;
-        for (const auto& [key, t] : work_) out.work.push_back({key.first, key.second, t});
+        for (const auto& [key, w] : work_) out.work.push_back({key.first, key.second, w.time, w.after});
         return out;
     }
 
@@ -325,18 +378,23 @@ private:
     // out (less work counted: the bound only lower).
     // A DMA counts only the bytes it reads that carry bits (a write-back cut into pieces can move
     // the others earlier), at the peak of each HBM it reads them from or writes them to.
-    void count(std::uint64_t t, const Instruction& in, const Access* acc, int na, const Link& l) {
-        auto add = [&](std::uint64_t bits, std::uint64_t where, Tick x) {
-            auto it = work_.find({bits, where});
-            if (it != work_.end()) it->second += x;
-            else if (work_.size() < kMaxSets) work_.emplace(std::make_pair(bits, where), x);
+    // The work summed per set (bits, unit or HBM) starts no sooner than the least `after` of its parts.
+    void count(const Taint& t, const Instruction& in, const Access* acc, int na, const Link& l) {
+        auto add = [&](const Taint& x, std::uint64_t where, Tick time) {
+            auto it = work_.find({x.bits, where});
+            if (it != work_.end()) {
+                it->second.time += time;
+                it->second.after = std::min(it->second.after, x.after);
+            } else if (work_.size() < kMaxSets) {
+                work_.emplace(std::make_pair(x.bits, where), Sum{time, x.after});
+            }
         };
         if (in.op == Opcode::Dma) {
             for (int k = 0; k < na; ++k) {
                 if (acc[k].write) continue;
-                tainted_bytes(acc[k], [&](std::uint64_t bits, std::uint64_t bytes) {
+                tainted_bytes(acc[k], [&](const Taint& x, std::uint64_t bytes) {
                     for (int j = 0; j < na; ++j)
-                        if (acc[j].space == Space::Hbm) add(bits, LastTiles::kHbm | acc[j].chip, links_.hbm_time(acc[j].chip, bytes));
+                        if (acc[j].space == Space::Hbm) add(x, LastTiles::kHbm | acc[j].chip, links_.hbm_time(acc[j].chip, bytes));
                 });
             }
         } else if (l.unit != kNone && l.took > 0) {
@@ -349,27 +407,33 @@ private:
     // bits both the old and the new bytes carry (never a bit some byte lacks). 128-byte granules
     // in VMEM, where results are written a row piece at a time; 4 KiB in HBM.
     static std::uint64_t granule(const Access& a) { return a.space == Space::Vmem ? 128 : kPage; }
-    std::uint64_t mem_read(const Access& a) const {
+    Taint mem_read(const Access& a) const {
         auto m = mem_.find(memory_of(a));
-        if (m == mem_.end()) return 0;
-        std::uint64_t t = 0;
+        if (m == mem_.end()) return {};
+        Taint t;
         const std::uint64_t g = granule(a);
         for (std::uint64_t p = a.lo / g; p <= (a.hi - 1) / g; ++p) {
             auto it = m->second.find(p);
-            if (it != m->second.end()) t |= it->second;
+            if (it != m->second.end()) t.add(it->second);
         }
         return t;
     }
-    void mem_write(const Access& a, std::uint64_t t) {
+    // A granule written in part keeps the bits both its old and new bytes carry and the lesser
+    // `after` of the two.
+    void mem_write(const Access& a, const Taint& t) {
         auto m = mem_.find(memory_of(a));
-        if (!t && m == mem_.end()) return;
-        auto& gs = t ? mem_[memory_of(a)] : m->second;
+        if (!t.bits && m == mem_.end()) return;
+        auto& gs = t.bits ? mem_[memory_of(a)] : m->second;
         const std::uint64_t g = granule(a);
         for (std::uint64_t p = a.lo / g; p <= (a.hi - 1) / g; ++p) {
             const bool whole = a.lo <= p * g && a.hi >= (p + 1) * g;
             auto it = gs.find(p);
-            const std::uint64_t now = whole ? t : (it == gs.end() ? 0 : it->second & t);
-            if (now) gs[p] = now;
+            Taint now = t;
+            if (!whole) {
+                now.bits = it == gs.end() ? 0 : it->second.bits & t.bits;
+                if (now.bits) now.after = std::min(t.after, it->second.after);
+            }
+            if (now.bits) gs[p] = now;
             else if (it != gs.end()) gs.erase(it);
         }
     }
@@ -382,19 +446,25 @@ private:
         for (std::uint64_t p = a.lo / g; p <= (a.hi - 1) / g; ++p) {
             auto it = m->second.find(p);
             if (it == m->second.end()) continue;
-            f(it->second, std::min(a.hi, (p + 1) * g) - std::max(a.lo, p * g));
+            f(static_cast<const Taint&>(it->second), std::min(a.hi, (p + 1) * g) - std::max(a.lo, p * g));
         }
     }
     const RunData& run_;
     const Links& links_;
-    std::vector<std::array<std::uint64_t, kNumRegs>> reg_;
-    std::unordered_map<std::uint64_t, std::unordered_map<std::uint64_t, std::uint64_t>> mem_;  // space -> granule -> bits
+    std::vector<std::array<std::uint64_t, kNumRegs>> reg_;  // per stream and register: its value's bits
+    std::vector<std::array<Tick, kNumRegs>> after_;         // ... and its `after`
+    std::vector<std::array<Chain, kNumRegs>> chain_;        // ... and, written by a last tile's matmul, that unit's chain
+    std::unordered_map<std::uint64_t, std::unordered_map<std::uint64_t, Taint>> mem_;  // space -> granule -> taint
     std::unordered_map<std::uint32_t, std::uint64_t> weights_;  // matrix unit -> its current tile's bits
     std::map<std::uint32_t, std::pair<std::uint32_t, std::uint64_t>> last_push_;  // unit -> (stream, index)
     std::map<std::uint32_t, int> bit_of_;
+    std::unordered_map<std::uint32_t, Tick> drain_;  // matrix unit -> its matmuls' least time from streamed to done
     std::vector<std::uint32_t> unit_of_bit_;
     std::map<std::uint32_t, Tick> streaming_;                  // unit -> its last tile's matmuls
-    std::map<std::pair<std::uint64_t, std::uint64_t>, Tick> work_;  // (bits, unit or HBM of a chip) -> work
+    struct Sum {
+        Tick time, after;
+    };
+    std::map<std::pair<std::uint64_t, std::uint64_t>, Sum> work_;  // (bits, unit or HBM of a chip) -> work
 };
 
 }  // namespace

@@ -37,7 +37,9 @@ namespace xpu::analysis {
 // matmuls: legality keeps both), so they start no sooner than the first matmul could plus the
 // streaming of all the others. What reads their results cannot start before that either: a
 // unit's occupancy for that work (a vector unit's, the pops'), or the bytes it moves through an
-// HBM at that HBM's peak, follows the earliest start of the tiles it reads.
+// HBM at that HBM's peak, follows the earliest start of the tiles it reads, and the streaming of
+// the tile's matmuls that wrote the accumulator it reads (each write of an accumulator follows the
+// one before on the unit's in-order path).
 struct LastTiles {
     static constexpr std::uint64_t kHbm = std::uint64_t{1} << 40;  // `where` of an HBM: kHbm | chip
     // A unit's pipelines run side by side (models/vector_unit.h: elementwise, transcendental,
@@ -61,6 +63,7 @@ struct LastTiles {
         std::uint64_t bits;   // the tiles it reads: bit b = unit_of_bit[b]'s last tile
         std::uint64_t where;  // the unit (into RunData::units) | pipeline() << 32, or kHbm | chip
         Tick time;            // occupancy, or bytes at the HBM's peak
+        Tick after;           // none of it starts sooner than this after the earliest start of its tiles
     };
     std::map<std::uint32_t, Tick> streaming;  // matrix unit -> its last tile's matmuls' streaming
     std::vector<std::uint32_t> unit_of_bit;   // at most 64 units tracked (the rest: no bound)

@@ -249,12 +249,14 @@ TEST(ChainBound, LongestTrueDependencyChainAtLeastTimes) {
 // reads the last tile's result: a pop (2 ns, on the matrix unit's pop path), an ALU op (400 ns,
 // the vector unit's elementwise pipeline) and a store (50 ns, its load/store pipeline, which
 // runs beside the other: models/vector_unit.h), the 4 KB write-back of the stored bytes (4.096
-// ns at the HBM's peak). The longest, the elementwise pipeline's 400 ns, follows 1115 ns: 1.515
-// us, more than the matmuls (1.3 us) and than first + matmuls + the shortest chain after a
-// matmul (115 + 1300 + 2: the first tile's pop, which nothing reads). The pop of the first tile's result and its 2 ns are
-// not part of it: that result was ready 300 ns earlier. Why it holds whatever a suggestion
-// moves: the chain links are true data dependencies, the unit streams in program order, and a
-// tile's matmuls stay behind their push (legality).
+// ns at the HBM's peak). None of it starts before the last tile's matmul into the accumulator it
+// reads has streamed (300 ns; its pipeline drains in no time here): the longest, the elementwise
+// pipeline's 400 ns, follows 1115 + 300 ns: 1.815 us, more than the matmuls (1.3 us) and than
+// first + matmuls + the shortest chain after a matmul (115 + 1300 + 2: the first tile's pop,
+// which nothing reads). The pop of the first tile's result and its 2 ns are not part of it: that
+// result was ready 300 ns earlier. Why it holds whatever a suggestion moves: the chain links are
+// true data dependencies, the unit streams in program order, and a tile's matmuls stay behind
+// their push (legality).
 TEST(SpanBound, LastTileStreamsAfterTheOthersAndWhatReadsItFollows) {
     RunData run;
     run.units = {{"xpu.chip0.hbm", "HbmController", Role::Hbm, 0, 1000, 0},
@@ -307,17 +309,80 @@ TEST(SpanBound, LastTileStreamsAfterTheOthersAndWhatReadsItFollows) {
     RunBounds b = run_bounds(run, 3'000'000);
     add_span_bound(b, run, c, 3'000'000);
     ASSERT_EQ(b.bounds[b.limiting].name, "span");
-    EXPECT_EQ(b.lower, 1'515'000u);
+    EXPECT_EQ(b.lower, 1'815'000u);
     EXPECT_NE(b.bounds[b.limiting].where.find("xpu.chip0.core0.vpu0 elementwise pipeline"), std::string::npos)
         << b.bounds[b.limiting].where;
     // The ALU op reading the first tile's pop instead: it overwrites the last tile's popped value,
-    // which nothing then reads; the last tile's work is its pop alone (2 ns on the matrix unit),
-    // and the bound is the matmuls' span: 115 + 1300 + the shortest chain after one (2 ns).
+    // which nothing then reads; the last tile's work is its pop alone (2 ns on the matrix unit,
+    // after 1115 + 300 ns), as long as the matmuls' span: 115 + 1300 + the shortest chain after
+    // one (2 ns).
     run.streams[0].code[8] = op(Opcode::VAlu, 0x43, 0x42);
     const Context cx2(run);
     RunBounds b2 = run_bounds(run, 3'000'000);
     add_span_bound(b2, run, data_chain_bound(cx2), 3'000'000);
     EXPECT_EQ(b2.lower, 1'417'000u);
+}
+
+// What reads a last tile's results waits for the accumulator it reads (chain_bound.h,
+// LastTiles::Work::after), by hand: one matrix unit, one tile (its push is the last), three
+// matmuls after a 10 ns vector load and a 5 ns push (from 15 ns on): 100 ns into m0, 50 ns into
+// m1, 100 ns into m0 again; each pops into a vector register read by a 400 ns ALU op. m0 is
+// complete only once both its matmuls have streamed (write after write on one in-order unit:
+// 200 ns) and the last has drained through the array; m1 after 50 ns and its drain. The drain is
+// the least any matmul of the unit showed from the end of its streaming to its completion: 30 ns
+// (models/matrix_unit.h: rows + cols - 2 cycles whatever the order). Whichever pop comes first,
+// the vector unit's 800 ns of ALU work starts no sooner than 15 + 50 + 30 ns: 895 ns. The old
+// rule (the work from the tile's start on) gave 815 ns; a rule taking m0's 200 ns would claim
+// 1045 ns, which the order m1 first beats. Other bounds stay below: compute 250 ns, the matmuls'
+// span 15 + 250 + 402 (a pop and its ALU op after the last matmul).
+TEST(SpanBound, WhatReadsTheLastTileFollowsTheAccumulatorItReads) {
+    RunData run;
+    run.units = {{"xpu.chip0.hbm", "HbmController", Role::Hbm, 0, 1000, 0},
+                 {"xpu.chip0.core0.vpu0", "VectorUnit", Role::Vector, 0, 0, 0},
+                 {"xpu.chip0.core0.mxu0", "MatrixUnit", Role::Matrix, 0, 0, 0}};
+    const int m0 = 0x80, m1 = 0x81;
+    Instruction vld = op(Opcode::VLoad, 0x41, -1);
+    vld.mem_src = {Space::Vmem, kLocalChip, 0};
+    vld.bytes = 4096;
+    vld.set(kMemSrc | kBytes);
+    Stream st;
+    st.code = {vld,                            // 0
+               op(Opcode::MPush, -1, 0x41),    // 1: the last (only) push
+               op(Opcode::MatMul, m0, 0x41),   // 2
+               op(Opcode::MatMul, m1, 0x41),   // 3
+               op(Opcode::MatMul, m0, 0x41),   // 4
+               op(Opcode::MPop, 0x42, m0),     // 5
+               op(Opcode::VAlu, 0x42, 0x42),   // 6
+               op(Opcode::MPop, 0x43, m1),     // 7
+               op(Opcode::VAlu, 0x43, 0x43)};  // 8
+    for (std::size_t i = 0; i < st.code.size(); ++i) {
+        Life l;
+        l.seen = true;
+        l.issue = 1000 * i;
+        st.life.push_back(l);
+    }
+    run.streams = {st};
+    const Tick t0 = 100'000;
+    run.add_unit_op(1, 0, 0, Opcode::VLoad, t0, t0, t0 + 10'000, t0 + 10'000);
+    run.add_unit_op(2, 0, 1, Opcode::MPush, t0, t0, t0 + 5'000, t0 + 5'000);
+    run.add_unit_op(2, 0, 2, Opcode::MatMul, t0, t0, t0 + 100'000, t0 + 150'000);
+    run.add_unit_op(2, 0, 3, Opcode::MatMul, t0, t0, t0 + 50'000, t0 + 80'000);
+    run.add_unit_op(2, 0, 4, Opcode::MatMul, t0, t0, t0 + 100'000, t0 + 140'000);
+    run.add_unit_op(2, 0, 5, Opcode::MPop, t0, t0, t0 + 2'000, t0 + 2'000);
+    run.add_unit_op(1, 0, 6, Opcode::VAlu, t0, t0, t0 + 400'000, t0 + 400'000);
+    run.add_unit_op(2, 0, 7, Opcode::MPop, t0, t0, t0 + 2'000, t0 + 2'000);
+    run.add_unit_op(1, 0, 8, Opcode::VAlu, t0, t0, t0 + 400'000, t0 + 400'000);
+    const Context cx(run);
+    const ChainBound c = data_chain_bound(cx);
+    EXPECT_EQ(c.first_matmul.at(2), 15'000u);
+    ASSERT_EQ(c.last_tiles.streaming.count(2), 1u);
+    EXPECT_EQ(c.last_tiles.streaming.at(2), 250'000u);
+    RunBounds b = run_bounds(run, 2'000'000);
+    add_span_bound(b, run, c, 2'000'000);
+    ASSERT_EQ(b.bounds[b.limiting].name, "span");
+    EXPECT_EQ(b.lower, 895'000u);
+    EXPECT_NE(b.bounds[b.limiting].where.find("their first result complete 80.000 ns later"), std::string::npos)
+        << b.bounds[b.limiting].where;
 }
 
 // The chain after a matmul across streams (the backward pass, the exact reverse of the forward
