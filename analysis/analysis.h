@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/matrix_groups.h"
 #include "analysis/run_data.h"
 #include "analysis/sensitivity.h"
 
@@ -164,6 +165,9 @@ struct RunBounds {
     // Per unit (into RunData::units): its matmuls' summed streaming, the compute bound's work,
     // which the span bound (add_span_bound) builds on.
     std::vector<Tick> matmul_streaming;
+    // The matrix units that can take each other's work (matrix_groups.h): where a group is not
+    // balanced, the compute and span bounds take its average instead of each unit's streaming.
+    MatrixGroups matrix_groups;
 };
 
 struct Suggestion {

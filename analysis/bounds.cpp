@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "analysis/chain_bound.h"
+#include "analysis/matrix_groups.h"
 #include "analysis/report.h"
 #include "traces/link_wire.h"
 
@@ -30,14 +31,6 @@ Tick transfer_ps(double bytes, double gbps) {
 Tick link_bound_ps(const Unit& link, double bytes) {
     const double wire = link.packet_bytes ? link_least_wire_bytes(bytes, link.packet_bytes, link.packet_overhead_bytes) : bytes;
     return transfer_ps(wire, link.peak_gbps) + link.hop_latency_ps;
-}
-
-// Per unit: the summed streaming time of its matmuls.
-std::vector<Tick> matmul_streaming(const RunData& run) {
-    std::vector<Tick> streaming(run.units.size(), 0);
-    for (const UnitOp& op : run.unit_ops)
-        if (op.op == Opcode::MatMul && op.unit < run.units.size() && op.end > op.start) streaming[op.unit] += op.end - op.start;
-    return streaming;
 }
 
 void keep_max(std::vector<Bound>& out, const char* name, const std::string& where, Tick t) {
@@ -65,6 +58,12 @@ void settle(RunBounds& r, Tick end) {
             r.limiting = i;
         }
     r.headroom = end > r.lower ? end - r.lower : 0;
+}
+
+// "the average of 8 alike matrix units (xpu.chip0.core0.mxu0 ...; ...)": a group's bound.
+std::string group_name(const RunData& run, const MatrixGroups::Group& g) {
+    return "the average of " + std::to_string(g.units.size()) + " alike matrix units (" + run.units[g.units.front()].path + " ...; " +
+           "their work can be spread: spread_matmuls)";
 }
 
 }  // namespace
@@ -95,10 +94,18 @@ RunBounds run_bounds(const RunData& run, Tick end) {
     // in-order path (models/matrix_unit.h), each for as many cycles as its shape says, so their
     // summed occupancy is time no order can avoid. (A unit's busy time is not such a bound: how
     // much of its weight pushes overlap streaming depends on the order.)
+    // Where spread_matmuls may move work between alike units (a group not balanced:
+    // matrix_groups.h), the busiest of them streams at least their average, whatever is moved.
     r.matmul_streaming = matmul_streaming(run);
+    r.matrix_groups = matrix_groups(run, r.matmul_streaming);
     const std::vector<Tick>& streaming = r.matmul_streaming;
-    for (std::size_t u = 0; u < run.units.size(); ++u)
-        if (run.units[u].role == Role::Matrix) keep_max(r.bounds, "compute", run.units[u].path, streaming[u]);
+    for (std::size_t u = 0; u < run.units.size(); ++u) {
+        if (run.units[u].role != Role::Matrix) continue;
+        if (const MatrixGroups::Group* g = r.matrix_groups.unbalanced(static_cast<std::uint32_t>(u)))
+            keep_max(r.bounds, "compute", group_name(run, *g), g->average());
+        else
+            keep_max(r.bounds, "compute", run.units[u].path, streaming[u]);
+    }
     settle(r, end);
     return r;
 }
@@ -114,14 +121,32 @@ void add_span_bound(RunBounds& r, const RunData& run, const ChainBound& chain, T
     // run_bounds's (empty for bounds made otherwise: no span then).
     const std::vector<Tick>& streaming = r.matmul_streaming;
     Bound best{"span", "", 0};
+    // Alike units whose work may be spread (a group not balanced): the group's earliest first
+    // operands, its average streaming and its shortest chain after a matmul, whichever unit ends
+    // up streaming what.
+    std::map<int, std::pair<Tick, Tick>> group_ends;  // group -> (least first, least after)
     for (const auto& [unit, first] : chain.first_matmul) {
         auto after = chain.after_last_matmul.find(unit);
         if (unit >= streaming.size() || after == chain.after_last_matmul.end() || streaming[unit] == 0) continue;
+        if (r.matrix_groups.unbalanced(unit)) {
+            auto [g, fresh] = group_ends.emplace(r.matrix_groups.group_of[unit], std::make_pair(first, after->second));
+            if (!fresh) g->second = {std::min(g->second.first, first), std::min(g->second.second, after->second)};
+            continue;
+        }
         const Tick t = first + streaming[unit] + after->second;
         if (t > best.time) {
             best.time = t;
             best.where = run.units[unit].path + ": its first operands " + format_time(first) + ", matmuls " +
                          format_time(streaming[unit]) + ", after the last " + format_time(after->second);
+        }
+    }
+    for (const auto& [g, ends] : group_ends) {
+        const MatrixGroups::Group& group = r.matrix_groups.groups[static_cast<std::size_t>(g)];
+        const Tick t = ends.first + group.average() + ends.second;
+        if (t > best.time) {
+            best.time = t;
+            best.where = group_name(run, group) + ": their first operands " + format_time(ends.first) + ", matmuls " +
+                         format_time(group.average()) + ", after the last " + format_time(ends.second);
         }
     }
     // The last tiles: a tile's matmuls start no sooner than `first` plus the unit's other matmuls'
@@ -141,7 +166,7 @@ void add_span_bound(RunBounds& r, const RunData& run, const ChainBound& chain, T
         auto first = chain.first_matmul.find(unit);
         auto last = lt.streaming.find(unit);
         if (first == chain.first_matmul.end() || last == lt.streaming.end() || unit >= streaming.size() ||
-            last->second > streaming[unit])
+            last->second > streaming[unit] || r.matrix_groups.unbalanced(unit))  // its last tile may move: no fixed start
             continue;
         tiles.push_back({first->second + streaming[unit] - last->second, static_cast<int>(b)});
     }

@@ -13,6 +13,7 @@
 
 #include "analysis/intervals.h"
 #include "analysis/large_array.h"
+#include "analysis/platform_keys.h"
 #include "traces/txlog_codec.h"
 #include "traces/txlog_format.h"
 #include "traces/crc32.h"
@@ -235,6 +236,27 @@ struct FileCloser {
         if (f) std::fclose(f);
     }
 };
+
+// RunData::unit_config from the run's effective platform (sim_main writes it beside the log):
+// a unit `<top>.chip<N>.<module>` has the keys `chip.modules.<module>.*` (one chip description
+// for all chips). Nothing if the file is absent.
+void read_unit_config(RunData& run, const std::string& platform_yaml) {
+    run.unit_config.assign(run.units.size(), std::string());
+    const PlatformKeys keys = read_platform_keys(platform_yaml);
+    if (keys.empty()) return;
+    for (std::size_t u = 0; u < run.units.size(); ++u) {
+        const Unit& unit = run.units[u];
+        if (unit.chip < 0) continue;
+        const std::string tag = ".chip" + std::to_string(unit.chip) + ".";
+        const std::size_t at = unit.path.find(tag);
+        if (at == std::string::npos) continue;
+        const std::string prefix = "chip.modules." + unit.path.substr(at + tag.size()) + ".";
+        std::string config;
+        for (auto it = keys.lower_bound(prefix); it != keys.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+            config += it->first.substr(prefix.size()) + "=" + it->second + "\n";
+        run.unit_config[u] = std::move(config);
+    }
+}
 
 // Stream::vmem from the header's "vmem_of_core.K PATH" lines: one number per distinct VMEM path
 // (which number is immaterial: only equality counts); a stream whose core has no line keeps 0.
@@ -965,6 +987,7 @@ RunData load_run(const std::string& out_dir, const std::function<void(double)>& 
         throw LogError(path + ": the End record says " + std::to_string(run.end) + " ps, read before decoding " + std::to_string(*end) + " ps");
     check_indices(run, path, dec);
     assign_vmems(run);
+    read_unit_config(run, (fs::path(out_dir) / "platform.yaml").string());
     return run;
 }
 

@@ -171,6 +171,10 @@ struct RunData {
     // program, while the log is decoded. Empty if not computed (a RunData built otherwise):
     // the analysis then computes it itself.
     std::vector<std::vector<trace::VmemLive>> vmem_live;
+    // Per unit: its effective parameters ("key=value" lines of its module in OUT/platform.yaml,
+    // sorted), empty where unknown (no platform.yaml beside the log; a run built by hand). Which
+    // matrix units are alike (analysis/matrix_groups.h).
+    std::vector<std::string> unit_config;
     Tick end = 0;
     unsigned status = 0;  // 0 completed, 1 deadlock, 2 time limit, 3 interrupted
     std::uint64_t records = 0;

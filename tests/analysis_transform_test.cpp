@@ -1820,7 +1820,7 @@ TEST(Finders, OnePerKindAndEverySuggestionSelfContained) {
     for (const auto& f : analysis::suggestion_finders()) kinds.push_back(f->kind());
     const std::vector<std::string> want = {"defer_dma", "double_buffer", "double_buffer_store", "drop_wait", "hoist_dma",  "pipeline_collective",
                                            "pipeline_store", "prefetch_ahead", "reorder", "reorder", "merge_dma", "split_dma",
-                                           "direct_collective", "collective_algorithm"};
+                                           "spread_matmuls", "direct_collective", "collective_algorithm"};
     EXPECT_EQ(kinds, want);
     std::vector<std::size_t> order = analysis::finder_work_order();
     std::sort(order.begin(), order.end());

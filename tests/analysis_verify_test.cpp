@@ -385,6 +385,55 @@ TEST(SpanBound, WhatReadsTheLastTileFollowsTheAccumulatorItReads) {
         << b.bounds[b.limiting].where;
 }
 
+// Alike matrix units whose work may be spread (analysis/matrix_groups.h): the compute bound is
+// their average where they are not balanced, whatever is moved (spread_matmuls keeps every
+// matmul's shape and moves it only between units of the same parameters, so the group's sum
+// stays and its busiest unit streams at least the average), and each unit's own streaming where
+// they are. By hand: mxu0 and mxu1 alike (the same parameters), mxu2 not (other columns), mxu3
+// alike but with no stream driving it (no socket to move work to: no group), all on stream 0.
+TEST(MatrixGroups, AlikeUnitsNotBalancedAreBoundByTheirAverage) {
+    RunData run;
+    run.units = {{"xpu.chip0.core0.mxu0", "MatrixUnit", Role::Matrix, 0, 0, 0},
+                 {"xpu.chip0.core0.mxu1", "MatrixUnit", Role::Matrix, 0, 0, 0},
+                 {"xpu.chip0.core0.mxu2", "MatrixUnit", Role::Matrix, 0, 0, 0},
+                 {"xpu.chip0.core0.mxu3", "MatrixUnit", Role::Matrix, 0, 0, 0}};
+    run.unit_config = {"cols=128\nrows=128\n", "cols=128\nrows=128\n", "cols=256\nrows=128\n", "cols=128\nrows=128\n"};
+    Stream st;
+    st.code.assign(4, op(Opcode::MatMul, 0x80, 0x41));
+    run.streams = {st};
+    auto streams_for = [&](Tick a, Tick b, Tick c) {
+        run.unit_ops.clear();
+        run.op_times.clear();
+        run.add_unit_op(0, 0, 0, Opcode::MatMul, 0, 0, a, a);
+        run.add_unit_op(1, 0, 1, Opcode::MatMul, 0, 0, b, b);
+        run.add_unit_op(2, 0, 2, Opcode::MatMul, 0, 0, c, c);
+    };
+    // mxu0 300 ns, mxu1 100 ns: 200 ns apart, more than an eighth of 300: the average, 200 ns,
+    // above mxu2's 150 ns.
+    streams_for(300'000, 100'000, 150'000);
+    MatrixGroups g = matrix_groups(run, matmul_streaming(run));
+    ASSERT_EQ(g.groups.size(), 2u);  // {mxu0, mxu1} and {mxu2}; mxu3 in none
+    EXPECT_EQ(g.group_of[3], -1);
+    ASSERT_NE(g.unbalanced(0), nullptr);
+    EXPECT_EQ(g.unbalanced(0)->average(), 200'000u);
+    EXPECT_EQ(g.unbalanced(2), nullptr);
+    RunBounds b = run_bounds(run, 1'000'000);
+    EXPECT_EQ(b.lower, 200'000u);
+    EXPECT_NE(b.bounds[b.limiting].where.find("the average of 2 alike matrix units"), std::string::npos) << b.bounds[b.limiting].where;
+    // mxu0 300 ns, mxu1 280 ns: balanced (20 ns apart): nothing moves, each unit's own streaming.
+    streams_for(300'000, 280'000, 150'000);
+    g = matrix_groups(run, matmul_streaming(run));
+    EXPECT_EQ(g.unbalanced(0), nullptr);
+    b = run_bounds(run, 1'000'000);
+    EXPECT_EQ(b.lower, 300'000u);
+    EXPECT_EQ(b.bounds[b.limiting].where, "xpu.chip0.core0.mxu0");
+    // Parameters unknown (no platform.yaml beside the log): no group, each unit's own.
+    streams_for(300'000, 100'000, 150'000);
+    run.unit_config.clear();
+    EXPECT_TRUE(matrix_groups(run, matmul_streaming(run)).groups.empty());
+    EXPECT_EQ(run_bounds(run, 1'000'000).lower, 300'000u);
+}
+
 // The chain after a matmul across streams (the backward pass, the exact reverse of the forward
 // order): stream 0 multiplies, pops (2 ns), stores the row into VMEM (5 ns) and writes it back to
 // HBM (nothing: pipeline_store may cut it); stream 1 loads those 4096 bytes from HBM (4.096 ns at

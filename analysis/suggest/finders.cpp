@@ -22,6 +22,7 @@ std::unique_ptr<SuggestionFinder> reorder_finder();
 std::unique_ptr<SuggestionFinder> reorder_across_finder();
 std::unique_ptr<SuggestionFinder> merge_dma_finder();
 std::unique_ptr<SuggestionFinder> split_dma_finder();
+std::unique_ptr<SuggestionFinder> spread_matmuls_finder();
 std::unique_ptr<SuggestionFinder> direct_collective_finder();
 std::unique_ptr<SuggestionFinder> collective_algorithm_finder();
 
@@ -55,6 +56,7 @@ struct Finders {
         add(reorder_across_finder(), 0);
         add(merge_dma_finder(), kShort);
         add(split_dma_finder(), kShort);
+        add(spread_matmuls_finder(), kShort);
         add(direct_collective_finder(), kShort);
         add(collective_algorithm_finder(), kShort);
         std::stable_sort(start.begin(), start.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
