@@ -24,6 +24,10 @@ MatrixGroups matrix_groups(const RunData& run, const std::vector<Tick>& streamin
         std::uint32_t& d = driver[op.unit];
         d = d == kNone || d == op.stream ? op.stream : kShared;
     }
+    // A unit the run never used: the stream of the core whose socket it is bound to.
+    for (std::uint32_t u = 0; u < run.units.size() && u < run.matrix_socket.size(); ++u)
+        if (driver[u] == kNone && run.matrix_socket[u].core >= 0 && run.units[u].chip >= 0)
+            driver[u] = run.stream_of(static_cast<std::uint16_t>(run.units[u].chip), static_cast<std::uint16_t>(run.matrix_socket[u].core));
     std::map<std::tuple<std::uint32_t, int, std::string>, std::size_t> index;  // (stream, chip, parameters) -> group
     for (std::uint32_t u = 0; u < run.units.size(); ++u) {
         if (run.units[u].role != Role::Matrix || driver[u] == kNone || driver[u] == kShared) continue;

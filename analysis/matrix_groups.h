@@ -4,9 +4,11 @@
 //
 // A group: the matrix units one stream (core) drives, on one chip, whose effective parameters
 // are the same (OUT/platform.yaml, RunData::unit_config: the same rows, cols, dataflow, double
-// buffering, rates and latencies), so that a matmul streams as long on any of them. A unit no
-// stream drove in the run, or whose parameters are unknown (a log without its platform.yaml, a
-// run built by hand), is in no group: nothing moves to or from it, and its bounds stay per unit.
+// buffering, rates and latencies), so that a matmul streams as long on any of them. A unit the
+// run never used belongs to the stream of the core whose matrix socket it is bound to
+// (RunData::matrix_socket). A unit whose parameters are unknown (a log without its
+// platform.yaml, a run built by hand), or driven by more than one stream, is in no group:
+// nothing moves to or from it, and its bounds stay per unit.
 //
 // Balanced: the group's most and least streaming units differ by at most an eighth of the most.
 // `spread_matmuls` moves work only in groups that are not balanced, and only there do the

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -255,6 +256,35 @@ void read_unit_config(RunData& run, const std::string& platform_yaml) {
         for (auto it = keys.lower_bound(prefix); it != keys.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
             config += it->first.substr(prefix.size()) + "=" + it->second + "\n";
         run.unit_config[u] = std::move(config);
+    }
+    // The matrix sockets: "- <scalar module>.mxu[K] -> <module>.cmd" lines of the bindings (a
+    // list, which read_platform_keys skips), the core number the scalar module's `core` key.
+    run.matrix_socket.assign(run.units.size(), RunData::Socket{});
+    std::ifstream f(platform_yaml);
+    std::string line;
+    while (std::getline(f, line)) {
+        std::istringstream is(line);
+        std::string dash, from, arrow, to;
+        if (!(is >> dash >> from >> arrow >> to) || dash != "-" || arrow != "->") continue;
+        const std::size_t open = from.rfind(".mxu["), close = from.rfind(']');
+        if (open == std::string::npos || close != from.size() - 1 || to.size() < 5 || to.compare(to.size() - 4, 4, ".cmd") != 0) continue;
+        auto core = keys.find("chip.modules." + from.substr(0, open) + ".core");
+        if (core == keys.end()) continue;
+        int socket = -1, core_id = -1;
+        try {
+            socket = std::stoi(from.substr(open + 5, close - open - 5));
+            core_id = std::stoi(core->second);
+        } catch (const std::exception&) {
+            continue;
+        }
+        const std::string module = to.substr(0, to.size() - 4);
+        for (std::size_t u = 0; u < run.units.size(); ++u) {
+            const Unit& unit = run.units[u];
+            const std::string tail = ".chip" + std::to_string(unit.chip) + "." + module;
+            if (unit.role == Role::Matrix && unit.path.size() > tail.size() &&
+                unit.path.compare(unit.path.size() - tail.size(), tail.size(), tail) == 0)
+                run.matrix_socket[u] = {core_id, socket};
+        }
     }
 }
 

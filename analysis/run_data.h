@@ -175,6 +175,13 @@ struct RunData {
     // sorted), empty where unknown (no platform.yaml beside the log; a run built by hand). Which
     // matrix units are alike (analysis/matrix_groups.h).
     std::vector<std::string> unit_config;
+    // Per unit: for a matrix unit bound to a core's matrix socket in OUT/platform.yaml
+    // ("core0.scalar.mxu[4] -> core0.mxu4.cmd"), that core and the socket (an instruction's unit
+    // field); -1 where unknown. What reaches a unit the trace never used.
+    struct Socket {
+        int core = -1, socket = -1;
+    };
+    std::vector<Socket> matrix_socket;
     Tick end = 0;
     unsigned status = 0;  // 0 completed, 1 deadlock, 2 time limit, 3 interrupted
     std::uint64_t records = 0;

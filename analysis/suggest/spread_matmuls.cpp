@@ -108,13 +108,22 @@ StreamMatrixUse matrix_use(const SuggestContext& sc, std::uint32_t s) {
     return u;
 }
 
-// The socket (the instruction's unit field) the stream drives `unit` through.
+// The socket (the instruction's unit field) the stream drives `unit` through: as its
+// instructions did, or as the platform binds a unit they never used (RunData::matrix_socket).
 std::map<std::uint32_t, std::uint8_t> sockets(const SuggestContext& sc, std::uint32_t s) {
     std::map<std::uint32_t, std::uint8_t> out;
     const RunData& run = sc.run;
     for (const UnitOp& op : run.unit_ops)
         if (op.stream == s && op.unit < run.units.size() && run.units[op.unit].role == Role::Matrix && op.index < run.streams[s].code.size())
             out.emplace(op.unit, run.streams[s].code[op.index].unit);
+    const Stream& st = run.streams[s];
+    std::set<int> used;
+    for (const auto& [u, socket] : out) used.insert(socket);
+    for (std::uint32_t u = 0; u < run.units.size() && u < run.matrix_socket.size(); ++u) {
+        const RunData::Socket& b = run.matrix_socket[u];
+        if (b.core == st.core && run.units[u].chip == st.chip && b.socket >= 0 && b.socket < 256 && !out.count(u) && !used.count(b.socket))
+            out.emplace(u, static_cast<std::uint8_t>(b.socket));
+    }
     return out;
 }
 
