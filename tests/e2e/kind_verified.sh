@@ -7,7 +7,9 @@
 #    bound;
 #  - xpu_analyze --apply of it, re-simulated on OUT/platform.yaml, saves exactly what the
 #    verification measured (within 1 ns);
-#  - analysing the patched run does not propose KIND again (fixed point).
+#  - analysing the patched run does not propose KIND again (fixed point);
+#  - for spread_matmuls, every matmul of the patched trace multiplies by the weight tile it did
+#    in the original (check_weight_tiles.py: a moved matmul by the push issued to its new unit).
 # Used for pipeline_store (the GEMM's whole result stored at once after its last row block: the
 # store is the run's tail), defer_dma (the prologue's prefetches sharing the HBM with the
 # first step's loads) and direct_collective (a decode's all-reduces, rings of latency-bound steps).
@@ -34,6 +36,12 @@ for case in "$@"; do
     "$SIM" --platform "$SOURCE_DIR/configs/$plat.yaml" --trace "$WORK/$name.bin" --out "$WORK/$name" -q || fail "$name: sim_main failed"
     rank=$(e2e_verified_rank "$WORK/$name" "$MIN" "$KIND") || fail "$name: $KIND not verified or below $MIN% of the headroom"
     e2e_apply_reproduces "$WORK/$name" "$rank"
+    if [[ $KIND == spread_matmuls ]]; then  # each matmul keeps its weight tile on its new unit
+        "$TOOL" dis "$WORK/$name.bin" -o "$WORK/$name.xtr"
+        "$TOOL" dis "$WORK/$name-patched.bin" -o "$WORK/$name-patched.xtr"
+        "$PY" "$(dirname "${BASH_SOURCE[0]}")/check_weight_tiles.py" "$WORK/$name.xtr" "$WORK/$name-patched.xtr" ||
+            fail "$name: a matmul of the patched trace multiplies by another tile"
+    fi
     "$PY" - "$WORK/$name-patched" "$KIND" <<'PYEOF' || fail "$name: fixed point"
 import json, sys
 again = [x["kind"] for x in json.load(open(sys.argv[1] + "/analysis.json"))["suggestions"]]
