@@ -242,6 +242,50 @@ TEST(ChainBound, LongestTrueDependencyChainAtLeastTimes) {
     EXPECT_EQ(b.headroom, 965'000u);
 }
 
+namespace {
+
+// The span-bound tests' chip: an HBM of 1 byte/ns, a vector unit and a matrix unit; and their
+// vector load of 4 KB of VMEM at 0 into v1 (0x41).
+std::vector<Unit> span_units() {
+    return {{"xpu.chip0.hbm", "HbmController", Role::Hbm, 0, 1000, 0},
+            {"xpu.chip0.core0.vpu0", "VectorUnit", Role::Vector, 0, 0, 0},
+            {"xpu.chip0.core0.mxu0", "MatrixUnit", Role::Matrix, 0, 0, 0}};
+}
+Instruction vload_v41() {
+    Instruction vld = op(Opcode::VLoad, 0x41, -1);
+    vld.mem_src = {Space::Vmem, kLocalChip, 0};
+    vld.bytes = 4096;
+    vld.set(kMemSrc | kBytes);
+    return vld;
+}
+
+// Stream 0 of `run`: `code`, instruction i issued at i us.
+void one_stream(RunData& run, std::vector<Instruction> code) {
+    Stream st;
+    st.code = std::move(code);
+    for (std::size_t i = 0; i < st.code.size(); ++i) {
+        Life l;
+        l.seen = true;
+        l.issue = 1000 * i;
+        st.life.push_back(l);
+    }
+    run.streams = {st};
+}
+
+// Unit operations of stream 0, all started at t0 (late: queueing is not counted): each on `unit`
+// for instruction `index`, streaming `took`, done `drain` after.
+struct SpanOp {
+    std::uint32_t unit;
+    std::uint64_t index;
+    Opcode op;
+    Tick took, drain = 0;
+};
+void add_ops(RunData& run, Tick t0, std::initializer_list<SpanOp> ops) {
+    for (const SpanOp& o : ops) run.add_unit_op(o.unit, 0, o.index, o.op, t0, t0, t0 + o.took, t0 + o.took + o.drain);
+}
+
+}  // namespace
+
 // The span bound (bounds.h, add_span_bound), by hand, on one matrix unit of a chip whose HBM
 // moves 1 byte/ns. A 100 KB load (100 ns), a vector load of it (10 ns) and a weight push (5 ns):
 // no matmul starts before 115 ns. Two tiles: 1000 ns of matmuls on the first, 300 ns on the
@@ -259,20 +303,14 @@ TEST(ChainBound, LongestTrueDependencyChainAtLeastTimes) {
 // their push (legality).
 TEST(SpanBound, LastTileStreamsAfterTheOthersAndWhatReadsItFollows) {
     RunData run;
-    run.units = {{"xpu.chip0.hbm", "HbmController", Role::Hbm, 0, 1000, 0},
-                 {"xpu.chip0.core0.vpu0", "VectorUnit", Role::Vector, 0, 0, 0},
-                 {"xpu.chip0.core0.mxu0", "MatrixUnit", Role::Matrix, 0, 0, 0}};
+    run.units = span_units();
     const int m0 = 0x80, m1 = 0x81;
-    Instruction vld = op(Opcode::VLoad, 0x41, -1);
-    vld.mem_src = {Space::Vmem, kLocalChip, 0};
-    vld.bytes = 4096;
-    vld.set(kMemSrc | kBytes);
+    const Instruction vld = vload_v41();
     Instruction vst = op(Opcode::VStore, -1, 0x43);
     vst.mem_dst = {Space::Vmem, kLocalChip, 8192};
     vst.bytes = 4096;
     vst.set(kMemDst | kBytes);
-    Stream st;
-    st.code = {dma(Space::Hbm, 0, Space::Vmem, 0, 100'000),  // 0
+    one_stream(run, {dma(Space::Hbm, 0, Space::Vmem, 0, 100'000),  // 0
                vld,                                          // 1
                op(Opcode::MPush, -1, 0x41),                  // 2
                op(Opcode::MatMul, m0, 0x41),                 // 3: the first tile
@@ -282,24 +320,16 @@ TEST(SpanBound, LastTileStreamsAfterTheOthersAndWhatReadsItFollows) {
                op(Opcode::MPop, 0x43, m1),                   // 7
                op(Opcode::VAlu, 0x43, 0x43),                 // 8
                vst,                                          // 9
-               dma(Space::Vmem, 8192, Space::Hbm, 0x100000, 4096)};
-    for (std::size_t i = 0; i < st.code.size(); ++i) {
-        Life l;
-        l.seen = true;
-        l.issue = 1000 * i;
-        st.life.push_back(l);
-    }
-    run.streams = {st};
-    const Tick t0 = 200'000;  // the unit ops as the run had them (late: queueing is not counted)
-    run.add_unit_op(1, 0, 1, Opcode::VLoad, t0, t0, t0 + 10'000, t0 + 10'000);
-    run.add_unit_op(2, 0, 2, Opcode::MPush, t0, t0, t0 + 5'000, t0 + 5'000);
-    run.add_unit_op(2, 0, 3, Opcode::MatMul, t0, t0, t0 + 1'000'000, t0 + 1'000'000);
-    run.add_unit_op(2, 0, 4, Opcode::MPush, t0, t0, t0 + 5'000, t0 + 5'000);
-    run.add_unit_op(2, 0, 5, Opcode::MatMul, t0, t0, t0 + 300'000, t0 + 300'000);
-    run.add_unit_op(2, 0, 6, Opcode::MPop, t0, t0, t0 + 2'000, t0 + 2'000);
-    run.add_unit_op(2, 0, 7, Opcode::MPop, t0, t0, t0 + 2'000, t0 + 2'000);
-    run.add_unit_op(1, 0, 8, Opcode::VAlu, t0, t0, t0 + 400'000, t0 + 400'000);
-    run.add_unit_op(1, 0, 9, Opcode::VStore, t0, t0, t0 + 50'000, t0 + 50'000);
+               dma(Space::Vmem, 8192, Space::Hbm, 0x100000, 4096)});
+    add_ops(run, 200'000, {{1, 1, Opcode::VLoad, 10'000},
+                           {2, 2, Opcode::MPush, 5'000},
+                           {2, 3, Opcode::MatMul, 1'000'000},
+                           {2, 4, Opcode::MPush, 5'000},
+                           {2, 5, Opcode::MatMul, 300'000},
+                           {2, 6, Opcode::MPop, 2'000},
+                           {2, 7, Opcode::MPop, 2'000},
+                           {1, 8, Opcode::VAlu, 400'000},
+                           {1, 9, Opcode::VStore, 50'000}});
     const Context cx(run);
     const ChainBound c = data_chain_bound(cx);
     EXPECT_EQ(c.first_matmul.at(2), 115'000u);
@@ -337,16 +367,10 @@ TEST(SpanBound, LastTileStreamsAfterTheOthersAndWhatReadsItFollows) {
 // span 15 + 250 + 402 (a pop and its ALU op after the last matmul).
 TEST(SpanBound, WhatReadsTheLastTileFollowsTheAccumulatorItReads) {
     RunData run;
-    run.units = {{"xpu.chip0.hbm", "HbmController", Role::Hbm, 0, 1000, 0},
-                 {"xpu.chip0.core0.vpu0", "VectorUnit", Role::Vector, 0, 0, 0},
-                 {"xpu.chip0.core0.mxu0", "MatrixUnit", Role::Matrix, 0, 0, 0}};
+    run.units = span_units();
     const int m0 = 0x80, m1 = 0x81;
-    Instruction vld = op(Opcode::VLoad, 0x41, -1);
-    vld.mem_src = {Space::Vmem, kLocalChip, 0};
-    vld.bytes = 4096;
-    vld.set(kMemSrc | kBytes);
-    Stream st;
-    st.code = {vld,                            // 0
+    const Instruction vld = vload_v41();
+    one_stream(run, {vld,                            // 0
                op(Opcode::MPush, -1, 0x41),    // 1: the last (only) push
                op(Opcode::MatMul, m0, 0x41),   // 2
                op(Opcode::MatMul, m1, 0x41),   // 3
@@ -354,24 +378,16 @@ TEST(SpanBound, WhatReadsTheLastTileFollowsTheAccumulatorItReads) {
                op(Opcode::MPop, 0x42, m0),     // 5
                op(Opcode::VAlu, 0x42, 0x42),   // 6
                op(Opcode::MPop, 0x43, m1),     // 7
-               op(Opcode::VAlu, 0x43, 0x43)};  // 8
-    for (std::size_t i = 0; i < st.code.size(); ++i) {
-        Life l;
-        l.seen = true;
-        l.issue = 1000 * i;
-        st.life.push_back(l);
-    }
-    run.streams = {st};
-    const Tick t0 = 100'000;
-    run.add_unit_op(1, 0, 0, Opcode::VLoad, t0, t0, t0 + 10'000, t0 + 10'000);
-    run.add_unit_op(2, 0, 1, Opcode::MPush, t0, t0, t0 + 5'000, t0 + 5'000);
-    run.add_unit_op(2, 0, 2, Opcode::MatMul, t0, t0, t0 + 100'000, t0 + 150'000);
-    run.add_unit_op(2, 0, 3, Opcode::MatMul, t0, t0, t0 + 50'000, t0 + 80'000);
-    run.add_unit_op(2, 0, 4, Opcode::MatMul, t0, t0, t0 + 100'000, t0 + 140'000);
-    run.add_unit_op(2, 0, 5, Opcode::MPop, t0, t0, t0 + 2'000, t0 + 2'000);
-    run.add_unit_op(1, 0, 6, Opcode::VAlu, t0, t0, t0 + 400'000, t0 + 400'000);
-    run.add_unit_op(2, 0, 7, Opcode::MPop, t0, t0, t0 + 2'000, t0 + 2'000);
-    run.add_unit_op(1, 0, 8, Opcode::VAlu, t0, t0, t0 + 400'000, t0 + 400'000);
+               op(Opcode::VAlu, 0x43, 0x43)});
+    add_ops(run, 100'000, {{1, 0, Opcode::VLoad, 10'000},
+                           {2, 1, Opcode::MPush, 5'000},
+                           {2, 2, Opcode::MatMul, 100'000, 50'000},
+                           {2, 3, Opcode::MatMul, 50'000, 30'000},
+                           {2, 4, Opcode::MatMul, 100'000, 40'000},
+                           {2, 5, Opcode::MPop, 2'000},
+                           {1, 6, Opcode::VAlu, 400'000},
+                           {2, 7, Opcode::MPop, 2'000},
+                           {1, 8, Opcode::VAlu, 400'000}});
     const Context cx(run);
     const ChainBound c = data_chain_bound(cx);
     EXPECT_EQ(c.first_matmul.at(2), 15'000u);
