@@ -133,6 +133,13 @@ void rank_by_verdict(std::vector<Suggestion>& s) {
     });
 }
 
+bool tied_with_replayed_base(const std::vector<Suggestion>& s, std::size_t v, const std::vector<std::size_t>& replayed) {
+    if (v >= s.size() || !s[v].variant) return false;
+    for (std::size_t b : replayed)
+        if (b < s.size() && !s[b].variant && s[b].kind == s[v].kind && s[b].estimated_saving == s[v].estimated_saving) return true;
+    return false;
+}
+
 std::vector<std::size_t> candidate_order(const std::vector<Suggestion>& s) {
     std::vector<std::size_t> first, rest;
     std::set<std::string> kinds;
@@ -163,7 +170,7 @@ void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis
     std::vector<ReplayJob> jobs = {{(fs::path(out_dir) / "txlog.trace.bin").string(), {}}};
     std::vector<std::size_t> which;  // suggestion of job k+1
     for (std::size_t i : candidate_order(a.suggestions)) {
-        if (which.size() >= opt.candidates) break;
+        if (which.size() >= opt.candidates && !tied_with_replayed_base(a.suggestions, i, which)) continue;
         Suggestion& s = a.suggestions[i];
         if (!replayable(s)) {
             s.verdict_note = "a change of lowering, not a patch of this trace: re-simulate the other lowering to measure it";
@@ -183,7 +190,7 @@ void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis
     for (std::size_t i = 0; i < a.suggestions.size(); ++i)
         if (std::find(which.begin(), which.end(), i) == which.end() && a.suggestions[i].verdict_note.empty())
             a.suggestions[i].verdict_note = "not replayed: only " + std::to_string(opt.candidates) +
-                                            " are (--verify K): each kind's best estimate, then the best estimates";
+                                            " are (--verify K): each kind's best estimate, then the best estimates, and a variant tied with its replayed base";
 
     ReplayOptions ro;
     ro.sim_main = sim;

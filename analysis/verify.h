@@ -40,6 +40,14 @@ Tick verify_floor(Tick end);
 // (hoist_wait, placed first as a kind of its own, left that drop_wait unreplayed again).
 std::vector<std::size_t> candidate_order(const std::vector<Suggestion>& s);
 
+// Whether s[v] is a variant whose estimate equals that of a replayed suggestion of its kind that
+// is not a variant (its base: hoist_dma's engine variant, whose estimate does not model the
+// engines): the estimates cannot tell the two apart, so it is replayed too, beyond --verify K.
+// On the planted 1000^3 GEMM with --late-dma on xpu-2vpu the variant recovers 84.8% of the loss
+// and the plain hoist 71.4%; once spread_matmuls took a kind's place among the five, the
+// variant was no longer replayed.
+bool tied_with_replayed_base(const std::vector<Suggestion>& s, std::size_t v, const std::vector<std::size_t>& replayed);
+
 // Replays the original trace (the reference: it must reproduce the run) and the top candidates,
 // fills each suggestion's measurement and verdict, and ranks: verified by measured saving, then
 // not verified by estimate, then no gain; then replays the verified ones that compose applied

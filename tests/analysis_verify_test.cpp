@@ -130,6 +130,22 @@ TEST(Verify, AVariantOnlyTakesThePlacesLeft) {
     EXPECT_EQ(analysis::candidate_order(s), (std::vector<std::size_t>{1, 2, 3, 0}));
 }
 
+// A variant whose estimate equals its replayed base's is replayed too, beyond K: the estimates
+// cannot tell them apart (hoist_dma's engine variant; verify.h). Not one with another estimate,
+// nor one whose base was not replayed, nor a variant of another kind.
+TEST(Verify, AVariantTiedWithItsReplayedBaseIsReplayedToo) {
+    std::vector<analysis::Suggestion> s(5);
+    const char* kinds[] = {"hoist_dma", "hoist_dma", "hoist_dma", "hoist_wait", "reorder"};
+    const Tick est[] = {1000, 1000, 900, 1000, 800};
+    for (std::size_t i = 0; i < s.size(); ++i) s[i].kind = kinds[i], s[i].estimated_saving = est[i];
+    s[1].variant = s[2].variant = s[3].variant = true;
+    EXPECT_TRUE(analysis::tied_with_replayed_base(s, 1, {0, 4}));
+    EXPECT_FALSE(analysis::tied_with_replayed_base(s, 2, {0, 4}));  // another estimate
+    EXPECT_FALSE(analysis::tied_with_replayed_base(s, 3, {0, 4}));  // another kind
+    EXPECT_FALSE(analysis::tied_with_replayed_base(s, 1, {4}));     // its base not replayed
+    EXPECT_FALSE(analysis::tied_with_replayed_base(s, 0, {0, 4}));  // not a variant
+}
+
 TEST(Verify, FloorIsAThousandthOfTheRunAndAtLeastOneNanosecond) {
     EXPECT_EQ(verify_floor(10'000'000), 10'000u);
     EXPECT_EQ(verify_floor(50'000), 1000u);
