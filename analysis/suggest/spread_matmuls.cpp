@@ -65,7 +65,7 @@ StreamMatrixUse matrix_use(const SuggestContext& sc, std::uint32_t s) {
     const Stream& st = run.streams[s];
     StreamMatrixUse u;
     std::map<std::uint8_t, std::size_t> life;             // register -> its current life in u.accs
-    std::map<std::uint8_t, std::uint64_t> last_pop;       // register -> 1 + its last pop's index (0: none)
+    std::map<std::uint8_t, std::uint64_t> last_pop;       // register -> 1 + its last pop's index since its last matmul (0: none)
     std::map<std::uint32_t, std::uint64_t> last_push;     // unit -> 1 + its last push's index
     for (std::uint64_t i = 0; i < st.code.size(); ++i) {
         const Instruction& in = st.code[i];
@@ -85,6 +85,7 @@ StreamMatrixUse matrix_use(const SuggestContext& sc, std::uint32_t s) {
                 l = life.find(r);
             }
             if (in.op == Opcode::MPop) last_pop[r] = i + 1;
+            if (in.op == Opcode::MatMul) last_pop[r] = 0;  // pops before it counted once: for the life it opens, or none
             StreamMatrixUse::Acc& a = u.accs[l->second];
             a.uses.push_back(i);
             const bool ok = (in.op == Opcode::MatMul || in.op == Opcode::MPop) && unit != kNone;

@@ -4,8 +4,9 @@ original: the tile pushed last before it on its unit (models/matrix_unit.h), sta
 names. For patches that rewrite instructions in place and insert pushes right after pushes
 (spread_matmuls: a matmul may change unit, the push it multiplies by issued to the new unit
 too). Reads both traces as text (xpu_trace dis); a push inserted after push P stands for P's
-tile on its own unit. Also checks that every pop reads an accumulator last written on its own
-unit. Exit 1 with the first matmul whose tile differs.
+tile on its own unit. Also checks that the matmuls of one accumulation (into a register since its
+last pops) stay on one unit, and that every pop reads an accumulator last written on its own
+unit. Exit 1 with the first instruction that breaks one of these.
 
 usage: check_weight_tiles.py ORIGINAL.xtr PATCHED.xtr
 """
@@ -30,6 +31,7 @@ def main():
     # Walk both: patched[j] is orig[i] (perhaps on another unit), or a push inserted after a push.
     tile_o, tile_p = {}, {}  # unit -> the original index of the push whose tile it holds
     acc_unit = {}            # accumulator register -> the unit that last wrote it (patched)
+    acc_open = set()         # accumulators written since their last pop
     i = j = 0
     matmuls = moved = inserted = 0
 
@@ -49,8 +51,15 @@ def main():
                 if tile_p.get(unit) != tile_o.get(o_unit):
                     sys.exit("patched instruction %d (original %d, %s): multiplies by the tile of push %s, originally %s"
                              % (j, i, text, tile_p.get(unit), tile_o.get(o_unit)))
-                acc_unit[f.get("d")] = unit
+                # One accumulation (its matmuls since the register's last pops) stays on one unit.
+                d = f.get("d")
+                if d in acc_open and acc_unit.get(d) != unit:
+                    sys.exit("patched instruction %d (original %d, %s): adds to an accumulation begun on unit %d"
+                             % (j, i, text, acc_unit[d]))
+                acc_unit[d] = unit
+                acc_open.add(d)
             elif op == "mpop":
+                acc_open.discard(f.get("s0"))
                 if acc_unit.get(f.get("s0"), unit) != unit:
                     sys.exit("patched instruction %d (%s): pops an accumulator written on unit %d" % (j, text, acc_unit[f["s0"]]))
             i += 1
