@@ -354,11 +354,11 @@ public:
         }
         if (in.has(kDst)) {
             reg_[s][in.dst] = t.bits;
-            after_[s][in.dst] = t.bits ? t.after : 0;
+            after_[s][in.dst] = t.after;  // 0 where it carries no bits (Taint::add)
             chain_[s][in.dst] = chain;
         }
         for (int k = 0; k < na; ++k)
-            if (acc[k].write) mem_write(acc[k], t.bits ? t : Taint{});
+            if (acc[k].write) mem_write(acc[k], t);
     }
     // Per tracked matrix unit: the streaming of its last tile's matmuls; per set of units, the
     // work that reads the results of exactly those units' last tiles.

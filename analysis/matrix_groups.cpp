@@ -28,10 +28,10 @@ MatrixGroups matrix_groups(const RunData& run, const std::vector<Tick>& streamin
     for (std::uint32_t u = 0; u < run.units.size() && u < run.matrix_socket.size(); ++u)
         if (driver[u] == kNone && run.matrix_socket[u].core >= 0 && run.units[u].chip >= 0)
             driver[u] = run.stream_of(static_cast<std::uint16_t>(run.units[u].chip), static_cast<std::uint16_t>(run.matrix_socket[u].core));
-    std::map<std::tuple<std::uint32_t, int, std::string>, std::size_t> index;  // (stream, chip, parameters) -> group
+    std::map<std::tuple<std::uint32_t, int, std::uint32_t>, std::size_t> index;  // (stream, chip, parameters) -> group
     for (std::uint32_t u = 0; u < run.units.size(); ++u) {
         if (run.units[u].role != Role::Matrix || driver[u] == kNone || driver[u] == kShared) continue;
-        if (u >= run.unit_config.size() || run.unit_config[u].empty()) continue;
+        if (u >= run.unit_config.size() || run.unit_config[u] == 0) continue;
         auto [it, fresh] = index.emplace(std::make_tuple(driver[u], run.units[u].chip, run.unit_config[u]), out.groups.size());
         if (fresh) {
             out.groups.emplace_back();

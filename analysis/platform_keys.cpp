@@ -1,6 +1,7 @@
 #include "analysis/platform_keys.h"
 
 #include <fstream>
+#include <sstream>
 #include <vector>
 
 namespace xpu::analysis {
@@ -27,6 +28,24 @@ PlatformKeys read_platform_keys(const std::string& path) {
         full += key;
         if (value.empty()) open.push_back({indent, key});
         else if (value[0] != '[' && value[0] != '{') out[full] = value;
+    }
+    return out;
+}
+
+std::vector<MatrixBinding> read_matrix_bindings(const std::string& path) {
+    std::vector<MatrixBinding> out;
+    std::ifstream f(path);
+    std::string line;
+    while (std::getline(f, line)) {
+        std::istringstream is(line);
+        std::string dash, from, arrow, to;
+        if (!(is >> dash >> from >> arrow >> to) || dash != "-" || arrow != "->") continue;
+        const std::size_t open = from.rfind(".mxu["), close = from.rfind(']');
+        if (open == std::string::npos || close != from.size() - 1 || to.size() < 5 || to.compare(to.size() - 4, 4, ".cmd") != 0) continue;
+        try {
+            out.push_back({from.substr(0, open), std::stoi(from.substr(open + 5, close - open - 5)), to.substr(0, to.size() - 4)});
+        } catch (const std::exception&) {
+        }
     }
     return out;
 }

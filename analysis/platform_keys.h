@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace xpu::analysis {
 
@@ -14,5 +15,14 @@ using PlatformKeys = std::map<std::string, std::string>;
 
 // Empty if the file cannot be read.
 PlatformKeys read_platform_keys(const std::string& path);
+
+// The matrix sockets of the bindings list ("- core0.scalar.mxu[4] -> core0.mxu4.cmd"), which
+// read_platform_keys skips: the scalar core's module, the socket, the matrix unit's module.
+struct MatrixBinding {
+    std::string scalar;  // "core0.scalar"
+    int socket = -1;
+    std::string unit;    // "core0.mxu4"
+};
+std::vector<MatrixBinding> read_matrix_bindings(const std::string& path);
 
 }  // namespace xpu::analysis

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -238,53 +237,48 @@ struct FileCloser {
     }
 };
 
-// RunData::unit_config from the run's effective platform (sim_main writes it beside the log):
-// a unit `<top>.chip<N>.<module>` has the keys `chip.modules.<module>.*` (one chip description
-// for all chips). Nothing if the file is absent.
+// RunData::unit_config and matrix_socket from the run's effective platform (sim_main writes it
+// beside the log): a unit `<top>.chip<N>.<module>` has the keys `chip.modules.<module>.*` (one
+// chip description for all chips: each module's parameters are read once, and numbered), and a
+// matrix unit is bound to the socket of the scalar core whose `core` key the binding names.
+// Nothing if the file is absent.
 void read_unit_config(RunData& run, const std::string& platform_yaml) {
-    run.unit_config.assign(run.units.size(), std::string());
+    run.unit_config.assign(run.units.size(), 0);
+    run.matrix_socket.assign(run.units.size(), RunData::Socket{});
     const PlatformKeys keys = read_platform_keys(platform_yaml);
     if (keys.empty()) return;
-    for (std::size_t u = 0; u < run.units.size(); ++u) {
+    std::map<std::string, std::uint32_t> id_of;                  // parameters -> their number
+    std::map<std::string, std::uint32_t> config_of;              // module -> its parameters' number (0: none)
+    std::map<std::string, std::vector<std::uint32_t>> matrix_of;  // module -> its matrix units (one a chip)
+    for (std::uint32_t u = 0; u < run.units.size(); ++u) {
         const Unit& unit = run.units[u];
         if (unit.chip < 0) continue;
         const std::string tag = ".chip" + std::to_string(unit.chip) + ".";
         const std::size_t at = unit.path.find(tag);
         if (at == std::string::npos) continue;
-        const std::string prefix = "chip.modules." + unit.path.substr(at + tag.size()) + ".";
-        std::string config;
-        for (auto it = keys.lower_bound(prefix); it != keys.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
-            config += it->first.substr(prefix.size()) + "=" + it->second + "\n";
-        run.unit_config[u] = std::move(config);
+        const std::string module = unit.path.substr(at + tag.size());
+        auto [m, fresh] = config_of.emplace(module, 0);
+        if (fresh) {
+            const std::string prefix = "chip.modules." + module + ".";
+            std::string config;
+            for (auto it = keys.lower_bound(prefix); it != keys.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+                config += it->first.substr(prefix.size()) + "=" + it->second + "\n";
+            if (!config.empty()) m->second = id_of.emplace(config, static_cast<std::uint32_t>(id_of.size() + 1)).first->second;
+        }
+        run.unit_config[u] = m->second;
+        if (unit.role == Role::Matrix) matrix_of[module].push_back(u);
     }
-    // The matrix sockets: "- <scalar module>.mxu[K] -> <module>.cmd" lines of the bindings (a
-    // list, which read_platform_keys skips), the core number the scalar module's `core` key.
-    run.matrix_socket.assign(run.units.size(), RunData::Socket{});
-    std::ifstream f(platform_yaml);
-    std::string line;
-    while (std::getline(f, line)) {
-        std::istringstream is(line);
-        std::string dash, from, arrow, to;
-        if (!(is >> dash >> from >> arrow >> to) || dash != "-" || arrow != "->") continue;
-        const std::size_t open = from.rfind(".mxu["), close = from.rfind(']');
-        if (open == std::string::npos || close != from.size() - 1 || to.size() < 5 || to.compare(to.size() - 4, 4, ".cmd") != 0) continue;
-        auto core = keys.find("chip.modules." + from.substr(0, open) + ".core");
-        if (core == keys.end()) continue;
-        int socket = -1, core_id = -1;
+    for (const MatrixBinding& b : read_matrix_bindings(platform_yaml)) {
+        auto core = keys.find("chip.modules." + b.scalar + ".core");
+        auto units = matrix_of.find(b.unit);
+        if (core == keys.end() || units == matrix_of.end()) continue;
+        int core_id = -1;
         try {
-            socket = std::stoi(from.substr(open + 5, close - open - 5));
             core_id = std::stoi(core->second);
         } catch (const std::exception&) {
             continue;
         }
-        const std::string module = to.substr(0, to.size() - 4);
-        for (std::size_t u = 0; u < run.units.size(); ++u) {
-            const Unit& unit = run.units[u];
-            const std::string tail = ".chip" + std::to_string(unit.chip) + "." + module;
-            if (unit.role == Role::Matrix && unit.path.size() > tail.size() &&
-                unit.path.compare(unit.path.size() - tail.size(), tail.size(), tail) == 0)
-                run.matrix_socket[u] = {core_id, socket};
-        }
+        for (std::uint32_t u : units->second) run.matrix_socket[u] = {core_id, b.socket};
     }
 }
 

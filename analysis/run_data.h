@@ -171,10 +171,10 @@ struct RunData {
     // program, while the log is decoded. Empty if not computed (a RunData built otherwise):
     // the analysis then computes it itself.
     std::vector<std::vector<trace::VmemLive>> vmem_live;
-    // Per unit: its effective parameters ("key=value" lines of its module in OUT/platform.yaml,
-    // sorted), empty where unknown (no platform.yaml beside the log; a run built by hand). Which
-    // matrix units are alike (analysis/matrix_groups.h).
-    std::vector<std::string> unit_config;
+    // Per unit: the number of its effective parameters (its module's keys in OUT/platform.yaml;
+    // units with the same parameters have the same number), 0 where unknown (no platform.yaml
+    // beside the log; a run built by hand). Which matrix units are alike (analysis/matrix_groups.h).
+    std::vector<std::uint32_t> unit_config;
     // Per unit: for a matrix unit bound to a core's matrix socket in OUT/platform.yaml
     // ("core0.scalar.mxu[4] -> core0.mxu4.cmd"), that core and the socket (an instruction's unit
     // field); -1 where unknown. What reaches a unit the trace never used.

@@ -429,7 +429,7 @@ TEST(MatrixGroups, AlikeUnitsNotBalancedAreBoundByTheirAverage) {
                  {"xpu.chip0.core0.mxu1", "MatrixUnit", Role::Matrix, 0, 0, 0},
                  {"xpu.chip0.core0.mxu2", "MatrixUnit", Role::Matrix, 0, 0, 0},
                  {"xpu.chip0.core0.mxu3", "MatrixUnit", Role::Matrix, 0, 0, 0}};
-    run.unit_config = {"cols=128\nrows=128\n", "cols=128\nrows=128\n", "cols=256\nrows=128\n", "cols=128\nrows=128\n"};
+    run.unit_config = {1, 1, 2, 1};  // the numbers of their parameters: 128 columns, 128, 256, 128
     Stream st;
     st.code.assign(4, op(Opcode::MatMul, 0x80, 0x41));
     run.streams = {st};

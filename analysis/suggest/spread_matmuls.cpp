@@ -71,10 +71,8 @@ StreamMatrixUse matrix_use(const SuggestContext& sc, std::uint32_t s) {
         const Instruction& in = st.code[i];
         const bool matrix = in.op == Opcode::MatMul || in.op == Opcode::MPush || in.op == Opcode::MPop;
         std::uint32_t unit = kNone;
-        if (matrix) {
-            const std::uint32_t op = sc.cx.ix.op_of(s, i);
-            if (op != kNone && op < run.unit_ops.size()) unit = run.unit_ops[op].unit;
-        }
+        const std::uint32_t op = matrix ? sc.cx.ix.op_of(s, i) : kNone;
+        if (op != kNone && op < run.unit_ops.size()) unit = run.unit_ops[op].unit;
         auto name = [&](std::uint8_t r) {
             if (!is_matrix_reg(r)) return;
             auto l = life.find(r);
@@ -102,8 +100,8 @@ StreamMatrixUse matrix_use(const SuggestContext& sc, std::uint32_t s) {
             u.weight_users[unit].push_back(i);
         } else if (in.op == Opcode::MatMul) {
             u.weight_users[unit].push_back(i);
-            const UnitOp& op = run.unit_ops[sc.cx.ix.op_of(s, i)];
-            if (in.has(kDst) && is_matrix_reg(in.dst) && op.end > op.start) u.accs[life.at(in.dst)].work += op.end - op.start;
+            const UnitOp& uo = run.unit_ops[op];
+            if (in.has(kDst) && is_matrix_reg(in.dst) && uo.end > uo.start) u.accs[life.at(in.dst)].work += uo.end - uo.start;
         }
     }
     return u;
