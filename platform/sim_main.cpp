@@ -590,6 +590,7 @@ XPU_RESTART_WITH_HUGE_PAGE_MALLOC;
 // Our own main: SystemC's banner would otherwise go to stdout before sc_main runs (and corrupt
 // --dump-config output); the kernel honours this variable only if it is set before it starts.
 int main(int argc, char* argv[]) {
+    xpu::trace::fix_malloc_mmap_threshold();
     setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
     return sc_core::sc_elab_and_sim(argc, argv);
 }

@@ -3,6 +3,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #if defined(__linux__)
 #include <fcntl.h>
 #include <unistd.h>
@@ -70,6 +73,14 @@ void restart_with_huge_page_malloc(int /*argc*/, char** argv, char** envp) {
 #else
     (void)argv;
     (void)envp;
+#endif
+}
+
+void fix_malloc_mmap_threshold() {
+#if defined(__GLIBC__)
+    const char* tunables = std::getenv("GLIBC_TUNABLES");
+    if (tunables && std::strstr(tunables, "glibc.malloc.mmap_threshold")) return;
+    mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
 #endif
 }
 
