@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 
 #include <array>
 #include <cstdint>
@@ -170,6 +171,16 @@ struct RunBounds {
     MatrixGroups matrix_groups;
 };
 
+// What applying a suggestion changes (count_changes, patch.h).
+struct PatchCount {
+    std::size_t moved = 0, deleted = 0, rewritten = 0;
+    std::size_t inserted = 0;  // new instructions (an edit's `then`: split_dma's and pipeline_store's pieces)
+    std::size_t total() const { return moved + deleted + rewritten + inserted; }
+    bool operator==(const PatchCount& o) const {
+        return moved == o.moved && deleted == o.deleted && rewritten == o.rewritten && inserted == o.inserted;
+    }
+};
+
 struct Suggestion {
     std::string kind;    // hoist_dma, hoist_wait, defer_dma, double_buffer, double_buffer_store, pipeline_collective, pipeline_store,
                          // prefetch_ahead, drop_wait, reorder, merge_dma, split_dma, spread_matmuls, direct_collective, collective_algorithm
@@ -196,6 +207,17 @@ struct Suggestion {
     Verdict verdict = Verdict::NotVerified;
     std::string verdict_note;    // why it was not verified, or what the replay showed
     std::uint32_t patch_crc = 0;  // CRC-32 of the patched trace that was replayed (--apply checks it)
+    // count_changes(run, *this) as a finder counted it for its action text, with the moves and
+    // edits it was counted on (their buffers and sizes: a copy, or a move or edit added since,
+    // does not match), so that report.html need not count again (counted_changes, patch.h).
+    struct Counted {
+        PatchCount count;
+        const Move* moves = nullptr;
+        std::size_t n_moves = 0;
+        const Edit* edits = nullptr;
+        std::size_t n_edits = 0;
+    };
+    std::optional<Counted> counted;
 };
 
 struct Analysis {

@@ -129,6 +129,19 @@ PatchCount count_changes(const RunData& run, const Suggestion& s) {
     return c;
 }
 
+PatchCount count_and_keep_changes(const RunData& run, Suggestion& s) {
+    const PatchCount c = count_changes(run, s);
+    s.counted = Suggestion::Counted{c, s.moves.data(), s.moves.size(), s.edits.data(), s.edits.size()};
+    return c;
+}
+
+PatchCount counted_changes(const RunData& run, const Suggestion& s) {
+    const auto& k = s.counted;
+    if (k && k->moves == s.moves.data() && k->n_moves == s.moves.size() && k->edits == s.edits.data() && k->n_edits == s.edits.size())
+        return k->count;
+    return count_changes(run, s);
+}
+
 std::string changes_text(const PatchCount& c) {
     std::string out;
     auto part = [&](std::size_t n, const char* one, const char* many) {

@@ -15,12 +15,13 @@ namespace xpu::analysis {
 // original's: a list-scheduled window moves every instruction of the window, but those the new
 // order leaves where they were do not change place); else rewritten (edited). The finders'
 // texts (reorder: "N instructions change place") and xpu_analyze --apply's message count alike.
-struct PatchCount {
-    std::size_t moved = 0, deleted = 0, rewritten = 0;
-    std::size_t inserted = 0;  // new instructions (an edit's `then`: split_dma's and pipeline_store's pieces)
-    std::size_t total() const { return moved + deleted + rewritten + inserted; }
-};
 PatchCount count_changes(const RunData& run, const Suggestion& s);
+// count_changes(run, s), kept in s (Suggestion::counted): for a finder's text, on its final
+// moves and edits.
+PatchCount count_and_keep_changes(const RunData& run, Suggestion& s);
+// count_changes(run, s): the count kept in s where it was counted on these very moves and edits,
+// else counted now (report.html: a 32-layer decode's suggestions change millions of instructions).
+PatchCount counted_changes(const RunData& run, const Suggestion& s);
 
 // "12 instructions change place, 3 dropped, 1 rewritten, 8 inserted" (the parts that are not 0; "no
 // instruction changes").

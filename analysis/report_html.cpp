@@ -590,7 +590,7 @@ void write_report_html(const std::string& path, const RunData& run, const Analys
                      percent(static_cast<double>(s.estimated_saving), end) + " of the run" + capped_note(s) +
                      ")</small></td><td>";
                 if (s.moves.empty() && s.edits.empty()) h += "none recorded";
-                else esc(h, changes_text(count_changes(run, s)));  // as xpu_analyze --apply counts them
+                else esc(h, changes_text(counted_changes(run, s)));  // as xpu_analyze --apply counts them
                 if (!s.edits.empty()) {  // merge_dma: the rewritten DMAs first, then the dropped ones
                     const std::size_t show = std::min<std::size_t>(s.edits.size(), 3);
                     for (std::size_t m = 0; m < show; ++m) {

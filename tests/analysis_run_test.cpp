@@ -105,6 +105,18 @@ TEST(AnalysisConservation, DecodeLayerSample) {
     EXPECT_GT(at(r.a.core_total, Cause::Hbm), at(r.a.core_total, Cause::Busy));
 }
 
+// The counts the finders kept for their texts (Suggestion::counted) are what count_changes gives
+// for each suggestion as it leaves the analysis: report.html shows them without counting again.
+TEST(AnalysisKeptCounts, AreWhatCountChangesGivesOnADecodeLayer) {
+    auto r = analyzed(source_path("traces/samples/decode-layer.bin"));
+    std::size_t kept = 0;
+    for (const analysis::Suggestion& s : r.a.suggestions) {
+        EXPECT_EQ(analysis::counted_changes(r.data, s), analysis::count_changes(r.data, s)) << s.kind << " at " << s.where;
+        kept += s.counted.has_value();
+    }
+    EXPECT_GT(kept, 0u);  // (some finder counted: the comparison above is not empty)
+}
+
 TEST(AnalysisConservation, AllGatherOnFourChips) {
     auto r = analyzed(source_path("traces/samples/allgather-4.bin"), {}, "configs/xpu-ring4.yaml");
     expect_conserved(r.data, r.a);

@@ -37,6 +37,32 @@ TEST(PatchCount, AListScheduledWindowCountsOnlyWhatChangesPlace) {
     EXPECT_EQ(count_changes(r, s).deleted, 0u);
 }
 
+// counted_changes uses the count kept by count_and_keep_changes only for the moves and edits it
+// was counted on: here a kept count made false on purpose shows which one is returned.
+TEST(PatchCount, AKeptCountServesOnlyTheMovesAndEditsItWasCountedOn) {
+    const RunData r = program(10);
+    Suggestion s;
+    s.moves = {{0, 4, 6, 1}, {0, 3, 6, 2}, {0, 5, 6, 3}};  // the window [3, 6) as 4, 3, 5
+    EXPECT_EQ(count_and_keep_changes(r, s).moved, 2u);
+    ASSERT_TRUE(s.counted.has_value());
+    s.counted->count.moved = 99;  // as if kept: returned while the moves are the same
+    EXPECT_EQ(counted_changes(r, s).moved, 99u);
+    Suggestion moved_away = std::move(s);  // a move keeps the buffers
+    EXPECT_EQ(counted_changes(r, moved_away).moved, 99u);
+    Suggestion copy = moved_away;  // a copy has buffers of its own: counted again
+    EXPECT_EQ(counted_changes(r, copy).moved, 2u);
+    moved_away.moves.reserve(16);  // another buffer
+    EXPECT_EQ(counted_changes(r, moved_away).moved, 2u);
+    Suggestion grown;
+    grown.moves.reserve(8);
+    grown.moves = {{0, 4, 6, 1}, {0, 3, 6, 2}, {0, 5, 6, 3}};
+    count_and_keep_changes(r, grown);
+    grown.counted->count.moved = 99;
+    grown.moves.push_back({0, 7, Move::kDelete, 0});  // added in place (same buffer): counted again
+    EXPECT_EQ(counted_changes(r, grown), count_changes(r, grown));
+    EXPECT_EQ(counted_changes(r, grown).deleted, 1u);
+}
+
 TEST(PatchCount, HoistsDeletesAndEdits) {
     const RunData r = program(12);
     Suggestion s;

@@ -126,7 +126,7 @@ void emit(const SuggestContext& sc, WaitGroup& g, const std::map<std::string, Wa
           << dma_list(g) << ")";
     action << "multi-buffer: give each buffer " << kBufferCopies - 1 << " more copies in free VMEM and put each step's fill in the "
            << "next copy, then prefetch " << g.dmas << " DMAs into the free copies, " << g.passed
-           << " instruction slots earlier in all (" << changes_text(count_changes(sc.run, g.s)) << ")";
+           << " instruction slots earlier in all (" << changes_text(count_and_keep_changes(sc.run, g.s)) << ")";
     g.s.cause = cause.str();
     g.s.action = action.str();
     g.s.variant = variant;

@@ -92,7 +92,7 @@ private:
                << " KiB) in free VMEM, each copy's write-backs on a flag of its own (" << p.generations << " blocks, "
                << p.full_waits << " waits still for all)";
         if (ahead) action << "; and prefetch_ahead's " << ahead->dmas << " loads";
-        action << " (" << changes_text(count_changes(run, g.s)) << ")";
+        action << " (" << changes_text(count_and_keep_changes(run, g.s)) << ")";
         g.s.cause = cause.str();
         g.s.action = action.str();
         return std::move(g.s);

@@ -42,7 +42,7 @@ public:
         cause << p.waits << " waits at " << at << " on loads the HBM had idle time to move earlier (" << dma_list(g) << ")";
         action << "prefetch ahead: load " << p.dmas << " DMAs (" << mib(p.bytes)
                << ") earlier, where the HBM idled before they were needed, each into a buffer of its own in unused VMEM (at most "
-               << mib(p.peak_vmem) << " at once) with its reads renamed and a flag of its own (" << changes_text(count_changes(sc.run, g.s))
+               << mib(p.peak_vmem) << " at once) with its reads renamed and a flag of its own (" << changes_text(count_and_keep_changes(sc.run, g.s))
                << ")";
         g.s.cause = cause.str();
         g.s.action = action.str();

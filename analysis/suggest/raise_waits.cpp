@@ -136,7 +136,7 @@ std::optional<Suggestion> with_raised_waits(const SuggestContext& sc, const Wait
     // repeated. The changes counted in all, as --apply and report.html count them.
     v.action = "as " + g.s.kind + " at " + g.s.where + ", and " + std::to_string(raised) +
                " of its waits moved up, each with the register loads after it, to where those DMAs are estimated to be done (" +
-               changes_text(count_changes(sc.run, v)) + ")";
+               changes_text(count_and_keep_changes(sc.run, v)) + ")";
     v.kind = "hoist_wait";
     v.variant = true;
     return v;

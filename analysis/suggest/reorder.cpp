@@ -80,7 +80,7 @@ public:
             const bool scheduled = list_schedule(scheduler, g);
             // Counted as xpu_analyze --apply counts what it writes (a window's instructions that
             // its new order leaves in place do not change place).
-            if (scheduled) g.passed = count_changes(sc.run, g.s).moved;
+            if (scheduled) g.passed = count_and_keep_changes(sc.run, g.s).moved;
             const std::string at = finish_group(g);
             std::ostringstream cause, action;
             cause << g.waits << " waits at " << at << " hold back independent work that does not need the data waited for";

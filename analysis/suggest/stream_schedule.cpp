@@ -121,7 +121,7 @@ bool schedule_stream(const SuggestContext& sc, Suggestion& sug) {
     std::ostringstream cause, action;
     cause << windows << (windows == 1 ? " stretch" : " stretches") << " of up to " << kWindow << " instructions ("
           << rolled_list(sug.ops, 100) << ") where the core waited on results while independent work waited behind it in program order";
-    action << "reorder across the stream: list-schedule each stretch (" << changes_text(count_changes(run, sug))
+    action << "reorder across the stream: list-schedule each stretch (" << changes_text(count_and_keep_changes(run, sug))
            << "; dependencies and sync semantics kept): independent work interleaves, iterations of a loop overlapping so that the "
               "units' pipelines work side by side";
     sug.cause = cause.str();
