@@ -179,11 +179,10 @@ int apply_suggestions(const std::string& dir, const std::string& list, const std
 }
 }  // namespace
 
-// Huge pages for the analysis (traces/huge_page_malloc.h).
-XPU_RESTART_WITH_HUGE_PAGE_MALLOC;
+// Malloc tuned for the analysis: huge pages, a fixed mmap threshold (traces/huge_page_malloc.h).
+XPU_TUNE_MALLOC;
 
 int main(int argc, char* argv[]) {
-    xpu::trace::fix_malloc_mmap_threshold();
     po::options_description opts("xpu_analyze: where a run's time went, why, and what to change");
     std::vector<std::string> dirs;
     std::string out;

@@ -440,10 +440,13 @@ int sc_main(int argc, char* argv[]) {
             } catch (const std::exception& e) {
                 return fail_run(kOutput, std::string(e.what()));
             }
-            recorders.add(txlog.get());
-            recorders.add(vcd.get());
-            // The log alone: straight to it, not through a fan-out (a virtual call less per event).
-            sim->platform().set_recorder(vcd ? static_cast<xpu::Recorder*>(&recorders) : txlog.get());
+            if (vcd) {  // both through a fan-out; the log alone straight to it (a virtual call less per event)
+                recorders.add(txlog.get());
+                recorders.add(vcd.get());
+                sim->platform().set_recorder(&recorders);
+            } else {
+                sim->platform().set_recorder(txlog.get());
+            }
         } else if (vcd) {
             vcd->attach(sim->platform());
         }
@@ -585,13 +588,12 @@ int sc_main(int argc, char* argv[]) {
     return kOk;
 }
 
-// Huge pages for the analysis at the end of a run (traces/huge_page_malloc.h).
-XPU_RESTART_WITH_HUGE_PAGE_MALLOC;
+// Malloc tuned for the analysis at the end of a run: huge pages, a fixed mmap threshold (traces/huge_page_malloc.h).
+XPU_TUNE_MALLOC;
 
 // Our own main: SystemC's banner would otherwise go to stdout before sc_main runs (and corrupt
 // --dump-config output); the kernel honours this variable only if it is set before it starts.
 int main(int argc, char* argv[]) {
-    xpu::trace::fix_malloc_mmap_threshold();
     setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
     return sc_core::sc_elab_and_sim(argc, argv);
 }

@@ -53,7 +53,7 @@ TEST(MallocThreshold, GlibcAloneServesTheNextBlocksFromTheHeap) {
 
 TEST(MallocThreshold, FixedBlocksOfAMiBAndMoreAreMappedOnTheirOwn) {
     if (kSanitized || threshold_set_by_user()) GTEST_SKIP() << "not glibc's allocator, or its threshold set by the user";
-    xpu::trace::fix_malloc_mmap_threshold();
+    xpu::trace::fix_malloc_mmap_threshold(std::getenv("GLIBC_TUNABLES"));
     EXPECT_GE(mapped_for_2mib_after_8mib_freed(), std::size_t{2} << 20);
 }
 

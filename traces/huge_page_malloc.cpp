@@ -76,12 +76,19 @@ void restart_with_huge_page_malloc(int /*argc*/, char** argv, char** envp) {
 #endif
 }
 
-void fix_malloc_mmap_threshold() {
+void fix_malloc_mmap_threshold(const char* glibc_tunables) {
 #if defined(__GLIBC__)
-    const char* tunables = std::getenv("GLIBC_TUNABLES");
-    if (tunables && std::strstr(tunables, "glibc.malloc.mmap_threshold")) return;
+    if (glibc_tunables && std::strstr(glibc_tunables, "glibc.malloc.mmap_threshold")) return;
     mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
+#else
+    (void)glibc_tunables;
 #endif
+}
+
+// (From .preinit_array: the environment is the loader's envp, not getenv's yet.)
+void tune_malloc(int argc, char** argv, char** envp) {
+    fix_malloc_mmap_threshold(env_value(envp, "GLIBC_TUNABLES"));
+    restart_with_huge_page_malloc(argc, argv, envp);
 }
 
 }  // namespace xpu::trace

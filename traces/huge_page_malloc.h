@@ -9,8 +9,7 @@
 
 namespace xpu::trace {
 
-// Run before any library starts (XPU_RESTART_WITH_HUGE_PAGE_MALLOC puts it in the program's
-// .preinit_array): unless this process tree was restarted already (kRestartedMarker: sim_main's
+// Run before any library starts (tune_malloc, from the program's .preinit_array): unless this process tree was restarted already (kRestartedMarker: sim_main's
 // replay workers inherit it), GLIBC_TUNABLES names glibc.malloc.hugetlb (the user's choice, e.g.
 // =0 to keep 4 KiB pages), the kernel has transparent huge pages off, glibc is older than 2.35,
 // or the program runs under valgrind (which would not follow the restart), it adds
@@ -19,21 +18,24 @@ namespace xpu::trace {
 // only: no output changes. (Before the libraries: their initialisers would otherwise run twice,
 // and libsystemc's alone take ~10 ms, half of a process's start.)
 void restart_with_huge_page_malloc(int argc, char** argv, char** envp);
-// Fixes malloc's mmap threshold at its initial 128 KiB, unless GLIBC_TUNABLES names
-// glibc.malloc.mmap_threshold (the user's choice). By default glibc raises the threshold to the
-// size of each mmapped block freed (up to 32 MiB), so that the analysis's mid-sized blocks (a
-// list-scheduled window's graph, a finder's growing lists of moves) come from the heap after the
-// first few, and stay there once freed, scattered between live ones, where the kernel cannot take
-// them back. Fixed, every block of 128 KiB and more is mapped on its own and returned when freed:
-// peak RSS of xpu_analyze 11-12% lower on a decode's and a GEMM's log, no slower (each block's
-// pages are first touched either way; docs/architecture.md, "Huge pages for malloc").
-// Advice only: no output changes. Called first thing in main (mallopt needs a started C library).
-void fix_malloc_mmap_threshold();
+// Fixes malloc's mmap threshold at 1 MiB, unless `glibc_tunables` (GLIBC_TUNABLES' value, or
+// null) names glibc.malloc.mmap_threshold (the user's choice). By default glibc raises the
+// threshold to the size of each mapped block freed (up to 32 MiB), so that the analysis's blocks
+// of a few MiB (a list-scheduled window's graph, a finder's growing lists of moves) come from the
+// heap after the first few, and stay there once freed, between live ones, where the kernel cannot
+// take them back. Fixed, every block of 1 MiB and more is mapped on its own and returned when
+// freed: peak RSS of xpu_analyze 10-12% lower on a decode's and a GEMM's log, and no slower
+// (docs/architecture.md, "A fixed mmap threshold"; 128 KiB cost small runs time, each block's
+// pages faulted in again). Advice only: no output changes.
+void fix_malloc_mmap_threshold(const char* glibc_tunables);
+// Both, from a program's .preinit_array (XPU_TUNE_MALLOC): the threshold, then the restart with
+// huge pages (which, when it happens, runs this again in the restarted program).
+void tune_malloc(int argc, char** argv, char** envp);
 // In a program's main file (an executable's .preinit_array: run by the loader before every shared
 // library's initialisers, with main's arguments).
-#define XPU_RESTART_WITH_HUGE_PAGE_MALLOC                                                          \
-    [[gnu::used, gnu::section(".preinit_array")]] static void (*xpu_restart_with_huge_page_malloc)( \
-        int, char**, char**) = &::xpu::trace::restart_with_huge_page_malloc
+#define XPU_TUNE_MALLOC                                                                              \
+    [[gnu::used, gnu::section(".preinit_array")]] static void (*xpu_tune_malloc)(int, char**, char**) = \
+        &::xpu::trace::tune_malloc
 // Set in the environment of the restarted program (and so of the programs it starts): restarted once.
 inline constexpr const char* kRestartedMarker = "XPUSIM_MALLOC_RESTARTED";
 
