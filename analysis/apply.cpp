@@ -20,6 +20,7 @@ Applied apply_ranks(const RunData& run, const Analysis& a, const std::vector<std
             throw ApplyError(K::Usage, "--apply " + list + ": suggestion " + std::to_string(r) + " [" + s.kind +
                                            "] changes how the program is lowered, which no patch of this trace expresses: " + s.action);
         for (const Suggestion* p : parts) {
+            if (p == &s) throw ApplyError(K::Usage, "--apply " + list + ": suggestion " + std::to_string(r) + " is named twice");
             const std::string why = composition.conflict(static_cast<std::size_t>(p - a.suggestions.data()), r - 1);
             if (!why.empty())
                 throw ApplyError(K::Usage, "--apply " + list + ": suggestion " + std::to_string(r) + " [" + s.kind + "] " + why +

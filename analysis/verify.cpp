@@ -29,6 +29,13 @@ const char* verdict_key(Verdict v) {
     return "not_verified";
 }
 
+std::string verify_budget_problem(double seconds) {
+    if (std::isfinite(seconds) && seconds >= 0) return "";
+    std::ostringstream os;
+    os << "--verify-budget " << seconds << ": expected wall seconds for all replays, 0 (no limit) or more";
+    return os.str();
+}
+
 Tick verify_floor(Tick end) { return std::max<Tick>(1000, end / 1000); }
 
 std::uint32_t file_crc(const std::string& path) {

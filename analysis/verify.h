@@ -29,6 +29,10 @@ struct VerifyOptions {
 
 Tick verify_floor(Tick end);
 
+// What is wrong with a --verify-budget of `seconds` (sim_main's and xpu_analyze's option), or ""
+// when it is a budget: finite and not negative (0: no limit).
+std::string verify_budget_problem(double seconds);
+
 // The order in which suggestions (in estimate order) are replayed: each kind's best estimate
 // first, then the rest by estimate. The estimates of the kinds are calibrated differently (the
 // median measured/estimated ratio per kind, docs/analysis.md: 1.0 for hoist_dma, 0.5 for

@@ -41,6 +41,7 @@
 #include "analysis/replay.h"
 #include "analysis/report.h"
 #include "analysis/rounds.h"
+#include "traces/file_paths.h"
 #include "traces/huge_page_malloc.h"
 
 namespace po = boost::program_options;
@@ -177,6 +178,18 @@ int apply_suggestions(const std::string& dir, const std::string& list, const std
     std::cout << "patched trace " << out << "; re-simulate it:\n  " << resimulate_command(dir, out) << "\n";
     return kOk;
 }
+
+// Why a patched trace may not be written to `out`: it would replace a file of the run folder
+// `dir` (its trace copy is what --apply reads, its log what the analysis reads), or the folder
+// itself. "" when it may.
+std::string overwrites_run(const std::string& out, const std::string& dir) {
+    if (xpu::lies_inside(dir, out)) return "-o " + out + " would replace the run folder " + dir;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+        if (xpu::same_file(out, e.path().string()))
+            return "-o " + out + " would overwrite " + e.path().string() + ", a file of the run it is made from: choose another name";
+    return "";
+}
 }  // namespace
 
 // Malloc tuned for the analysis: huge pages, a fixed mmap threshold (traces/huge_page_malloc.h).
@@ -239,6 +252,7 @@ int main(int argc, char* argv[]) {
         return fail(kUsage, "--rounds '" + rounds_text + "': expected a number of rounds, 1..100");
     if (vm.count("verify") && !parse_count(verify_text, 0, 1000, verify_k))
         return fail(kUsage, "--verify '" + verify_text + "': expected a number of suggestions to replay, 0..1000");
+    if (const std::string why = verify_budget_problem(verify_budget); !why.empty()) return fail(kUsage, why);
     TimelineMode timeline = TimelineMode::Auto;
     if (vm.count("timeline") && !parse_timeline_mode(vm["timeline"].as<std::string>(), timeline))
         return fail(kUsage, "--timeline '" + vm["timeline"].as<std::string>() + "': expected full, summary or off");
@@ -274,6 +288,7 @@ int main(int argc, char* argv[]) {
         if (dirs.size() != 1) return fail(kUsage, "expected one output folder (of sim_main --out), see --help");
         if (vm.count("apply")) {
             if (out.empty()) return fail(kUsage, "--apply N needs -o PATCHED.bin");
+            if (const std::string why = overwrites_run(out, dirs[0]); !why.empty()) return fail(kUsage, why);
             Watchdog watchdog("");
             const int rc = apply_suggestions(dirs[0], apply, out, quiet);
             if (rc == kOk && !quiet && !stdout_ok()) return fail(kOutput, "cannot write to stdout");
@@ -281,6 +296,7 @@ int main(int argc, char* argv[]) {
         }
         if (rounds > 0) {
             if (out.empty()) return fail(kUsage, "--rounds K needs -o PATCHED.bin (the last round's patched trace)");
+            if (const std::string why = overwrites_run(out, dirs[0]); !why.empty()) return fail(kUsage, why);
             if (vm.count("no-verify") || verify_k == 0) return fail(kUsage, "--rounds applies only verified suggestions: not with --no-verify or --verify 0");
             RoundsOptions ro;
             ro.rounds = static_cast<unsigned>(rounds);

@@ -1,5 +1,7 @@
 #include "platform/output_folder.h"
 
+#include "traces/file_paths.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -21,12 +23,6 @@ bool ends_with(const std::string& s, const std::string& tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-fs::path resolved(const std::string& p) {
-    std::error_code ec;
-    fs::path r = fs::weakly_canonical(fs::absolute(p, ec), ec);
-    return ec ? fs::absolute(p).lexically_normal() : r;
-}
-
 std::string errno_text() { return std::strerror(errno); }
 
 }  // namespace
@@ -41,22 +37,6 @@ bool is_run_output_name(const std::string& name) {
     for (const char* tail : {".vcd", ".gtkw", ".opcodes.txt", ".stalls.txt"})
         if (ends_with(name, tail) || ends_with(name, std::string(tail) + ".tmp")) return true;
     return name.find(".vcd.run") != std::string::npos && ends_with(name, ".tmp");
-}
-
-bool same_file(const std::string& a, const std::string& b) {
-    std::error_code ec;
-    if (fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec)) return true;
-    return resolved(a) == resolved(b);
-}
-
-bool lies_inside(const std::string& inner, const std::string& outer) {
-    const fs::path i = resolved(inner), o = resolved(outer);
-    auto ii = i.begin();
-    for (auto oi = o.begin(); oi != o.end(); ++oi, ++ii) {
-        if (oi->empty()) continue;  // a trailing separator
-        if (ii == i.end() || *ii != *oi) return false;
-    }
-    return true;
 }
 
 OutputFolder::OutputFolder(const std::string& out, const std::vector<std::string>& inputs) : out_(out) {

@@ -50,9 +50,4 @@ private:
 // a run to replace it.
 bool is_run_output_name(const std::string& name);
 
-// True if `a` and `b` name the same existing file, or `inner` lies inside folder `outer`
-// (after resolving symbolic links and `..`): the overlap checks of outputs against inputs.
-bool same_file(const std::string& a, const std::string& b);
-bool lies_inside(const std::string& inner, const std::string& outer);
-
 }  // namespace xpu::platform

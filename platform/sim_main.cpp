@@ -34,6 +34,7 @@
 #include "traces/huge_page_malloc.h"
 #include "platform/txlog_writer.h"
 #include "traces/file_digest.h"
+#include "traces/file_paths.h"
 
 namespace po = boost::program_options;
 using namespace xpu::platform;
@@ -299,6 +300,9 @@ int sc_main(int argc, char* argv[]) {
     if (vm.count("max-sim-time") && !parse_sim_time(max_time_text, max_sim_time))
         return fail(kUsage, "--max-sim-time '" + max_time_text +
                                 "': expected a positive time with a unit, e.g. 500us, 10ms or 2s (units ns, us, ms, s)");
+    if (vm.count("verify-budget"))
+        if (const std::string why = xpu::analysis::verify_budget_problem(vm["verify-budget"].as<double>()); !why.empty())
+            return fail(kUsage, why);
     xpu::analysis::TimelineMode timeline = xpu::analysis::TimelineMode::Auto;
     if (vm.count("timeline") && !xpu::analysis::parse_timeline_mode(vm["timeline"].as<std::string>(), timeline))
         return fail(kUsage, "--timeline '" + vm["timeline"].as<std::string>() + "': expected full, summary or off");
@@ -323,7 +327,7 @@ int sc_main(int argc, char* argv[]) {
     if (!vcd_path.empty())  // an output that would overwrite an input
         for (const auto& f : vcd_files(vcd_path))
             for (const auto& [opt, in] : {std::pair<const char*, std::string>{"--trace", trace_file}, {"--platform", platform_file}})
-                if (!in.empty() && xpu::platform::same_file(f, in))
+                if (!in.empty() && xpu::same_file(f, in))
                     return fail(kUsage, "--vcd " + vcd_path + " would overwrite " + f + ", the " + opt +
                                             " input: choose another name for the waveforms");
 
@@ -359,7 +363,7 @@ int sc_main(int argc, char* argv[]) {
     const std::string platform_copy = folder->staged("platform.yaml");
     std::string vcd_write = vcd_path;  // where VcdWriter writes: inside the staging folder if OUT holds it
     if (!vcd_path.empty()) {
-        if (lies_inside(vcd_path, out_dir)) {
+        if (xpu::lies_inside(vcd_path, out_dir)) {
             const auto rel = std::filesystem::weakly_canonical(std::filesystem::absolute(vcd_path))
                                  .lexically_relative(std::filesystem::weakly_canonical(std::filesystem::absolute(out_dir)));
             vcd_write = (std::filesystem::path(folder->stage()) / rel).string();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "traces/file_paths.h"
 #include "traces/trace_format.h"
 #include "traces/trace_reader.h"
 #include "traces/trace_text.h"
@@ -130,6 +131,10 @@ int run(int argc, char** argv) {
     Args a;
     std::string err;
     if (!parse_args(argc, argv, a, err)) return usage(err);
+    // An output never replaces its input (asm and dis write their output whole, then rename it
+    // into place: the input would be gone).
+    if (a.has_out && a.pos.size() == 1 && xpu::same_file(a.out, a.pos[0]))
+        return usage("-o " + a.out + " would overwrite the input " + a.pos[0] + ": choose another output name");
     if (cmd == "asm") {
         if (a.pos.size() != 1) return usage("asm takes one input file");
         if (!a.has_out) return usage("asm needs -o OUT.bin");

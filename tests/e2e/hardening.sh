@@ -63,6 +63,49 @@ set -e
 [[ "$(cat notes/todo.txt)" == "my notes" ]] || fail "6: a file in a foreign --out folder was touched"
 pass "6: an --out folder holding other files is refused (exit 6), its files untouched"
 
+# Every tool's output named as one of its inputs (a symbolic link to it included): refused
+# (exit 2) before anything is read or written, the input byte for byte as it was.
+refused_input() {  # refused_input WHAT INPUT EXPECTED_TEXT -- COMMAND...
+    local what=$1 input=$2 text=$3
+    shift 4
+    cp "$input" input-before.bin
+    set +e
+    "$@" >/dev/null 2>err.txt
+    local rc=$?
+    set -e
+    [[ $rc -eq 2 ]] && grep -q -- "$text" err.txt || fail "6: $what: exit $rc: $(cat err.txt)"
+    cmp -s "$input" input-before.bin || fail "6: $what: the input $input was changed"
+}
+"$TOOL" dis base.bin -o base.xtr
+ln -s base.bin base-link.bin
+cp "$SOURCE_DIR/tests/data/models/gpt2_block.onnx" model.onnx
+cp "$SOURCE_DIR/traces/samples/resnet18-convs.csv" topo.csv
+refused_input "xpu_trace asm onto its text" base.xtr "would overwrite the input base.xtr" -- "$TOOL" asm base.xtr -o ./base.xtr
+refused_input "xpu_trace dis onto its trace through a link" base.bin "would overwrite the input base.bin" -- "$TOOL" dis base.bin -o base-link.bin
+refused_input "xpu_tracegen onnx onto its model" model.onnx "would overwrite model.onnx, the --model input" -- "$GEN" onnx model.onnx --seq 8 -o model.onnx
+refused_input "xpu_tracegen scalesim onto its topology" topo.csv "would overwrite topo.csv, the --topology input" -- "$GEN" scalesim topo.csv -o ./topo.csv
+refused_input "xpu_tracegen onto its --platform" plat.yaml "would overwrite plat.yaml, the --platform input" -- "$GEN" gemm --m 64 --n 64 --k 64 --platform plat.yaml -o plat.yaml
+for f in txlog.trace.bin txlog.bin stats.json; do
+    refused_input "xpu_analyze --apply onto the run's $f" out/$f "would overwrite out/$f, a file of the run it is made from" -- "$ANA" out --apply 1 -o out/../out/$f
+done
+refused_input "xpu_analyze --rounds onto the run's trace copy" out/txlog.trace.bin "would overwrite out/txlog.trace.bin" -- "$ANA" out --rounds 2 -o out/txlog.trace.bin
+refused_input "xpu_analyze --apply onto the run folder" out/txlog.trace.bin "would replace the run folder out" -- "$ANA" out --apply 1 -o out
+[[ ! -e out/txlog.trace-rounds ]] || fail "6: a refused --rounds created its rounds folder"
+pass "6: an output named as its input is refused (exit 2) by xpu_trace, xpu_tracegen and xpu_analyze --apply/--rounds, the input untouched"
+
+for tool in "$SIM --platform $XPU --trace base.bin --out out3 --quiet" "$ANA out --quiet"; do
+    for budget in -1 nan inf; do
+        set +e
+        $tool --verify-budget "$budget" 2>err.txt
+        rc=$?
+        set -e
+        [[ $rc -eq 2 ]] && grep -q -- "--verify-budget .*: expected wall seconds for all replays, 0 (no limit) or more" err.txt ||
+            fail "usage: --verify-budget $budget: exit $rc: $(cat err.txt)"
+    done
+done
+[[ ! -e out3 ]] || fail "usage: a run refused for its --verify-budget created its output folder"
+pass "usage: --verify-budget below 0, nan or inf is refused (exit 2) by sim_main and xpu_analyze, before anything runs"
+
 # ---- 5, 18#4: a failed run (here a run-time error) leaves the previous run's outputs as they were -
 cp out/stats.json before.json
 set +e

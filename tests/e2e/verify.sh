@@ -112,4 +112,13 @@ assert abs((base - t) - measured) <= 1.0
 PYEOF
     pass "--apply $ranks (the verified suggestions that compose) re-simulated to its measured saving"
 fi
+
+# A suggestion named twice is a usage error that says so (not a conflict of the suggestion with itself).
+set +e
+"$ANA" "$WORK/run" --apply 1,1 -o "$WORK/twice.bin" > /dev/null 2> "$WORK/twice.err"
+rc=$?
+set -e
+[[ $rc -eq 2 ]] && grep -q "^xpu_analyze: --apply 1,1: suggestion 1 is named twice$" "$WORK/twice.err" || fail "--apply 1,1: exit $rc: $(cat "$WORK/twice.err")"
+[[ ! -e $WORK/twice.bin ]] || fail "--apply 1,1 wrote a trace"
+pass "--apply 1,1 is refused (exit 2): suggestion 1 is named twice"
 echo "$checks passed, 0 failed"

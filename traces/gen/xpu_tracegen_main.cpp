@@ -17,6 +17,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "traces/file_paths.h"
 #include "traces/gen/collective.h"
 #include "traces/gen/gemm.h"
 #include "traces/gen/scalesim.h"
@@ -58,8 +59,13 @@ struct Common {
                 ("bad-order", "planted: emit each block's epilogue behind a wait for data it does not need")
                 ("split-dma", po::value(&tiles.split_dma), "planted: emit every HBM -> VMEM tile load as N contiguous DMAs on one engine");
     }
-    // Returns an error message, or "" when the values are good.
-    std::string finish(const po::variables_map& vm) {
+    // Returns an error message, or "" when the values are good. `input`: the subcommand's own
+    // input file, if any (option name, path), which the output must not overwrite, as the
+    // platform description must not be.
+    std::string finish(const po::variables_map& vm, const char* input_option = nullptr, const std::string& input = "") {
+        for (const auto& [opt, in] : {std::pair<const char*, std::string>{"--platform", platform}, {input_option, input}})
+            if (opt && !in.empty() && same_file(out, in))
+                return "-o " + out + " would overwrite " + in + ", the " + opt + " input: choose another output name";
         auto dt = dtype_from_name(dtype);
         if (!dt || (*dt != DType::Bf16 && *dt != DType::F32 && *dt != DType::Int8))
             return "--dtype: expected bf16, f32 or int8, got '" + dtype + "'";
@@ -279,7 +285,7 @@ int scalesim_cmd(const std::vector<std::string>& args) {
     pos.add("topology", 1);
     po::variables_map vm;
     if (int rc = 0; !parse(args, o, vm, rc, &pos)) return rc;
-    if (std::string err = c.finish(vm); !err.empty()) return usage(err);
+    if (std::string err = c.finish(vm, "--topology", topo); !err.empty()) return usage(err);
     std::vector<gen::TopologyLayer> layers;
     try {
         layers = gen::read_scalesim_topology(topo);
@@ -325,7 +331,7 @@ int onnx_cmd(const std::vector<std::string>& args) {
     pos.add("model", 1);
     po::variables_map vm;
     if (int rc = 0; !parse(args, o, vm, rc, &pos)) return rc;
-    if (std::string err = c.finish(vm); !err.empty()) return usage(err);
+    if (std::string err = c.finish(vm, "--model", p.path); !err.empty()) return usage(err);
     if (unsupported != "error" && unsupported != "skip")
         return usage("--unsupported: expected error or skip, got '" + unsupported + "'");
     if (tp < 1 || tp > 1024) return usage("--tp: expected 1..1024 chips, got " + std::to_string(tp));
