@@ -198,6 +198,38 @@ else:
     for size in (1, 4, 16):
         planted("all-reduce ring %d MiB x4 (ring 4)" % size, collective("ring", 4, size * MiB), ["--serial-collective"],
                 p, s, weight=4)
+    # Front ends and platforms the finders were not built on (2026-11-30): ONNX models and a
+    # SCALE-Sim topology lowered for their platform, llama2 layers on TPU-like chips, a switch and a
+    # 3-D torus, chips of two cores; and planted options on them.
+    def tiled(gen, plat):
+        return gen + ["--platform", os.path.join(CFG, plat)]
+    models = os.path.join(root, "tests/data/models")
+    for name, gen, plat, w in [
+            ("onnx resnet50 b1", ["onnx", "--model", os.path.join(models, "resnet50.onnx"), "--batch", "1"], "xpu.yaml", 4),
+            ("onnx vit_s16 b4", ["onnx", "--model", os.path.join(models, "vit_s16.onnx"), "--batch", "4"], "tpu-v5e-4.yaml", 8),
+            ("onnx mobilenetv2 b8", ["onnx", "--model", os.path.join(models, "mobilenetv2.onnx"), "--batch", "8"],
+             "xpu-2vpu.yaml", 8),
+            ("onnx gpt2_block s256 tp2", ["onnx", "--model", os.path.join(models, "gpt2_block.onnx"), "--seq", "256", "--tp", "2"],
+             "xpu-2chip-2core.yaml", 4),
+            ("scalesim resnet18 convs", ["scalesim", "--topology", os.path.join(root, "traces/samples/resnet18-convs.csv")],
+             "xpu-2vpu.yaml", 3),
+            ("llama2-13b prefill b1 s256 L1", decode("llama2-13b", 1, 256, 1, phase="prefill"), "tpu-v5p-8.yaml", 8),
+            ("llama2-70b decode b1 s3000 L1", decode("llama2-70b", 1, 3000, 1), "tpu-v5p-8.yaml", 6),
+            ("llama2-7b decode b4 s1024 L3", decode("llama2-7b", 4, 1024, 3), "tpu-v6e-4.yaml", 6),
+            ("gemm 1500x700x2300", gemm(1500, 700, 2300), "tpu-v5e-4.yaml", 3),
+            ("gemm 640x4100x512 int8", gemm(640, 4100, 512) + ["--dtype", "int8"], "xpu.yaml", 3)]:
+        add("%s (%s)" % (name, plat[:-5]), tiled(gen, plat), plat, weight=w)
+    add("llama2-13b decode b4 s1000 L1 tp8 (switch 8)", decode("llama2-13b", 4, 1000, 1, tp=8), "xpu-switch8.yaml", weight=8)
+    add("all-reduce bidir-ring 3 MiB x4 (switch 8)", collective("bidir-ring", 8, 3 * MiB), "xpu-switch8.yaml", weight=4)
+    add("all-gather torus3d 5 MiB (torus 4x4x4)", ["collective", "--op", "all-gather", "--chips", "64", "--bytes",
+        str(5 * MiB), "--algo", "torus3d", "--dims", "4x4x4"], "xpu-torus4x4x4.yaml", weight=10)
+    planted("gemm 1500x700x2300 (tpu-v5e-4)", tiled(gemm(1500, 700, 2300), "tpu-v5e-4.yaml"), ["--late-dma"],
+            "tpu-v5e-4.yaml", weight=3)
+    planted("llama2-7b decode b2 s768 L2 (xpu-2vpu)", tiled(decode("llama2-7b", 2, 768, 2), "xpu-2vpu.yaml"), ["--false-dep"],
+            "xpu-2vpu.yaml", weight=5)
+    planted("llama2-7b decode b3 s640 L1 (tpu-v5e-4)", tiled(decode("llama2-7b", 3, 640, 1), "tpu-v5e-4.yaml"), ["--bad-order"],
+            "tpu-v5e-4.yaml", weight=5)
+    planted("gemm 3000x1200x900", gemm(3000, 1200, 900), ["--no-double-buffer"], weight=3)
 
 if ONLY:  # the matching traces, and the clean ones the planted ones among them compare with
     keep = {c["name"] for c in cases if re.search(ONLY, c["name"])}
