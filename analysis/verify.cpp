@@ -29,6 +29,13 @@ const char* verdict_key(Verdict v) {
     return "not_verified";
 }
 
+std::string parse_verify_count(const std::string& text, std::size_t& k) {
+    if (text.empty() || text.size() > 4 || text.find_first_not_of("0123456789") != std::string::npos || std::stoul(text) > 1000)
+        return "--verify '" + text + "': expected a number of suggestions to replay, 0..1000";
+    k = std::stoul(text);
+    return "";
+}
+
 std::string verify_budget_problem(double seconds) {
     if (std::isfinite(seconds) && seconds >= 0) return "";
     std::ostringstream os;

@@ -32,6 +32,9 @@ Tick verify_floor(Tick end);
 // What is wrong with a --verify-budget of `seconds` (sim_main's and xpu_analyze's option), or ""
 // when it is a budget: finite and not negative (0: no limit).
 std::string verify_budget_problem(double seconds);
+// Reads --verify's K, 0..1000, from its text (sim_main's and xpu_analyze's option; boost would
+// read "-1" into a count as 2^64 - 1). Returns what is wrong with it, or "" (then k is set).
+std::string parse_verify_count(const std::string& text, std::size_t& k);
 
 // The order in which suggestions (in estimate order) are replayed: each kind's best estimate
 // first, then the rest by estimate. The estimates of the kinds are calibrated differently (the

@@ -250,8 +250,8 @@ int main(int argc, char* argv[]) {
     std::size_t rounds = 0;
     if (vm.count("rounds") && !parse_count(rounds_text, 1, 100, rounds))
         return fail(kUsage, "--rounds '" + rounds_text + "': expected a number of rounds, 1..100");
-    if (vm.count("verify") && !parse_count(verify_text, 0, 1000, verify_k))
-        return fail(kUsage, "--verify '" + verify_text + "': expected a number of suggestions to replay, 0..1000");
+    if (vm.count("verify"))
+        if (const std::string why = parse_verify_count(verify_text, verify_k); !why.empty()) return fail(kUsage, why);
     if (const std::string why = verify_budget_problem(verify_budget); !why.empty()) return fail(kUsage, why);
     TimelineMode timeline = TimelineMode::Auto;
     if (vm.count("timeline") && !parse_timeline_mode(vm["timeline"].as<std::string>(), timeline))
@@ -259,8 +259,21 @@ int main(int argc, char* argv[]) {
     const bool quiet = vm.count("quiet") > 0;
     install_signal_handlers();
     try {
+        // The modes: each does something else with the folder (a plain analysis takes --sensitivity).
+        const char* modes[] = {"compare", "apply", "rounds", "sensitivity"};
+        for (int i = 0; i < 4; ++i)
+            for (int j = i + 1; j < 4; ++j)
+                if (vm.count(modes[i]) && vm.count(modes[j]))
+                    return fail(kUsage, std::string("--") + modes[i] + " and --" + modes[j] + " do different things: one at a time (see --help)");
+        for (const std::string& d : dirs)
+            if (!std::filesystem::is_directory(d))
+                return fail(kUsage, d + ": not a folder; expected the output folder of a run (sim_main --out)");
         if (vm.count("compare")) {
             if (dirs.size() != 2) return fail(kUsage, "--compare needs two output folders: xpu_analyze --compare OUT_A OUT_B");
+            for (const std::string& d : dirs)
+                if (!out.empty() && xpu::lies_inside(out, d))
+                    return fail(kUsage, "-o " + out + ": inside the run folder " + d +
+                                            " (a run replaces its whole folder, and refuses one holding other files): choose another folder");
             Watchdog watchdog("");  // writes nothing but stdout
             const RunData ra = load_run(dirs[0]), rb = load_run(dirs[1]);
             const Analysis a = analyze(ra), b = analyze(rb);
@@ -335,7 +348,11 @@ int main(int argc, char* argv[]) {
         o.verify.budget_seconds = verify_budget;
         if (!quiet) o.verify.progress = &std::cerr;
         o.sensitivity = vm.count("sensitivity") > 0;
-        if (!(factor > 0 && factor <= 1e6)) return fail(kUsage, "--factor " + std::to_string(factor) + ": expected a number above 0");
+        if (!(factor >= 1e-3 && factor <= 1e3)) {
+            std::ostringstream f;
+            f << "--factor " << factor << ": expected 0.001..1000 (how many times as capable --sensitivity makes each resource; 2 by default)";
+            return fail(kUsage, f.str());
+        }
         o.sensitivity_options.factor = factor;
         if (!quiet) o.sensitivity_options.progress = &std::cerr;
         PhaseTimes timing;

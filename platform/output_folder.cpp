@@ -27,12 +27,15 @@ std::string errno_text() { return std::strerror(errno); }
 
 }  // namespace
 
-bool is_run_output_name(const std::string& name) {
+bool is_run_file_name(const std::string& name) {
     static const std::set<std::string> files = {"stats.json",    "txlog.bin",   "txlog.trace.bin", "platform.yaml",
                                                 "report.txt",    "analysis.json", "report.html",   "timeline.json",
                                                 "verification.txt", "verify.tmp", "sensitivity.tmp"};
-    if (files.count(name)) return true;
-    if (ends_with(name, ".tmp") && files.count(name.substr(0, name.size() - 4))) return true;
+    return files.count(name) || (ends_with(name, ".tmp") && files.count(name.substr(0, name.size() - 4)));
+}
+
+bool is_run_output_name(const std::string& name) {
+    if (is_run_file_name(name)) return true;
     // The waveforms of a --vcd inside OUT (and their temporaries, docs/waveforms.md).
     for (const char* tail : {".vcd", ".gtkw", ".opcodes.txt", ".stalls.txt"})
         if (ends_with(name, tail) || ends_with(name, std::string(tail) + ".tmp")) return true;

@@ -49,5 +49,8 @@ private:
 // Every name a run writes into OUT (and the folders its replays use): what OUT may hold for
 // a run to replace it.
 bool is_run_output_name(const std::string& name);
+// The same but for the waveforms' names: the files of the run itself (stats.json, the log, the
+// reports, ...), which --vcd must not name.
+bool is_run_file_name(const std::string& name);
 
 }  // namespace xpu::platform

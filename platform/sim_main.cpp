@@ -248,7 +248,7 @@ int sc_main(int argc, char* argv[]) {
         ("vcd", po::value<std::string>(), "write waveforms for GTKWave to FILE.vcd (+ .gtkw save file; docs/waveforms.md)")
         ("vcd-signals", po::value<std::string>(), "only these signals: comma-separated globs, e.g. '*.mxu0.busy,*.scalar.*'")
         ("vcd-window", po::value<std::string>(), "only this time window, START_NS:END_NS (either side may be empty)")
-        ("verify", po::value<std::size_t>(), "replay K suggestions (each kind's best estimate, then the best estimates) on the effective platform and rank by measured saving (default 5)")
+        ("verify", po::value<std::string>(), "replay K suggestions (each kind's best estimate, then the best estimates) on the effective platform and rank by measured saving (default 5)")
         ("sensitivity", "also replay the trace with each major resource scaled x2 (HBM, DMA, vector units, VMEM, clock, ICI links): measured speedups")
         ("no-verify", "do not replay the suggestions: ranked by estimate, marked not verified")
         ("verify-budget", po::value<double>(), "wall seconds for all replays (default 300; 0 = none); the rest stay not verified")
@@ -300,6 +300,10 @@ int sc_main(int argc, char* argv[]) {
     if (vm.count("max-sim-time") && !parse_sim_time(max_time_text, max_sim_time))
         return fail(kUsage, "--max-sim-time '" + max_time_text +
                                 "': expected a positive time with a unit, e.g. 500us, 10ms or 2s (units ns, us, ms, s)");
+    std::size_t verify_k = xpu::analysis::VerifyOptions{}.candidates;
+    if (vm.count("verify"))
+        if (const std::string why = xpu::analysis::parse_verify_count(vm["verify"].as<std::string>(), verify_k); !why.empty())
+            return fail(kUsage, why);
     if (vm.count("verify-budget"))
         if (const std::string why = xpu::analysis::verify_budget_problem(vm["verify-budget"].as<double>()); !why.empty())
             return fail(kUsage, why);
@@ -330,6 +334,26 @@ int sc_main(int argc, char* argv[]) {
                 if (!in.empty() && xpu::same_file(f, in))
                     return fail(kUsage, "--vcd " + vcd_path + " would overwrite " + f + ", the " + opt +
                                             " input: choose another name for the waveforms");
+    std::string vcd_target = vcd_path;  // a link's end (file_paths.h: output_target)
+    if (!vcd_path.empty()) {
+        for (const auto& f : vcd_files(vcd_path)) {
+            // Inside OUT: not one of the run's own files, which the run writes after the waveforms.
+            if (xpu::lies_inside(f, out_dir)) {
+                const auto rel = std::filesystem::weakly_canonical(std::filesystem::absolute(f))
+                                     .lexically_relative(std::filesystem::weakly_canonical(std::filesystem::absolute(out_dir)));
+                if (std::distance(rel.begin(), rel.end()) == 1 && is_run_file_name(rel.string()))
+                    return fail(kUsage, "--vcd " + vcd_path + " would write " + f + ", a file of the run's own (--out " + out_dir +
+                                            "): choose another name for the waveforms");
+                continue;
+            }
+            try {
+                const std::string t = xpu::output_target(f);
+                if (f == vcd_path) vcd_target = t;
+            } catch (const std::exception& e) {
+                return fail(kUsage, std::string("--vcd: ") + e.what());
+            }
+        }
+    }
 
     PlatformConfig cfg;
     try {
@@ -361,14 +385,14 @@ int sc_main(int argc, char* argv[]) {
     const std::string txlog_path = folder->staged("txlog.bin");
     const std::string trace_copy = folder->staged("txlog.trace.bin");
     const std::string platform_copy = folder->staged("platform.yaml");
-    std::string vcd_write = vcd_path;  // where VcdWriter writes: inside the staging folder if OUT holds it
+    std::string vcd_write = vcd_target;  // where VcdWriter writes: inside the staging folder if OUT holds it
     if (!vcd_path.empty()) {
         if (xpu::lies_inside(vcd_path, out_dir)) {
             const auto rel = std::filesystem::weakly_canonical(std::filesystem::absolute(vcd_path))
                                  .lexically_relative(std::filesystem::weakly_canonical(std::filesystem::absolute(out_dir)));
             vcd_write = (std::filesystem::path(folder->stage()) / rel).string();
         } else {
-            for (const auto& f : vcd_files(vcd_path)) outs.files.push_back(f);
+            for (const auto& f : vcd_files(vcd_target)) outs.files.push_back(f);
         }
         std::error_code ec;
         const auto dir = std::filesystem::path(vcd_write).parent_path();
@@ -546,8 +570,8 @@ int sc_main(int argc, char* argv[]) {
         ao.print = !quiet;
         ao.shown_dir = out_dir;
         ao.timeline = timeline;
-        ao.verify.enabled = !vm.count("no-verify") && (!vm.count("verify") || vm["verify"].as<std::size_t>() > 0);
-        if (vm.count("verify")) ao.verify.candidates = vm["verify"].as<std::size_t>();
+        ao.verify.candidates = verify_k;
+        ao.verify.enabled = !vm.count("no-verify") && verify_k > 0;
         if (vm.count("verify-budget")) ao.verify.budget_seconds = vm["verify-budget"].as<double>();
         ao.verify.stop_requested = stop_requested;
         if (!quiet) ao.verify.progress = &std::cerr;

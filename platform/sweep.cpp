@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <map>
 #include <sstream>
 
@@ -72,6 +73,20 @@ Spec load_spec(const std::string& file) {
         for (auto it = g.begin(); it != g.end(); ++it) {
             const std::string key = it->first.Scalar();
             s.grid.emplace_back(key, string_list(src, it->second, "grid." + key));
+        }
+    }
+    // The points: traces x platforms x every grid value's product. Bounded (each point is a run,
+    // a folder and a row; far more than a machine or a Slurm array runs), and counted without
+    // overflow before any is listed.
+    {
+        constexpr double kMaxPoints = 100000;
+        double n = static_cast<double>(s.trace_paths.size()) * static_cast<double>(s.platform_paths.size());
+        for (const auto& g : s.grid) n *= static_cast<double>(g.second.size());
+        if (n > kMaxPoints) {
+            std::ostringstream os;
+            os << std::fixed << std::setprecision(0) << "the spec makes " << n << " points (traces x platforms x the grid's values), more than a sweep runs (at most "
+               << kMaxPoints << "): fewer values, or several sweeps";
+            src.fail(root["grid"] ? root["grid"] : root, "grid", os.str());
         }
     }
     if (YAML::Node a = root["sim_args"]) {

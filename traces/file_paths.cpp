@@ -1,6 +1,7 @@
 #include "traces/file_paths.h"
 
 #include <filesystem>
+#include <stdexcept>
 
 namespace xpu {
 
@@ -30,6 +31,28 @@ bool lies_inside(const std::string& inner, const std::string& outer) {
         if (ii == i.end() || *ii != *oi) return false;
     }
     return true;
+}
+
+std::string output_target(const std::string& path) {
+    std::error_code ec;
+    const fs::file_status link = fs::symlink_status(path, ec);
+    if (ec || !fs::exists(link)) return path;
+    std::string target = path;
+    fs::file_status st = link;
+    if (fs::is_symlink(link)) {
+        target = fs::weakly_canonical(fs::absolute(path, ec), ec).string();
+        if (ec) throw std::runtime_error(path + ": a symbolic link that cannot be followed: " + ec.message());
+        st = fs::status(target, ec);
+        if (ec || !fs::exists(st)) return target;  // a link to a file still to be written
+    }
+    if (fs::is_regular_file(st)) return target;
+    const char* what = fs::is_directory(st)          ? "a folder"
+                       : fs::is_character_file(st) || fs::is_block_file(st) ? "a device"
+                       : fs::is_fifo(st)              ? "a FIFO"
+                       : fs::is_socket(st)            ? "a socket"
+                                                      : "not a regular file";
+    throw std::runtime_error(path + (target != path ? " (a link to " + target + ")" : std::string()) + ": exists and is " + what +
+                             ", which an output written to a temp file and renamed would replace: name a regular file");
 }
 
 }  // namespace xpu

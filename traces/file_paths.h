@@ -15,4 +15,11 @@ bool same_file(const std::string& a, const std::string& b);
 // True if `inner` lies inside folder `outer` (or is `outer` itself).
 bool lies_inside(const std::string& inner, const std::string& outer);
 
+// Where an output named `path` is to be written: `path` itself, or, for a symbolic link, the
+// file the link leads to. Every writer finishes a temp file and renames it over the name, which
+// over a link would replace the link rather than write its file, and over a device (/dev/null)
+// would replace the device with a regular file. Throws std::runtime_error naming the path when
+// it (or the link's end) exists and is not a regular file: a folder, a device, a FIFO, a socket.
+std::string output_target(const std::string& path);
+
 }  // namespace xpu

@@ -1,12 +1,15 @@
 #include "traces/trace_writer.h"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <utility>
 
 #include "traces/crc32.h"
+#include "traces/file_paths.h"
 
 namespace xpu::trace {
 
@@ -30,13 +33,74 @@ void encode_header(const FileHeader& h, std::uint8_t out[kHeaderSize]) {
 
 namespace {
 constexpr std::size_t kOutBuffer = 1 << 20;
+// The file a trace named `path` goes to (a link's end; never a device or folder: file_paths.h).
+std::string target_of(const std::string& path) {
+    try {
+        return output_target(path);
+    } catch (const std::runtime_error& e) {
+        throw TraceError(e.what());
+    }
+}
 constexpr std::size_t kStreamBuffer = kBlockPayloadTarget + kMaxInstructionBytes;
 }  // namespace
 
+namespace {
+// The temp files of the writers still writing: fixed arrays and a flag per slot, so that a signal
+// handler can walk them (unlink is async-signal-safe; nothing here allocates or locks).
+constexpr int kTempSlots = 8;
+constexpr std::size_t kTempPathMax = 4096;
+char g_temp_paths[kTempSlots][2][kTempPathMax];
+std::atomic<bool> g_temp_used[kTempSlots];
+
+int take_temp_slot(const std::string& tmp, const std::string& sort) {
+    if (tmp.size() >= kTempPathMax || sort.size() >= kTempPathMax) return -1;
+    for (int i = 0; i < kTempSlots; ++i) {
+        bool free = false;
+        if (!g_temp_used[i].load() && g_temp_used[i].compare_exchange_strong(free, true)) {
+            std::memcpy(g_temp_paths[i][0], tmp.c_str(), tmp.size() + 1);
+            std::memcpy(g_temp_paths[i][1], sort.c_str(), sort.size() + 1);
+            return i;
+        }
+    }
+    return -1;
+}
+
+void free_temp_slot(int& slot) {
+    if (slot < 0) return;
+    g_temp_paths[slot][0][0] = g_temp_paths[slot][1][0] = '\0';
+    g_temp_used[slot].store(false);
+    slot = -1;
+}
+
+extern "C" void remove_temp_files_and_die(int sig) {
+    remove_open_temp_files();
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+}
+}  // namespace
+
+void remove_open_temp_files() noexcept {
+    for (int i = 0; i < kTempSlots; ++i)
+        if (g_temp_used[i].load())
+            for (int k = 0; k < 2; ++k)
+                if (g_temp_paths[i][k][0]) ::unlink(g_temp_paths[i][k]);
+}
+
+void remove_temp_files_on_signals() {
+    struct sigaction sa {};
+    sa.sa_handler = remove_temp_files_and_die;
+    sigemptyset(&sa.sa_mask);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+}
+
 TraceWriter::TraceWriter(const std::string& path)
-    : path_(path), tmp_path_(path + ".tmp"), sort_path_(path + ".tmp.sort") {
+    : path_(target_of(path)), tmp_path_(path_ + ".tmp"), sort_path_(path_ + ".tmp.sort") {
+    temp_slot_ = take_temp_slot(tmp_path_, sort_path_);
     f_ = std::fopen(tmp_path_.c_str(), "w+b");
-    if (!f_) throw TraceError(tmp_path_ + ": cannot create: " + std::strerror(errno));
+    if (!f_) {
+        free_temp_slot(temp_slot_);
+        throw TraceError(tmp_path_ + ": cannot create: " + std::strerror(errno));
+    }
     std::setvbuf(f_, nullptr, _IOFBF, kOutBuffer);
     // Placeholder header: all zero (no magic) until close() writes the real one.
     const std::uint8_t zero[kHeaderSize] = {};
@@ -54,6 +118,7 @@ void TraceWriter::cleanup() noexcept {
     f_ = sorted_ = nullptr;
     std::remove(tmp_path_.c_str());
     std::remove(sort_path_.c_str());
+    free_temp_slot(temp_slot_);
 }
 
 void TraceWriter::check_open(const char* what) const {
@@ -188,6 +253,7 @@ void TraceWriter::close() {
         throw;
     }
     closed_ = true;
+    free_temp_slot(temp_slot_);
     for (auto& s : streams_) s.buf.reset();
 }
 

@@ -23,6 +23,15 @@ namespace xpu::trace {
 // (close a block when its payload reaches kBlockPayloadTarget). If the appends interleaved
 // streams, close() rewrites the blocks into that order (one sequential copy). So the same
 // streams, instructions and strings always give the same bytes, and dis/asm round-trips exactly.
+// Removes the temp files of every TraceWriter of this process still writing (async-signal-safe:
+// a signal handler's; up to 8 writers at once are covered).
+void remove_open_temp_files() noexcept;
+// Installs handlers for SIGINT, SIGTERM and SIGHUP that remove them and then end the process as
+// the signal would (its default action, raised again): for the tools that write traces and
+// handle no signal themselves (xpu_tracegen, xpu_trace asm), so that an interrupted write leaves
+// no gigabytes of PATH.tmp behind.
+void remove_temp_files_on_signals();
+
 class TraceWriter {
  public:
     explicit TraceWriter(const std::string& path);  // throws TraceError if PATH.tmp cannot be created
@@ -59,6 +68,7 @@ class TraceWriter {
     void cleanup() noexcept;
 
     std::string path_, tmp_path_, sort_path_;
+    int temp_slot_ = -1;  // its temp files' place in remove_open_temp_files' list (-1: none)
     std::FILE* f_ = nullptr;
     std::FILE* sorted_ = nullptr;
     std::uint64_t offset_ = 0;  // bytes written to the temp file

@@ -13,6 +13,7 @@
 #include "traces/trace_reader.h"
 #include "traces/trace_text.h"
 #include "traces/trace_validate.h"
+#include "traces/trace_writer.h"
 
 #ifndef XPU_VERSION_STRING
 #define XPU_VERSION_STRING "0.1.0"
@@ -79,7 +80,7 @@ int cmd_dis(const Args& a) {
         xpu::trace::disassemble(a.pos[0], std::cout);
         return kOk;
     }
-    const std::string tmp = a.out + ".tmp";
+    const std::string out = xpu::output_target(a.out), tmp = out + ".tmp";
     try {
         {
             std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
@@ -88,8 +89,8 @@ int cmd_dis(const Args& a) {
             f.close();
             if (!f) throw xpu::trace::TraceError(tmp + ": write failed");
         }
-        if (std::rename(tmp.c_str(), a.out.c_str()) != 0)
-            throw xpu::trace::TraceError(a.out + ": cannot rename " + tmp + ": " + std::strerror(errno));
+        if (std::rename(tmp.c_str(), out.c_str()) != 0)
+            throw xpu::trace::TraceError(out + ": cannot rename " + tmp + ": " + std::strerror(errno));
     } catch (...) {
         std::remove(tmp.c_str());
         throw;
@@ -158,6 +159,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    xpu::trace::remove_temp_files_on_signals();  // an interrupted asm leaves no OUT.bin.tmp behind
     try {
         const int rc = run(argc, argv);
         std::cout.flush();

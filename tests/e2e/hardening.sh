@@ -106,6 +106,89 @@ done
 [[ ! -e out3 ]] || fail "usage: a run refused for its --verify-budget created its output folder"
 pass "usage: --verify-budget below 0, nan or inf is refused (exit 2) by sim_main and xpu_analyze, before anything runs"
 
+# An output that is not a regular file: a FIFO is refused (a writer renames its temp file over the
+# name, which would replace a device such as /dev/null), a symbolic link is written through.
+mkfifo pipe
+expect_exit() {  # expect_exit RC TEXT WHAT -- COMMAND...
+    local want=$1 text=$2 what=$3
+    shift 4
+    set +e
+    "$@" >/dev/null 2>err.txt
+    local rc=$?
+    set -e
+    [[ $rc -eq $want ]] && grep -q -- "$text" err.txt || fail "$what: exit $rc (expected $want): $(cat err.txt)"
+}
+expect_exit 1 "pipe: exists and is a FIFO" "xpu_tracegen -o a FIFO" -- "$GEN" gemm --m 64 --n 64 --k 64 -o pipe
+expect_exit 1 "pipe: exists and is a FIFO" "xpu_trace dis -o a FIFO" -- "$TOOL" dis base.bin -o pipe
+expect_exit 2 "pipe: exists and is a FIFO" "sim_main --vcd a FIFO" -- "$SIM" --platform "$XPU" --trace base.bin --out out4 --vcd pipe --quiet
+[[ -p pipe && ! -e out4 ]] || fail "a refused output replaced the FIFO or created the run's folder"
+echo "my notes" >notes.txt
+ln -s notes.txt gemm-link.bin
+"$GEN" gemm --m 64 --n 64 --k 64 -o gemm-link.bin >/dev/null
+[[ -L gemm-link.bin ]] && "$TOOL" validate notes.txt >/dev/null || fail "-o through a symbolic link: the link was replaced, or its file not written"
+pass "6: an output that is a FIFO is refused by xpu_tracegen, xpu_trace and sim_main --vcd; one through a symbolic link writes its file"
+
+expect_exit 2 "would write out5/stats.json, a file of the run's own" "--vcd OUT/stats.json" -- \
+    "$SIM" --platform "$XPU" --trace base.bin --out out5 --vcd out5/stats.json --quiet
+expect_exit 2 "--verify '-1': expected a number of suggestions to replay, 0..1000" "sim_main --verify -1" -- \
+    "$SIM" --platform "$XPU" --trace base.bin --out out5 --verify -1 --quiet
+[[ ! -e out5 ]] || fail "a refused run created its output folder"
+pass "usage: sim_main refuses --vcd naming a file of its own run and --verify -1 (exit 2), creating nothing"
+
+# xpu_tracegen's numbers: every count and size unsigned, within a range that bounds the
+# generators' memory; an absurd GEMM refused before it is listed.
+for args in "gemm --m -1 --n 8 --k 8|--m -1: expected a number of 0 or more" "gemm --m=-1 --n 8 --k 8|--m -1: expected a number of 0 or more" \
+            "gemm --m 8 --n 8 --k 0|--k 0: expected 1..16777216" "gemm --m 16777216 --n 16777216 --k 64|blocks of 1024 rows, more than the 1048576" \
+            "transformer --model llama2-7b --phase decode --batch 1 --seq 64 --layers 33|--layers 33: llama2-7b has 32" \
+            "transformer --model llama2-7b --phase decode --batch 1 --seq 64 --layers 0|--layers 0: expected 1..4096" \
+            "transformer --model llama2-7b --hidden 8 --phase decode --batch 1 --seq 64|--hidden goes with --model custom" \
+            "collective --op all-reduce --chips 4 --bytes 4096 --algo ring --chunks 0|--chunks 0: expected 1..65536"; do
+    IFS='|' read -r a text <<<"$args"
+    # shellcheck disable=SC2086
+    expect_exit 2 "$text" "xpu_tracegen $a" -- "$GEN" $a -o bad-args.bin
+done
+[[ ! -e bad-args.bin && ! -e bad-args.bin.tmp ]] || fail "a refused xpu_tracegen wrote its output"
+pass "usage: xpu_tracegen refuses negative and out-of-range counts, layers beyond the model, --hidden without custom, an absurd GEMM (exit 2)"
+
+# An interrupted xpu_tracegen leaves no temp file.
+"$GEN" gemm --m 1048576 --n 16384 --k 16384 -o huge.bin >/dev/null 2>&1 &
+pid=$!
+sleep 1
+kill -INT "$pid" 2>/dev/null || true
+set +e
+wait "$pid"
+rc=$?
+set -e
+pid=
+[[ $rc -eq 130 ]] || fail "SIGINT during xpu_tracegen: exit $rc, expected 130"
+[[ ! -e huge.bin && ! -e huge.bin.tmp && ! -e huge.bin.tmp.sort ]] || fail "SIGINT during xpu_tracegen left $(ls huge.bin*)"
+pass "4: SIGINT during xpu_tracegen: exit 130, no huge.bin.tmp left"
+
+# xpu_analyze: one mode at a time, a folder to read, --compare's folder outside the runs', --factor's range.
+expect_exit 2 "--compare and --apply do different things" "--compare with --apply" -- "$ANA" --compare out out --apply 1 -o x.bin
+expect_exit 2 "--apply and --rounds do different things" "--apply with --rounds" -- "$ANA" out --apply 1 --rounds 2 -o x.bin
+expect_exit 2 "-o out: inside the run folder out" "--compare -o a run folder" -- "$ANA" --compare out out -o out
+expect_exit 2 "base.bin: not a folder" "--compare a file" -- "$ANA" --compare out base.bin
+expect_exit 2 "--factor 1e+09: expected 0.001..1000" "--factor 1e9" -- "$ANA" out --sensitivity --factor 1e9
+[[ ! -e x.bin && -z "$(ls out | grep compare)" ]] || fail "a refused xpu_analyze wrote something"
+pass "usage: xpu_analyze refuses two modes at once, --compare -o inside a run folder or of a file, --factor out of range (exit 2)"
+
+# Inputs checked where they are read: asm's strings as validate checks them, SCALE-Sim names.
+printf '.xtr 1.0\n.string 0 "a\\x00b"\n.stream chip=0 core=0\nhalt\n' >nul.xtr
+expect_exit 1 "nul.xtr:2:13: NUL .* is not allowed in strings" "asm of a string with a NUL" -- "$TOOL" asm nul.xtr -o bad-utf8.bin
+printf 'Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\nc1\0, 10, 10, 3, 3, 4, 8, 1,\n' >nul.csv
+expect_exit 2 "nul.csv:2: column 1: the layer name holds a control character" "a SCALE-Sim name with a NUL" -- "$GEN" scalesim nul.csv -o nul.bin
+[[ ! -e bad-utf8.bin && ! -e nul.bin ]] || fail "a refused input produced a trace"
+pass "4: xpu_trace asm refuses a string with a NUL byte (file:line:col), xpu_tracegen a SCALE-Sim name with a control byte (file:line)"
+
+# xpu_sweep: a grid of more points than a sweep runs is refused before any is listed.
+mkdir -p bigsweep
+cp base.bin bigsweep/t.bin
+cp "$XPU" bigsweep/p.yaml
+"$PY" -c 'import sys; v = list(range(1, 101)); open(sys.argv[1], "w").write("traces: [t.bin]\nplatforms: [p.yaml]\ngrid:\n" + "".join("  chip.k%d: %s\n" % (i, v) for i in range(4)))' bigsweep/spec.yaml
+expect_exit 3 "grid: the spec makes 100000000 points" "a 10^8-point sweep" -- timeout 20 "$SWEEP" bigsweep/spec.yaml --out bigsweep/out
+pass "3: xpu_sweep refuses a spec of 10^8 points (exit 3) at once"
+
 # ---- 5, 18#4: a failed run (here a run-time error) leaves the previous run's outputs as they were -
 cp out/stats.json before.json
 set +e

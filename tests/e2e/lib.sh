@@ -2,7 +2,7 @@
 # removed on exit, and pass/fail. Scripts older than the analysis keep their own copy of these
 # few lines.
 #   e2e_args N "USAGE" "$@"   exit 2 with "usage: SCRIPT USAGE" unless there are N arguments
-#   e2e_tools BUILD_DIR       SIM, GEN, ANA, TOOL: the built binaries; PY: Debian's python3
+#   e2e_tools BUILD_DIR       SIM, GEN, ANA, TOOL, SWEEP: the built binaries; PY: Debian's python3
 #   e2e_workdir NAME          WORK: a fresh folder, removed when the script exits
 #   pass MESSAGE              count a check that passed: "ok N - MESSAGE"
 #   fail MESSAGE              "FAIL: MESSAGE" (and how many checks passed, if any were counted)
@@ -29,6 +29,7 @@ e2e_tools() {
     GEN="$1/traces/xpu_tracegen"
     ANA="$1/analysis/xpu_analyze"
     TOOL="$1/traces/xpu_trace"
+    SWEEP="$1/platform/xpu_sweep"
     PY=/usr/bin/python3
 }
 e2e_workdir() {

@@ -234,6 +234,18 @@ void Lowering::matmuls(const std::vector<Matmul>& batch, const std::string& op) 
             throw std::invalid_argument(op + ": the input of 8 output pixels (" + std::to_string(band_max) +
                                         " bytes) does not fit in VMEM four times over");
     }
+    // The blocks are listed before the first is lowered: bounded, so that an absurd size is refused
+    // rather than exhausting memory on its list (2^20 blocks hold more than 10^8 matmuls).
+    {
+        constexpr std::uint64_t kMaxBlocks = 1u << 20;
+        std::uint64_t n_blocks = 0;
+        for (std::size_t i = 0; i < batch.size(); ++i)
+            n_blocks += ceil_div(batch[i].m, tm) * (grouped ? 1 : ceil_div(batch[i].n, block_cols));
+        if (n_blocks > kMaxBlocks)
+            throw std::invalid_argument(op + ": " + std::to_string(n_blocks) + " blocks of " + std::to_string(tm) +
+                                        " rows, more than the " + std::to_string(kMaxBlocks) +
+                                        " one operation may have: smaller sizes, or the work split over several");
+    }
     if (!grouped) {
         for (std::size_t i = 0; i < batch.size(); ++i) {
             const Matmul& m = batch[i];

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "traces/trace_text.h"
+
 namespace xpu::gen {
 
 namespace {
@@ -74,6 +76,11 @@ std::vector<TopologyLayer> read_scalesim_topology(const std::string& path) {
             v.push_back(x);
         }
         TopologyLayer l;
+        for (unsigned char ch : c[0])
+            if (ch < 0x20 || ch == 0x7F)
+                throw TopologyError(where + "column 1: the layer name holds a control character (byte " + std::to_string(ch) +
+                                    "): expected text");
+        if (!trace::is_valid_utf8(c[0])) throw TopologyError(where + "column 1: the layer name is not valid UTF-8");
         l.name = c[0];
         std::replace(l.name.begin(), l.name.end(), '/', '_');  // a layer is one annotation component
         if (l.name.empty()) l.name = "row" + std::to_string(no);

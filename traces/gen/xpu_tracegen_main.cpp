@@ -12,6 +12,7 @@
 // Planted inefficiencies (gemm, transformer): --late-dma --no-double-buffer --false-dep --bad-order
 // --split-dma N.
 // Exit codes: 0 ok, 1 cannot generate or write the output, 2 usage.
+#include <cctype>
 #include <iostream>
 #include <map>
 
@@ -92,10 +93,62 @@ struct Common {
     }
 };
 
+// The numeric options' range. Every count and size is unsigned, and the option parser reads
+// "-1" as 2^64 - 1: a negative value is refused before parsing. The largest values are far
+// beyond any real workload yet small enough that no generator's tables (per tile, chip, layer or
+// sequence) take more memory than the trace they describe before its first instruction is out.
+struct Range {
+    std::uint64_t lo, hi;
+};
+const std::map<std::string, Range>& numeric_ranges() {
+    static const std::map<std::string, Range> r = {
+        {"m", {1, 1u << 24}},       {"n", {1, 1u << 24}},         {"k", {1, 1u << 24}},
+        {"batch", {1, 1u << 16}},   {"seq", {0, 1u << 24}},       {"layers", {1, 1u << 12}},
+        {"tp", {1, 1024}},          {"hidden", {1, 1u << 20}},    {"heads", {1, 1u << 12}},
+        {"kv-heads", {1, 1u << 12}}, {"ffn", {1, 1u << 22}},      {"chips", {1, 1u << 16}},
+        {"bytes", {1, 1ull << 40}}, {"chunks", {1, 1u << 16}},    {"tile-m", {8, 1u << 20}},
+        {"mxus", {1, 8}},           {"split-dma", {1, 65536}}};
+    return r;
+}
+
+// A numeric option's value, whatever unsigned type it was declared with.
+bool numeric_value(const boost::any& v, std::uint64_t& out) {
+    if (const auto* x = boost::any_cast<unsigned>(&v)) out = *x;
+    else if (const auto* y = boost::any_cast<unsigned long>(&v)) out = *y;
+    else if (const auto* z = boost::any_cast<unsigned long long>(&v)) out = *z;
+    else return false;
+    return true;
+}
+
+// "" or what is wrong with the arguments' numbers: a negative one, or one out of its range.
+std::string number_problem(const std::vector<std::string>& args, const po::variables_map& vm) {
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        const std::size_t eq = a.find('=');
+        const std::string value = eq != std::string::npos && a.rfind("--", 0) == 0 ? a.substr(eq + 1) : a;
+        if (value.size() > 1 && value[0] == '-' && (std::isdigit(static_cast<unsigned char>(value[1])) || value[1] == '.')) {
+            const std::string opt = eq != std::string::npos ? a.substr(0, eq) : i > 0 ? args[i - 1] : a;
+            return opt + " " + value + ": expected a number of 0 or more (every count and size is)";
+        }
+    }
+    for (const auto& [name, r] : numeric_ranges()) {
+        if (!vm.count(name) || vm[name].defaulted()) continue;
+        std::uint64_t v = 0;
+        if (!numeric_value(vm[name].value(), v)) continue;
+        if (v < r.lo || v > r.hi)
+            return "--" + name + " " + std::to_string(v) + ": expected " + std::to_string(r.lo) + ".." + std::to_string(r.hi);
+    }
+    return "";
+}
+
 // Parses a subcommand's arguments (with `pos`, its positional ones). False when the command is
 // done: --help printed (rc 0) or a usage error reported (rc 2).
 bool parse(const std::vector<std::string>& args, po::options_description& o, po::variables_map& vm, int& rc,
            const po::positional_options_description* pos = nullptr) {
+    if (const std::string why = number_problem(args, po::variables_map{}); !why.empty()) {
+        rc = usage(why);
+        return false;
+    }
     try {
         po::command_line_parser parser(args);
         parser.options(o);
@@ -109,6 +162,10 @@ bool parse(const std::vector<std::string>& args, po::options_description& o, po:
         po::notify(vm);
     } catch (const po::error& e) {
         rc = usage(e.what());
+        return false;
+    }
+    if (const std::string why = number_problem(args, vm); !why.empty()) {
+        rc = usage(why);
         return false;
     }
     return true;
@@ -155,6 +212,8 @@ int gemm_cmd(const std::vector<std::string>& args) {
                   << "  stream chip 0 core 0: " << e.instructions() << " instructions\n"
                   << "  FLOPs " << e.flops() << "\n"
                   << "  HBM bytes read " << e.dma_bytes_from_hbm() << ", written " << e.dma_bytes_to_hbm() << "\n";
+    } catch (const std::invalid_argument& ex) {
+        return usage(ex.what());
     } catch (const std::exception& ex) {
         return write_failed(ex);
     }
@@ -190,8 +249,13 @@ int transformer_cmd(const std::vector<std::string>& args) {
         for (const char* k : {"hidden", "heads", "kv-heads", "ffn"})
             if (!vm.count(k)) return usage(std::string("--model custom needs --") + k);
         p.model.layers = layers ? layers : 1;
-    } else if (!gen::model_preset(model, p.model)) {
-        return usage("--model: expected llama2-7b, llama2-13b, llama2-70b or custom, got '" + model + "'");
+    } else {
+        for (const char* k : {"hidden", "heads", "kv-heads", "ffn"})
+            if (vm.count(k)) return usage(std::string("--") + k + " goes with --model custom (" + model + " has its own)");
+        if (!gen::model_preset(model, p.model))
+            return usage("--model: expected llama2-7b, llama2-13b, llama2-70b or custom, got '" + model + "'");
+        if (layers > p.model.layers)
+            return usage("--layers " + std::to_string(layers) + ": " + model + " has " + std::to_string(p.model.layers));
     }
     p.layers = layers;
     if (phase != "prefill" && phase != "decode") return usage("--phase: expected prefill or decode, got '" + phase + "'");
@@ -404,6 +468,7 @@ int onnx_cmd(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    trace::remove_temp_files_on_signals();  // an interrupted trace leaves no OUT.bin.tmp behind
     std::vector<std::string> args(argv + 1, argv + argc);
     if (args.empty() || args[0] == "--help" || args[0] == "-h") {
         std::cout << "usage: xpu_tracegen WORKLOAD [options] -o OUT.bin\n"
