@@ -314,6 +314,12 @@ int sc_main(int argc, char* argv[]) {
     if (!vm.count("dump-config") && trace_file.empty()) return fail(kUsage, "--trace FILE is required (see --help)");
 
     const bool txlog_on = !vm.count("no-txlog"), analysis_on = txlog_on && !vm.count("no-analysis");
+    // Options that would do nothing, asked for: said so, not ignored.
+    if (vm.count("sensitivity") && !analysis_on)
+        return fail(kUsage, std::string("--sensitivity is a part of the analysis, which ") + (txlog_on ? "--no-analysis" : "--no-txlog") +
+                                " turns off (run xpu_analyze OUT --sensitivity on a run with its log)");
+    for (const char* o : {"vcd-window", "vcd-signals"})
+        if (vm.count(o) && !vm.count("vcd")) return fail(kUsage, std::string("--") + o + " selects what --vcd writes: it needs --vcd FILE");
     // The waveforms: where VcdWriter writes them (its path, and the files beside it).
     std::string vcd_path;
     if (vm.count("vcd")) {

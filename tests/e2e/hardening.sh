@@ -132,8 +132,12 @@ expect_exit 2 "would write out5/stats.json, a file of the run's own" "--vcd OUT/
     "$SIM" --platform "$XPU" --trace base.bin --out out5 --vcd out5/stats.json --quiet
 expect_exit 2 "--verify '-1': expected a number of suggestions to replay, 0..1000" "sim_main --verify -1" -- \
     "$SIM" --platform "$XPU" --trace base.bin --out out5 --verify -1 --quiet
+expect_exit 2 "--sensitivity is a part of the analysis, which --no-txlog turns off" "--sensitivity --no-txlog" -- \
+    "$SIM" --platform "$XPU" --trace base.bin --out out5 --no-txlog --sensitivity --quiet
+expect_exit 2 "--vcd-window selects what --vcd writes: it needs --vcd FILE" "--vcd-window without --vcd" -- \
+    "$SIM" --platform "$XPU" --trace base.bin --out out5 --vcd-window 0:100 --quiet
 [[ ! -e out5 ]] || fail "a refused run created its output folder"
-pass "usage: sim_main refuses --vcd naming a file of its own run and --verify -1 (exit 2), creating nothing"
+pass "usage: sim_main refuses --vcd naming a file of its own run, --verify -1, --sensitivity without the analysis, --vcd-window without --vcd (exit 2), creating nothing"
 
 # xpu_tracegen's numbers: every count and size unsigned, within a range that bounds the
 # generators' memory; an absurd GEMM refused before it is listed.
