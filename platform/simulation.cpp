@@ -403,12 +403,16 @@ Simulation::Simulation(const PlatformConfig& cfg, const std::string& trace_path,
 // Before any thread's stack exists (they are made when the simulation starts): do they fit the
 // kernel's limit on memory mappings? (thread_stacks.h)
 void Simulation::check_thread_stacks() const {
+    const std::size_t threads = count_thread_processes();
+    if (const auto mapped = mapped_bytes_now())
+        if (const auto problem = address_space_problem(cfg_.chips, threads, *mapped, address_space_limit()))
+            throw ConfigError(cfg_.file + ": chips: " + *problem);
     const auto held = memory_mappings_held();
     const auto limit = kernel_max_map_count();
     if (!held || !limit) return;
     ThreadStackDemand d;
     d.chips = cfg_.chips;
-    d.threads = count_thread_processes();
+    d.threads = threads;
     d.mappings_held = *held;
     d.max_map_count = *limit;
     if (const auto problem = thread_stack_problem(d)) throw ConfigError(cfg_.file + ": chips: " + *problem);

@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <systemc>
 
 namespace xpu::platform {
@@ -27,6 +30,44 @@ std::optional<std::string> thread_stack_problem(const ThreadStackDemand& d) {
        << " chips of this kind here, or a higher limit (as root: sysctl -w vm.max_map_count="
        << ((needed + 65535) / 65536) * 65536 << ")";
     return os.str();
+}
+
+std::optional<std::string> address_space_problem(std::size_t chips, std::size_t threads, std::size_t mapped_bytes,
+                                                 std::size_t limit_bytes) {
+    if (limit_bytes == 0) return std::nullopt;
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE) > 0 ? ::sysconf(_SC_PAGESIZE) : 4096);
+    const std::size_t per_thread = static_cast<std::size_t>(sc_core::SC_DEFAULT_STACK_SIZE) + page;
+    const std::size_t spare = 64u << 20;  // kept for the run's own allocations
+    const std::size_t needed = mapped_bytes + threads * per_thread + spare;
+    if (needed <= limit_bytes) return std::nullopt;
+    const auto mib = [](std::size_t b) { return (b + (1u << 20) - 1) >> 20; };
+    std::ostringstream os;
+    os << chips << " chip" << (chips == 1 ? "" : "s") << " elaborate " << threads << " SystemC threads, whose stacks need "
+       << mib(threads * per_thread) << " MiB of address space on top of the " << mib(mapped_bytes)
+       << " MiB the process has mapped: over its limit of " << mib(limit_bytes) << " MiB (ulimit -v); expected at most "
+       << (limit_bytes > mapped_bytes + spare && chips && threads ? (limit_bytes - mapped_bytes - spare) / per_thread * chips / threads : 0)
+       << " chips of this kind under that limit, or a higher one (ulimit -v " << (mib(needed) + 1) * 1024 << ")";
+    return os.str();
+}
+
+std::optional<std::size_t> mapped_bytes_now() {
+    std::ifstream in("/proc/self/status");
+    std::string key;
+    while (in >> key) {
+        if (key == "VmSize:") {
+            std::size_t kib = 0;
+            if (in >> kib) return kib * 1024;
+            return std::nullopt;
+        }
+        std::getline(in, key);
+    }
+    return std::nullopt;
+}
+
+std::size_t address_space_limit() {
+    struct rlimit r {};
+    if (::getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return 0;
+    return static_cast<std::size_t>(r.rlim_cur);
 }
 
 std::size_t count_thread_processes() {

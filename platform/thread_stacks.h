@@ -29,6 +29,16 @@ struct ThreadStackDemand {
 // raise the limit.
 std::optional<std::string> thread_stack_problem(const ThreadStackDemand& d);
 
+// The same for the process's address space (ulimit -v, RLIMIT_AS): each thread's stack (SystemC's
+// default size and a guard page) on top of what the process has mapped now (`mapped_bytes`),
+// against `limit_bytes` (0: no limit). SystemC fails to make a stack past the limit, mid-start, with
+// an error that reads like an internal one (E518).
+std::optional<std::string> address_space_problem(std::size_t chips, std::size_t threads, std::size_t mapped_bytes,
+                                                 std::size_t limit_bytes);
+// The process's mapped bytes (VmSize) and its address-space limit (0: none); nullopt where unreadable.
+std::optional<std::size_t> mapped_bytes_now();
+std::size_t address_space_limit();
+
 // The thread processes (SC_THREAD, SC_CTHREAD, spawned threads) of the elaborated design.
 std::size_t count_thread_processes();
 // The lines of /proc/self/maps, and the kernel's vm.max_map_count; nullopt where unreadable

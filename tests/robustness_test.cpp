@@ -466,6 +466,24 @@ TEST(ThreadStacks, ThreadsOverTheLimitAreAProblemThatSaysHowManyChipsFit) {
     EXPECT_FALSE(thread_stack_problem(d).has_value());
 }
 
+// The address space (ulimit -v): each thread's stack is SystemC's default size and a guard page
+// on top of what the process has mapped, and 64 MiB are kept for the run (thread_stacks.cpp).
+TEST(ThreadStacks, StacksOverTheAddressSpaceLimitAreAProblemThatSaysTheLimitNeeded) {
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    const std::size_t per = static_cast<std::size_t>(sc_core::SC_DEFAULT_STACK_SIZE) + page, mapped = 700u << 20;
+    const std::size_t threads = 24576, limit = 3000000ull * 1024;
+    const auto p = address_space_problem(4096, threads, mapped, limit);
+    ASSERT_TRUE(p.has_value());
+    EXPECT_TRUE(contains(*p, "4096 chips elaborate 24576 SystemC threads"));
+    EXPECT_TRUE(contains(*p, "on top of the 700 MiB the process has mapped: over its limit of 2930 MiB (ulimit -v)"));
+    // Chips of 6 threads each that fit: (limit - mapped - 64 MiB) / per thread / 6.
+    const std::size_t fit = (limit - mapped - (64u << 20)) / per * 4096 / threads;
+    EXPECT_TRUE(contains(*p, "expected at most " + std::to_string(fit) + " chips")) << *p;
+    EXPECT_FALSE(address_space_problem(4096, threads, mapped, 0).has_value());  // no limit
+    EXPECT_FALSE(address_space_problem(4096, threads, mapped, mapped + threads * per + (64u << 20)).has_value());  // just fits
+    EXPECT_TRUE(address_space_problem(4096, threads, mapped, mapped + threads * per + (64u << 20) - 1).has_value());
+}
+
 TEST(RunEnd, IdleGapLongerThanASliceIsCrossed) {
     alarm(120);  // a hang fails the test (SIGALRM) instead of waiting for ctest's timeout
     auto run = simulate(core0("gap", "matmul d=m0 s0=v1 shape=16777216x128x128 dtype=bf16\n"), {}, kXpu, false);

@@ -193,6 +193,18 @@ cp "$XPU" bigsweep/p.yaml
 expect_exit 3 "grid: the spec makes 100000000 points" "a 10^8-point sweep" -- timeout 20 "$SWEEP" bigsweep/spec.yaml --out bigsweep/out
 pass "3: xpu_sweep refuses a spec of 10^8 points (exit 3) at once"
 
+# Under an address-space limit (ulimit -v) too small for the threads' stacks: a clear exit 3
+# before the run, not SystemC's E518 mid-start reported as an internal error.
+set +e
+(ulimit -v 3000000; "$SIM" --platform "$SOURCE_DIR/configs/xpu-switch8.yaml" --trace "$SOURCE_DIR/traces/samples/allgather-4.bin" \
+    --out out6 --quiet --no-verify --set chips=4096 --set 'topology.dims[0]=4096') 2>err.txt
+rc=$?
+set -e
+[[ $rc -eq 3 ]] && grep -q "chips: 4096 chips elaborate .* SystemC threads, whose stacks need .* MiB of address space .* (ulimit -v)" err.txt ||
+    fail "3: 4096 chips under ulimit -v 3000000: exit $rc: $(cat err.txt)"
+[[ ! -e out6 ]] || fail "3: a refused run created its output folder"
+pass "3: 4096 chips under ulimit -v 3000000: exit 3 before the run, saying how much address space the stacks need"
+
 # ---- 5, 18#4: a failed run (here a run-time error) leaves the previous run's outputs as they were -
 cp out/stats.json before.json
 set +e
