@@ -60,12 +60,20 @@ bool parse_bytes(const std::string& s, std::uint64_t& out, std::string& why) {
         why = "expected a byte count such as 4096, \"64KiB\" or \"32MiB\"";
         return false;
     }
+    if (mult == 0 && unit.empty()) {  // all digits, yet not a 64-bit count
+        why = "a byte count beyond 2^64 - 1";
+        return false;
+    }
     if (mult == 0) {
         why = "unknown size unit '" + unit + "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)";
         return false;
     }
     double b = n * mult;
-    if (b != std::floor(b) || b > 1.8e19) {
+    if (b > 1.8e19) {
+        why = "a byte count beyond 2^64 - 1";
+        return false;
+    }
+    if (b != std::floor(b)) {
         why = "expected a whole number of bytes";
         return false;
     }

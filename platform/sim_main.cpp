@@ -299,7 +299,7 @@ int sc_main(int argc, char* argv[]) {
     xpu::Tick max_sim_time = 0;
     if (vm.count("max-sim-time") && !parse_sim_time(max_time_text, max_sim_time))
         return fail(kUsage, "--max-sim-time '" + max_time_text +
-                                "': expected a positive time with a unit, e.g. 500us, 10ms or 2s (units ns, us, ms, s)");
+                                "': expected a positive time with a unit, at most 18000000 s (2^64 ps), e.g. 500us, 10ms or 2s (units ns, us, ms, s)");
     std::size_t verify_k = xpu::analysis::VerifyOptions{}.candidates;
     if (vm.count("verify"))
         if (const std::string why = xpu::analysis::parse_verify_count(vm["verify"].as<std::string>(), verify_k); !why.empty())
