@@ -27,6 +27,15 @@ for exe in "$SIM" "$TOOL" "$GEN" "$ANA"; do
     [[ -x "$exe" ]] || fail "no executable at $exe"
 done
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
+# Sends signal $1 to the background job $pid and waits for it: its exit status in $rc.
+signal_and_wait() {
+    kill -"$1" "$pid" 2>/dev/null || true
+    set +e
+    wait "$pid"
+    rc=$?
+    set -e
+    pid=
+}
 
 "$TOOL" asm "$SOURCE_DIR/tests/data/bad/base.xtr" -o base.bin
 "$TOOL" asm "$SOURCE_DIR/tests/data/bad/sadd-overflow.xtr" -o overflow.bin
@@ -158,12 +167,7 @@ pass "usage: xpu_tracegen refuses negative and out-of-range counts, layers beyon
 "$GEN" gemm --m 1048576 --n 16384 --k 16384 -o huge.bin >/dev/null 2>&1 &
 pid=$!
 sleep 1
-kill -INT "$pid" 2>/dev/null || true
-set +e
-wait "$pid"
-rc=$?
-set -e
-pid=
+signal_and_wait INT
 [[ $rc -eq 130 ]] || fail "SIGINT during xpu_tracegen: exit $rc, expected 130"
 [[ ! -e huge.bin && ! -e huge.bin.tmp && ! -e huge.bin.tmp.sort ]] || fail "SIGINT during xpu_tracegen left $(ls huge.bin*)"
 pass "4: SIGINT during xpu_tracegen: exit 130, no huge.bin.tmp left"
@@ -400,12 +404,7 @@ cp ana/txlog.bin log-before.bin
 pid=$!
 sleep 0.3
 t0=$(now_ms)
-kill -INT "$pid" 2>/dev/null || true
-set +e
-wait "$pid"
-rc=$?
-set -e
-pid=
+signal_and_wait INT
 ms=$(($(now_ms) - t0))
 if [[ $rc -eq 0 ]]; then
     echo "note: xpu_analyze finished before the signal; the check of its interrupt is skipped" >&2
