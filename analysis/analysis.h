@@ -183,7 +183,8 @@ struct PatchCount {
 
 struct Suggestion {
     std::string kind;    // hoist_dma, hoist_wait, defer_dma, double_buffer, double_buffer_store, pipeline_collective, pipeline_store,
-                         // prefetch_ahead, drop_wait, reorder, merge_dma, split_dma, spread_matmuls, direct_collective, collective_algorithm
+                         // prefetch_ahead, drop_wait, forward_store, reorder, merge_dma, split_dma, spread_matmuls, direct_collective,
+                         // collective_algorithm
     std::string cause;   // the finding, e.g. "sync-flag waits at gemm/wait_data on DMAs issued right before them"
     std::string action;  // what to change
     std::string where;   // annotation (op) it applies to; ops of several layers rolled up (analysis/names.h)

@@ -10,7 +10,8 @@ namespace xpu::test {
 
 namespace fs = std::filesystem;
 
-Analyzed analyzed(const std::string& trace, const std::vector<std::string>& sets, const std::string& platform) {
+Analyzed analyzed(const std::string& trace, const std::vector<std::string>& sets, const std::string& platform,
+                  std::size_t max_suggestions) {
     Analyzed r;
     r.run = std::make_unique<Run>();
     r.run->cfg = platform::load_platform(source_path(platform), sets);
@@ -31,7 +32,9 @@ Analyzed analyzed(const std::string& trace, const std::vector<std::string>& sets
     analysis::LoadOptions keep;
     keep.keep_hbm_records = true;
     r.data = analysis::load_run(dir.string(), keep);
-    r.a = analysis::analyze(r.data);
+    analysis::AnalyzeOptions opt;
+    opt.max_suggestions = max_suggestions;
+    r.a = analysis::analyze(r.data, opt);
     return r;
 }
 

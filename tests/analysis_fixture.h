@@ -17,9 +17,10 @@ struct Analyzed {
     analysis::Analysis a;
 };
 
-// Simulates `trace` with a transaction log in a fresh output folder, then analyses it.
+// Simulates `trace` with a transaction log in a fresh output folder, then analyses it (keeping
+// at most `max_suggestions`, AnalyzeOptions).
 Analyzed analyzed(const std::string& trace, const std::vector<std::string>& sets = {},
-                  const std::string& platform = "configs/xpu.yaml");
+                  const std::string& platform = "configs/xpu.yaml", std::size_t max_suggestions = 10);
 
 // The highest ranked suggestion of `kind` in r's analysis, or null.
 inline const analysis::Suggestion* first_of_kind(const Analyzed& r, const std::string& kind) {

@@ -14,6 +14,7 @@ std::unique_ptr<SuggestionFinder> defer_dma_finder();
 std::unique_ptr<SuggestionFinder> double_buffer_finder();
 std::unique_ptr<SuggestionFinder> double_buffer_store_finder();
 std::unique_ptr<SuggestionFinder> drop_wait_finder();
+std::unique_ptr<SuggestionFinder> forward_store_finder();
 std::unique_ptr<SuggestionFinder> hoist_dma_finder();
 std::unique_ptr<SuggestionFinder> pipeline_collective_finder();
 std::unique_ptr<SuggestionFinder> pipeline_store_finder();
@@ -48,6 +49,7 @@ struct Finders {
         add(double_buffer_finder(), 1);
         add(double_buffer_store_finder(), 2);
         add(drop_wait_finder(), kShort);
+        add(forward_store_finder(), kShort);
         add(hoist_dma_finder(), 4);
         add(pipeline_collective_finder(), kShort);
         add(pipeline_store_finder(), kShort);

@@ -86,11 +86,12 @@ pass "rounds stop at a run with nothing verified left: $(grep '^rounds: ' late.t
 # A round's run with nothing verified but suggestions its verification did not replay (1 of 10
 # replayed with --verify 1, which the rounds pass on to each round's run, and of no gain): the
 # rounds run it again replaying all of them, and stop only if none is verified then (on this
-# 1-layer batch-1 decode, seq 512: twice in 3 rounds; with the default --verify 5 it met one until
+# 1-layer batch-2 decode, seq 512: twice in 3 rounds; at batch 1 until forward_store found
+# something verified in its second round, 2026-11-30; with the default --verify 5 it met one until
 # the reorder across the stream, which finds something verified in every round there; at seq 2048
 # until prefetch_ahead placed loads at waits where the core waits, 2026-11-29). Whatever the
 # rounds do, they never stop at a run that still has a suggestion nobody replayed.
-"$GEN" transformer --model llama2-7b --phase decode --batch 1 --seq 512 --layers 1 -o l1.bin >/dev/null
+"$GEN" transformer --model llama2-7b --phase decode --batch 2 --seq 512 --layers 1 -o l1.bin >/dev/null
 "$SIM" --platform "$PLATFORM" --trace l1.bin --out l1 -q --deterministic
 "$ANA" l1 --rounds 3 --verify 1 -o l1-opt.bin > l1.txt 2> l1.err || fail "--rounds on the 1-layer decode: $(cat l1.err)"
 grep -q "suggestions not replayed: running it again, replaying every suggestion" l1.err ||
