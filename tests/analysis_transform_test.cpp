@@ -752,15 +752,21 @@ std::size_t expect_dma_orders_kept(const std::vector<Instruction>& code, std::ui
 // every read sees the producer it saw before; every DMA's data and buffer are waited for before
 // anything that conflicts with them; and some wait now leaves the write-backs of the blocks
 // since the copy it waits for in flight (kStoreCopies - 1 blocks, each copy's on its flag).
+// The first suggestion of r that `is` picks, or (a failure of the test) an empty one.
+template <class Pick>
+const analysis::Suggestion& required_suggestion(const Analyzed& r, Pick is, const char* what) {
+    auto it = std::find_if(r.a.suggestions.begin(), r.a.suggestions.end(), is);
+    if (it != r.a.suggestions.end()) return *it;
+    ADD_FAILURE() << "no " << what << " suggestion";
+    static const analysis::Suggestion none;
+    return none;
+}
+
 const analysis::Suggestion& check_double_buffer_store(const Analyzed& r) {
-    auto it = std::find_if(r.a.suggestions.begin(), r.a.suggestions.end(),
-                           [](const analysis::Suggestion& x) { return x.kind == "double_buffer_store" && x.moves.empty(); });
-    if (it == r.a.suggestions.end()) {
-        ADD_FAILURE() << "no double_buffer_store suggestion (the store side alone)";
-        static const analysis::Suggestion none;
-        return none;
-    }
-    const analysis::Suggestion& s = *it;
+    const analysis::Suggestion& s = required_suggestion(
+        r, [](const analysis::Suggestion& x) { return x.kind == "double_buffer_store" && x.moves.empty(); },
+        "double_buffer_store (the store side alone)");
+    if (s.kind.empty()) return s;
     EXPECT_GT(s.estimated_saving, 0u);
     EXPECT_TRUE(s.moves.empty()) << "nothing moves: the waits change what they wait for";
     const std::string out = temp_path("patched.bin");
@@ -2261,13 +2267,9 @@ std::vector<std::pair<std::uint64_t, Provenance>> merged(std::vector<std::pair<s
 }
 
 const analysis::Suggestion& check_forward_store(const Analyzed& r, bool race_free = true) {
-    auto it = std::find_if(r.a.suggestions.begin(), r.a.suggestions.end(), [](const analysis::Suggestion& x) { return x.kind == "forward_store"; });
-    if (it == r.a.suggestions.end()) {
-        ADD_FAILURE() << "no forward_store suggestion";
-        static const analysis::Suggestion none;
-        return none;
-    }
-    const analysis::Suggestion& s = *it;
+    const analysis::Suggestion& s =
+        required_suggestion(r, [](const analysis::Suggestion& x) { return x.kind == "forward_store"; }, "forward_store");
+    if (s.kind.empty()) return s;
     EXPECT_GT(s.estimated_saving, 0u);
     EXPECT_LE(s.estimated_saving, r.a.bounds.headroom);
     EXPECT_TRUE(s.moves.empty());
