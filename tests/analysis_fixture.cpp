@@ -1,7 +1,9 @@
 #include "tests/analysis_fixture.h"
 
 #include <filesystem>
+#include <fstream>
 
+#include "platform/platform_config.h"
 #include "platform/txlog_writer.h"
 #include "models/sim_time.h"
 #include "platform/txlog_meta.h"
@@ -11,7 +13,7 @@ namespace xpu::test {
 namespace fs = std::filesystem;
 
 Analyzed analyzed(const std::string& trace, const std::vector<std::string>& sets, const std::string& platform,
-                  std::size_t max_suggestions) {
+                  std::size_t max_suggestions, bool effective_platform) {
     Analyzed r;
     r.run = std::make_unique<Run>();
     r.run->cfg = platform::load_platform(source_path(platform), sets);
@@ -28,6 +30,7 @@ Analyzed analyzed(const std::string& trace, const std::vector<std::string>& sets
     const unsigned status = r.run->result.stop == platform::StopReason::Deadlock ? 1 : 0;
     log.finish(ns_to_ticks(r.run->result.simulated_ns), status);
     r.run->sim->platform().set_recorder(nullptr);
+    if (effective_platform) std::ofstream(dir / "platform.yaml") << platform::dump_config(r.run->cfg);
     // Every HBM piece held: the tests count them, and draw the series at other resolutions.
     analysis::LoadOptions keep;
     keep.keep_hbm_records = true;

@@ -2353,3 +2353,145 @@ TEST(ForwardStore, OnlyLoadsWhoseSourceStaysUntilTheirWait) {
 
 }  // namespace
 }  // namespace xpu::test
+
+namespace xpu::test {
+namespace {
+
+// spread_matmuls balances where the time is, stretch by stretch (the stream cut at its waits),
+// not the whole run's sums: a first op streams on mxu0 alone (8 accumulators of 8 matmuls, one
+// weight tile), then, after a wait, a second keeps mxu0..mxu3 busy side by side (8
+// accumulators each) while mxu4..mxu7 of configs/xpu.yaml stand idle. The sums (mxu0 128
+// matmuls, mxu1..3 64, the average 48) made the old rule move mxu0's last lives, the second
+// op's, and leave the first on one unit. Balanced per stretch, the accumulators end one per
+// unit in the first (8 matmuls each, the stretch's average) and four per unit in the second
+// (32). The estimate, per stretch the busiest unit's streaming before less after times the
+// share of the stretch's span it streamed: 56 matmuls' streaming, plus 32 of the second's 64
+// times 64 matmuls' streaming over that stretch's span in the run. Reference: that closed form
+// of the counts (a model of the compute bound; the replay of real traces: e2e.spread_stretches).
+// A third stretch keeps mxu0..mxu2 busy side by side and five units idle: each idle unit takes
+// lives of one busy unit only, their spans interleaving (a unit mirrors one other unit's
+// weights at a time), so the last busy unit finds two idle units left for five it would need,
+// and sheds less than the others (the stretch still gains). Every matmul of the patched program
+// multiplies by the tile it did (the last push on its new unit, duplicated or not, is a copy of
+// the push before it on its old one), as tests/e2e/check_weight_tiles.py checks on real traces.
+TEST(SpreadMatmuls, EachStretchIsBalancedOnItsOwn) {
+    const std::string xtr = temp_path("spread.xtr"), bin = temp_path("spread.bin");
+    {
+        std::ofstream x(xtr);
+        x << ".xtr 1.0\n.stream chip=0 core=0\n";
+        x << "vld d=v30 src=vmem:0x100000 bytes=32768\n";
+        for (int r = 0; r < 8; ++r) x << "vld d=v" << r << " src=vmem:0x" << std::hex << 0x1000 * r << std::dec << " bytes=2048\n";
+        auto op = [&](int unit, int first_acc) {
+            x << "mpush u=" << unit << " s0=v30 shape=1x128x128 dtype=bf16\n";
+            for (int a = 0; a < 8; ++a)
+                for (int r = 0; r < 8; ++r) x << "matmul u=" << unit << " d=m" << first_acc + a << " s0=v" << r << " shape=8x128x128 dtype=bf16\n";
+        };
+        auto pops = [&](int unit, int first_acc) {
+            for (int a = 0; a < 8; ++a)
+                for (int r = 0; r < 8; ++r) x << "mpop u=" << unit << " d=v" << 40 + r << " s0=m" << first_acc + a << " shape=8x128x1\n";
+        };
+        op(0, 0);
+        pops(0, 0);
+        x << "sset flag=5 val=1\nswait flag=5 val=1 cond=ge\n";
+        for (int u = 0; u < 4; ++u) x << "mpush u=" << u << " s0=v30 shape=1x128x128 dtype=bf16\n";
+        for (int a = 0; a < 8; ++a)
+            for (int r = 0; r < 8; ++r)
+                for (int u = 0; u < 4; ++u) x << "matmul u=" << u << " d=m" << 8 + 8 * u + a << " s0=v" << r << " shape=8x128x128 dtype=bf16\n";
+        for (int u = 0; u < 4; ++u) pops(u, 8 + 8 * u);
+        x << "sset flag=6 val=1\nswait flag=6 val=1 cond=ge\n";
+        for (int u = 0; u < 3; ++u) x << "mpush u=" << u << " s0=v30 shape=1x128x128 dtype=bf16\n";
+        for (int a = 0; a < 8; ++a)
+            for (int r = 0; r < 8; ++r)
+                for (int u = 0; u < 3; ++u) x << "matmul u=" << u << " d=m" << 8 * u + a << " s0=v" << r << " shape=8x128x128 dtype=bf16\n";
+        for (int u = 0; u < 3; ++u) pops(u, 8 * u);
+        x << "halt\n";
+    }
+    trace::assemble(xtr, bin);
+    const Analyzed r = analyzed(stamped(bin), {}, "configs/xpu.yaml", 10, true);
+    const analysis::Suggestion* s = first_of_kind(r, "spread_matmuls");
+    ASSERT_NE(s, nullptr) << "no spread_matmuls suggestion";
+    const auto& code = r.data.streams[0].code;
+    std::vector<std::uint64_t> waits;
+    for (std::uint64_t i = 0; i < code.size(); ++i)
+        if (code[i].op == Opcode::SWait) waits.push_back(i);
+    ASSERT_EQ(waits.size(), 2u);
+    const std::uint64_t wait = waits[0], wait3 = waits[1];
+    std::map<std::uint64_t, std::uint8_t> unit_of;  // matmuls and pops after the patch
+    for (std::uint64_t i = 0; i < code.size(); ++i)
+        if (code[i].op == Opcode::MatMul || code[i].op == Opcode::MPop) unit_of[i] = code[i].unit;
+    std::map<std::uint64_t, std::vector<std::uint8_t>> pushed_to;  // push -> the units it is issued to as well
+    for (const analysis::Edit& e : s->edits) {
+        if (code[e.index].op == Opcode::MPush) {
+            for (const Instruction& p : e.then) pushed_to[e.index].push_back(p.unit);
+            continue;
+        }
+        unit_of[e.index] = e.in.unit;
+    }
+    // Per stretch and unit: matmuls, and every accumulator on one unit (its matmuls and pops).
+    std::map<std::uint8_t, int> first, second, third;
+    std::map<std::pair<std::uint8_t, bool>, std::set<std::uint8_t>> units_of_acc;  // (register, in the third stretch)
+    std::map<std::uint8_t, std::set<std::uint8_t>> third_from;                     // new unit -> the units its matmuls were on
+    for (const auto& [i, u] : unit_of) {
+        if (code[i].op == Opcode::MatMul) ++(i < wait ? first : i < wait3 ? second : third)[u];
+        if (code[i].op == Opcode::MatMul && i > wait3) third_from[u].insert(code[i].unit);
+        units_of_acc[{code[i].op == Opcode::MatMul ? code[i].dst : code[i].src[0], i > wait3}].insert(u);
+    }
+    ASSERT_EQ(first.size(), 8u) << "the first op still on " << first.size() << " units";
+    for (const auto& [u, n] : first) EXPECT_EQ(n, 8) << "unit " << int(u);
+    ASSERT_EQ(second.size(), 8u);
+    for (const auto& [u, n] : second) EXPECT_EQ(n, 32) << "unit " << int(u);
+    for (const auto& [acc, units] : units_of_acc) EXPECT_EQ(units.size(), 1u) << "accumulator m" << int(acc.first - kMatrixRegBase) << " split";
+    for (std::uint8_t v = 3; v < 8; ++v) EXPECT_EQ(third_from[v].size(), 1u) << "mxu" << int(v) << " mirrors several units";
+    int most = 0;
+    for (const auto& [u, n] : third) most = std::max(most, n);
+    EXPECT_LT(most, 64);
+    EXPECT_GT(third[2], third[0]) << "the last busy unit found the idle units taken";
+    // Each matmul's tile: walk the patched program (a duplicated push follows its original).
+    std::map<std::uint64_t, const analysis::Edit*> edit_at;
+    for (const analysis::Edit& e : s->edits) edit_at[e.index] = &e;
+    std::map<std::uint8_t, std::uint64_t> tile_before, tile_after;  // unit -> the push its array holds (index)
+    for (std::uint64_t i = 0; i < code.size(); ++i) {
+        if (code[i].op == Opcode::MPush) {
+            tile_before[code[i].unit] = tile_after[code[i].unit] = i;
+            if (auto e = edit_at.find(i); e != edit_at.end())
+                for (const Instruction& p : e->second->then) tile_after[p.unit] = i;
+        } else if (code[i].op == Opcode::MatMul) {
+            EXPECT_EQ(tile_after[unit_of.at(i)], tile_before[code[i].unit]) << "matmul #" << i << " multiplies by another tile";
+        }
+    }
+    // The first op's tile goes to the 7 other units, each of mxu0..3's second tiles to one more.
+    std::vector<std::uint64_t> pushes;
+    for (std::uint64_t i = 0; i < code.size(); ++i)
+        if (code[i].op == Opcode::MPush) pushes.push_back(i);
+    ASSERT_EQ(pushes.size(), 8u);
+    EXPECT_EQ(std::set<std::uint8_t>(pushed_to[pushes[0]].begin(), pushed_to[pushes[0]].end()), (std::set<std::uint8_t>{1, 2, 3, 4, 5, 6, 7}));
+    for (int k = 1; k <= 4; ++k) EXPECT_EQ(pushed_to[pushes[k]].size(), 1u) << "the second op's push #" << pushes[k];
+    // The estimate: 56 + 32 matmuls' streaming (every matmul here streams as long).
+    // Per stretch: the run's span of its matmuls (every matmul streams as long).
+    Tick streaming = 0;
+    std::map<int, std::pair<Tick, Tick>> span_of;  // stretch -> first start, last end
+    for (const analysis::UnitOp& uo : r.data.unit_ops)
+        if (uo.stream == 0 && code[uo.index].op == Opcode::MatMul) {
+            if (streaming == 0) streaming = uo.end - uo.start;
+            EXPECT_EQ(uo.end - uo.start, streaming);
+            auto& sp = span_of.try_emplace(uo.index < wait ? 0 : uo.index < wait3 ? 1 : 2, ~Tick{0}, Tick{0}).first->second;
+            sp.first = std::min(sp.first, uo.start);
+            sp.second = std::max(sp.second, uo.end);
+        }
+    ASSERT_GT(streaming, 0u);
+    ASSERT_EQ(span_of.size(), 3u);
+    EXPECT_LT(span_of[1].second - span_of[1].first, 64 * streaming * 11 / 10) << "the second op's units did not stream side by side";
+    Tick expected = 0;
+    const std::map<std::uint8_t, int>* after[3] = {&first, &second, &third};
+    for (int k = 0; k < 3; ++k) {
+        int most = 0;
+        for (const auto& [u, n] : *after[k]) most = std::max(most, n);
+        const Tick before = 64 * streaming, span = span_of[k].second - span_of[k].first;
+        const long double share = span > before ? static_cast<long double>(before) / span : 1.0L;
+        expected += static_cast<Tick>((before - most * streaming) * share);
+    }
+    EXPECT_EQ(s->estimated_saving, expected);
+}
+
+}  // namespace
+}  // namespace xpu::test

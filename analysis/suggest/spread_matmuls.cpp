@@ -21,14 +21,24 @@
 // resume before them (the rule ran to the last pop before 2026-11-30, and a GEMM's pipelined
 // epilogue pops a row block's accumulators during the next block's first pass, so only the
 // last block's lives could move: 3000x1200x900 on xpu.yaml gained 1.70 us of its 18.9 us
-// headroom, 4.92 us since). A life moves only if every instruction naming it is a matmul or pop of u.
-// Which: for each unit above the group's average, the units below it, the least busy first, each
-// taking from one unit at most: the lives of u's accumulators in order of their first use, from
-// the last, each if v is free over it and neither u nor v ends more than half of it away from
-// the average.
-// The estimate: the group's busiest streaming before less after (each unit streams its matmuls
-// one after another, and alike units stream a matmul as long as each other): a model of the
-// compute bound, not of the run; the verification measures.
+// headroom, 4.92 us since). v may take lives of several units, where the spans over which it
+// mirrors them (first push to last matmul) do not overlap; spans of one unit may (v then
+// mirrors every push of u a moved matmul multiplies by, and a matmul's last push before it is
+// the same on both). A life moves only if every instruction naming it is a matmul or pop of u.
+// Which: balanced where the time is, not over the whole run. The stream is cut at its waits
+// into stretches of at least as many lives as the group has units (consecutive pieces merged),
+// each life in the stretch of its first use; in each stretch, for each unit above the
+// stretch's average, the units below it (the least busy in the stretch first, then the least
+// given so far: the next stretch prefers others) take the lives of u's accumulators in order of
+// their first use, from the last, each if v may take it and neither u nor v ends more than
+// half of it away from the average. Balancing the whole run's sums instead (until 2026-11-30)
+// moved the last layers' lives, where other units were busy too, and left the layers that
+// used one unit alone: the convolutions of resnet50 (N = 64 on one 128-column unit) kept
+// mxu0 busy 185 us of a 463 us run, and the spread saved 3.5 us of it; 96 us now.
+// The estimate: per stretch, its busiest unit's streaming before less after, times the share
+// of the stretch's span in the run (its matmuls' first start to last end) that unit streamed
+// (a stretch bound by something else gains that much less); summed over the stretches. A
+// model of the compute bound, not of the run; the verification measures.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -132,34 +142,32 @@ std::map<std::uint32_t, std::uint8_t> sockets(const SuggestContext& sc, std::uin
 
 class Planning {
 public:
-    Planning(const SuggestContext& sc, std::uint32_t s, const MatrixGroups::Group& g, const std::vector<Tick>& streaming)
-        : sc_(sc), s_(s), g_(g), use_(matrix_use(sc, s)), socket_(sockets(sc, s)) {
-        for (std::uint32_t u : g.units) load_[u] = u < streaming.size() ? streaming[u] : 0;
-    }
+    Planning(const SuggestContext& sc, std::uint32_t s, const MatrixGroups::Group& g) : sc_(sc), s_(s), g_(g), use_(matrix_use(sc, s)), socket_(sockets(sc, s)) {}
 
     void run() {
-        const Tick avg = g_.average();
-        std::vector<std::uint32_t> busy, idle;
-        for (const auto& [u, l] : load_) (l > avg ? busy : idle).push_back(u);
-        std::stable_sort(busy.begin(), busy.end(), [&](auto a, auto b) { return load_[a] > load_[b]; });
-        std::set<std::uint32_t> taken;  // targets already given work
-        for (std::uint32_t u : busy) {
-            std::stable_sort(idle.begin(), idle.end(), [&](auto a, auto b) { return load_[a] < load_[b]; });
-            for (std::uint32_t v : idle) {
-                if (load_[u] <= avg) break;
-                if (taken.count(v) || !socket_.count(v) || !socket_.count(u)) continue;
-                if (move(u, v, avg)) taken.insert(v);
-            }
+        const std::vector<Life> lives = movable_lives();
+        if (lives.empty()) return;
+        // Regions: the stream cut at its waits, consecutive pieces merged until each holds at
+        // least as many lives as the group has units (a lone life has nowhere to spread).
+        const Stream& st = sc_.run.streams[s_];
+        std::vector<std::uint64_t> waits;
+        for (std::uint64_t i = 0; i < st.code.size(); ++i)
+            if (st.code[i].op == Opcode::SWait) waits.push_back(i);
+        std::vector<std::vector<const Life*>> regions;
+        std::size_t piece = ~std::size_t{0};
+        for (const Life& l : lives) {
+            const std::size_t p = static_cast<std::size_t>(std::upper_bound(waits.begin(), waits.end(), l.first) - waits.begin());
+            if (regions.empty() || (p != piece && regions.back().size() >= g_.units.size())) regions.emplace_back();
+            piece = p;
+            regions.back().push_back(&l);
         }
+        for (const auto& r : regions) balance(r);
     }
 
     bool empty() const { return moved_.empty(); }
-    Tick most_before() const { return g_.most; }
-    Tick most_after() const {
-        Tick m = 0;
-        for (const auto& [u, l] : load_) m = std::max(m, l);
-        return m;
-    }
+    Tick estimate() const { return estimate_; }
+    Tick most_before() const { return most_before_; }
+    Tick most_after() const { return most_after_; }
 
     // The edits: moved matmuls and pops on v's socket, u's pushes issued to v as well.
     void edits(Suggestion& sug, std::uint64_t& matmuls, std::uint64_t& pops, std::uint64_t& pushes, std::set<std::string>& ops) const {
@@ -197,19 +205,37 @@ public:
         return t;
     }
     std::size_t accumulators() const { return accumulators_; }
+    std::size_t regions() const { return regions_; }
 
 private:
+    // A life that may move: its unit, its matmuls' streaming, and the program span over which a
+    // unit taking it must mirror its unit's weights: from the first push its matmuls multiply by
+    // to its last matmul (the pushes between are all its own unit's).
+    struct Life {
+        const StreamMatrixUse::Acc* acc = nullptr;
+        std::uint32_t unit = kNone;
+        std::uint64_t first = 0, lo = 0, hi = 0;
+        std::set<std::uint64_t> pushes;
+        Tick work = 0, start = 0, end = 0;  // its matmuls' streaming; the run's first start and last end
+    };
+    // A span of the program over which a unit mirrors another's weights (moved lives).
+    struct Mirror {
+        std::uint64_t lo = 0, hi = 0;
+        std::uint32_t from = kNone;
+    };
+
     const SuggestContext& sc_;
     std::uint32_t s_;
     const MatrixGroups::Group& g_;
     StreamMatrixUse use_;
     std::map<std::uint32_t, std::uint8_t> socket_;
-    std::map<std::uint32_t, Tick> load_;
+    std::map<std::uint32_t, Tick> total_;                        // per unit, streaming assigned so far (ties)
+    std::map<std::uint32_t, std::vector<Mirror>> mirrors_;       // per unit, the spans it mirrors another unit
     std::map<std::uint64_t, std::uint32_t> moved_;               // matmul or pop -> its new unit
     std::map<std::uint64_t, std::vector<std::uint32_t>> dup_;    // push of u -> the units it is issued to as well
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs_;  // (from, to)
-    std::size_t accumulators_ = 0;
-    std::set<const StreamMatrixUse::Acc*> gone_;                 // the lives already moved
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs_;  // (from, to), each pair once
+    std::size_t accumulators_ = 0, regions_ = 0;
+    Tick estimate_ = 0, most_before_ = 0, most_after_ = 0;
 
     // u's push that the matmul at i multiplies by (the last push of u before it), or npos.
     std::uint64_t push_before(std::uint32_t u, std::uint64_t i) const {
@@ -217,6 +243,42 @@ private:
         if (p == use_.pushes.end()) return ~std::uint64_t{0};
         auto it = std::lower_bound(p->second.begin(), p->second.end(), i);
         return it == p->second.begin() ? ~std::uint64_t{0} : *std::prev(it);
+    }
+
+    std::vector<Life> movable_lives() const {
+        const Stream& st = sc_.run.streams[s_];
+        const std::set<std::uint32_t> group(g_.units.begin(), g_.units.end());
+        std::vector<Life> out;
+        for (const StreamMatrixUse::Acc& a : use_.accs) {
+            if (!group.count(a.unit) || a.work == 0 || a.uses.empty()) continue;
+            Life l;
+            l.acc = &a;
+            l.unit = a.unit;
+            l.first = a.uses.front();
+            l.start = ~Tick{0};
+            bool ok = true;
+            for (std::uint64_t i : a.uses) {
+                if (st.code[i].op != Opcode::MatMul) continue;
+                const std::uint64_t p = push_before(a.unit, i);
+                if (p == ~std::uint64_t{0}) {
+                    ok = false;
+                    break;
+                }
+                l.pushes.insert(p);
+                l.hi = i;
+                const std::uint32_t op = sc_.cx.ix.op_of(s_, i);
+                if (op != kNone && op < sc_.run.unit_ops.size()) {
+                    l.start = std::min(l.start, sc_.run.unit_ops[op].start);
+                    l.end = std::max(l.end, sc_.run.unit_ops[op].end);
+                }
+            }
+            if (!ok || l.pushes.empty() || l.start == ~Tick{0}) continue;
+            l.lo = *l.pushes.begin();
+            l.work = a.work;
+            out.push_back(std::move(l));
+        }
+        std::stable_sort(out.begin(), out.end(), [](const Life& x, const Life& y) { return x.first < y.first; });
+        return out;
     }
 
     // v runs nothing of its own that uses or loads weights in (from, to], and its next such
@@ -230,53 +292,87 @@ private:
         return it == w->second.end() || sc_.run.streams[s_].code[*it].op == Opcode::MPush;
     }
 
-    bool move(std::uint32_t u, std::uint32_t v, Tick avg) {
-        const Stream& st = sc_.run.streams[s_];
-        // u's movable accumulators, by first use, last first.
-        std::vector<const StreamMatrixUse::Acc*> mine;
-        for (const StreamMatrixUse::Acc& a : use_.accs)
-            if (a.unit == u && a.work > 0 && !a.uses.empty() && !gone_.count(&a)) mine.push_back(&a);
-        std::stable_sort(mine.begin(), mine.end(), [](const auto* x, const auto* y) { return x->uses.front() > y->uses.front(); });
-        Tick moved = 0;
-        std::set<std::uint64_t> pushes;
-        std::vector<std::uint64_t> uses;
-        std::size_t n = 0;
-        for (const StreamMatrixUse::Acc* a : mine) {
-            // Only if neither u nor v ends further than half of it from the average (u then
-            // gives the rest to another unit): the gap between them narrows.
-            const Tick lu = load_[u] - moved, lv = load_[v] + moved, w = a->work;
-            if (lu <= avg || lu - w + w / 2 < avg || lv + w > avg + w / 2) continue;
-            // The pushes its matmuls multiply by, and v free from the first of them to its last use.
-            std::set<std::uint64_t> its_pushes;
-            std::uint64_t last_matmul = 0;
-            bool ok = true;
-            for (std::uint64_t i : a->uses) {
-                if (st.code[i].op != Opcode::MatMul) continue;
-                const std::uint64_t p = push_before(u, i);
-                if (p == ~std::uint64_t{0}) {
-                    ok = false;
-                    break;
-                }
-                its_pushes.insert(p);
-                last_matmul = i;
-            }
-            // v mirrors u's weights up to the life's last matmul; its pops after that read the
-            // accumulator, not the weights, so v's own work may resume (with a push) before them.
-            if (!ok || its_pushes.empty() || !free_over(v, *its_pushes.begin(), last_matmul)) continue;
-            moved += a->work;
-            gone_.insert(a);
-            pushes.insert(its_pushes.begin(), its_pushes.end());
-            uses.insert(uses.end(), a->uses.begin(), a->uses.end());
-            ++n;
-        }
-        if (n == 0) return false;
-        for (std::uint64_t i : uses) moved_[i] = v;
-        for (std::uint64_t p : pushes) dup_[p].push_back(v);
-        load_[u] -= moved;
-        load_[v] += moved;
-        pairs_.push_back({u, v});
-        accumulators_ += n;
+    // May v take a life of u spanning [lo, hi]? v's own weight users stay out of it (and it
+    // ends before v's own next push), and no span v mirrors of another unit overlaps it (spans
+    // of u's own may: v then mirrors every push of u in both, as u does).
+    bool may_take(std::uint32_t v, std::uint32_t u, std::uint64_t lo, std::uint64_t hi) const {
+        if (!free_over(v, lo, hi)) return false;
+        auto m = mirrors_.find(v);
+        if (m == mirrors_.end()) return true;
+        for (const Mirror& x : m->second)
+            if (x.from != u && x.lo <= hi && lo <= x.hi) return false;
         return true;
+    }
+
+    // One region: the lives of its busiest units go to its least busy ones, while that narrows
+    // the gap. For each unit above the region's average, the units below it, the least busy
+    // first (over the whole stream on a tie: the next region prefers others): its lives in order
+    // of first use from the last, each if the other unit may take it and neither unit ends more
+    // than half of it away from the average.
+    void balance(const std::vector<const Life*>& lives) {
+        std::map<std::uint32_t, Tick> load;
+        for (std::uint32_t u : g_.units) load[u] = 0;
+        Tick sum = 0, first = ~Tick{0}, last = 0;
+        for (const Life* l : lives) {
+            load[l->unit] += l->work;
+            sum += l->work;
+            first = std::min(first, l->start);
+            last = std::max(last, l->end);
+        }
+        const Tick avg = (sum + g_.units.size() - 1) / g_.units.size();
+        Tick before = 0;
+        for (const auto& [u, w] : load) before = std::max(before, w);
+        std::vector<std::uint32_t> busy, idle;
+        for (const auto& [u, w] : load) (w > avg ? busy : idle).push_back(u);
+        std::stable_sort(busy.begin(), busy.end(), [&](auto a, auto b) { return load[a] > load[b]; });
+        // The stretch's moves, kept only if its busiest unit streams less after them.
+        std::vector<std::pair<const Life*, std::uint32_t>> moves;
+        std::set<const Life*> gone;
+        for (std::uint32_t u : busy) {
+            std::stable_sort(idle.begin(), idle.end(), [&](auto a, auto b) { return std::make_pair(load[a], total_[a]) < std::make_pair(load[b], total_[b]); });
+            for (std::uint32_t v : idle) {
+                if (load[u] <= avg) break;
+                if (!socket_.count(v) || !socket_.count(u)) continue;
+                for (auto it = lives.rbegin(); it != lives.rend(); ++it) {
+                    const Life* l = *it;
+                    if (l->unit != u || gone.count(l)) continue;
+                    const Tick lu = load[u], lv = load[v], w = l->work;
+                    if (lu <= avg || lu - w + w / 2 < avg || lv + w > avg + w / 2) continue;
+                    if (!may_take(v, u, l->lo, l->hi)) continue;
+                    load[u] -= w;
+                    load[v] += w;
+                    mirrors_[v].push_back({l->lo, l->hi, u});
+                    moves.push_back({l, v});
+                    gone.insert(l);
+                }
+            }
+        }
+        Tick after = 0;
+        for (const auto& [u, w] : load) after = std::max(after, w);
+        if (after >= before) {
+            for (const auto& m : moves) mirrors_[m.second].pop_back();  // the stretch's own, appended last
+            for (const Life* l : lives) total_[l->unit] += l->work;
+            return;
+        }
+        for (const auto& [l, v] : moves) {
+            for (std::uint64_t i : l->acc->uses) moved_[i] = v;
+            for (std::uint64_t p : l->pushes) {
+                auto& d = dup_[p];
+                if (std::find(d.begin(), d.end(), v) == d.end()) d.push_back(v);
+            }
+            if (std::find(pairs_.begin(), pairs_.end(), std::make_pair(l->unit, v)) == pairs_.end()) pairs_.push_back({l->unit, v});
+        }
+        accumulators_ += moves.size();
+        for (const auto& [u, w] : load) total_[u] += w;
+        ++regions_;
+        most_before_ += before;
+        most_after_ += after;
+        // The region's busiest unit streams `before` of the run's span of its matmuls: where it
+        // streamed throughout, the region is compute-bound and shortens by what its busiest unit
+        // sheds; where it streamed less, by that share of it (a model, not the run).
+        const Tick span = last > first ? last - first : before;
+        const long double share = span > before ? static_cast<long double>(before) / span : 1.0L;
+        estimate_ += static_cast<Tick>((before - after) * share);
     }
 };
 
@@ -295,16 +391,17 @@ public:
         std::string pairs;
         for (const MatrixGroups::Group& g : groups.groups) {
             if (g.balanced) continue;
-            Planning p(sc, g.stream, g, streaming);
+            Planning p(sc, g.stream, g);
             p.run();
             if (p.empty()) continue;
             p.edits(sug, matmuls, pops, pushes, ops);
-            sug.estimated_saving = std::max(sug.estimated_saving, p.most_before() - p.most_after());
+            sug.estimated_saving = std::max(sug.estimated_saving, p.estimate());
             if (cause.tellp() > 0) cause << "; ";
             cause << sc.run.streams[g.stream].label() << ": " << g.units.size() << " alike matrix units stream " << format_time(g.least)
                   << " to " << format_time(g.most) << " each";
             if (action.tellp() > 0) action << "; ";
-            action << p.units_text() << " (busiest " << format_time(p.most_before()) << " -> " << format_time(p.most_after()) << ")";
+            action << p.units_text() << " (busiest, summed over " << p.regions() << (p.regions() == 1 ? " stretch: " : " stretches: ")
+                   << format_time(p.most_before()) << " -> " << format_time(p.most_after()) << ")";
             accs += p.accumulators();
         }
         if (sug.edits.empty()) return;

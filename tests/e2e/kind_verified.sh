@@ -2,7 +2,8 @@
 # Proof by replay for one kind of suggestion on clean traces generated for their platform (each
 # case "PLATFORM M N K": configs/PLATFORM.yaml, xpu_tracegen gemm --m M --n N --k K; or
 # "PLATFORM decode MODEL BATCH SEQ LAYERS TP": xpu_tracegen transformer, a decode step
-# tensor-parallel over TP chips):
+# tensor-parallel over TP chips; or "PLATFORM -- WORKLOAD ARGS...": xpu_tracegen WORKLOAD ARGS
+# --platform configs/PLATFORM.yaml, a file argument relative to SOURCE_DIR):
 #  - a suggestion of KIND is verified and measures at least MIN% of the run's headroom over its
 #    bound;
 #  - xpu_analyze --apply of it, re-simulated on OUT/platform.yaml, saves exactly what the
@@ -16,7 +17,7 @@
 # usage: bash kind_verified.sh BUILD_DIR SOURCE_DIR KIND MIN_PERCENT CASE...
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-(($# >= 5)) || { echo "usage: $0 BUILD_DIR SOURCE_DIR KIND MIN_PERCENT 'PLATFORM M N K' | 'PLATFORM decode MODEL BATCH SEQ LAYERS TP'..." >&2; exit 2; }
+(($# >= 5)) || { echo "usage: $0 BUILD_DIR SOURCE_DIR KIND MIN_PERCENT 'PLATFORM M N K' | 'PLATFORM decode MODEL BATCH SEQ LAYERS TP' | 'PLATFORM -- WORKLOAD ARGS...'..." >&2; exit 2; }
 BUILD_DIR=$1 SOURCE_DIR=$2 KIND=$3 MIN=$4
 shift 4
 e2e_tools "$BUILD_DIR"
@@ -24,7 +25,18 @@ e2e_workdir "$KIND"
 
 for case in "$@"; do
     read -r plat m n k layers tp <<< "$case"
-    if [[ $m == decode ]]; then  # decode MODEL BATCH SEQ LAYERS TP
+    if [[ $m == -- ]]; then  # -- WORKLOAD ARGS...
+        read -r plat _ args <<< "$case"
+        read -r -a words <<< "$args"
+        name="$plat-${words[0]}"
+        for i in "${!words[@]}"; do  # a file of the source tree, named after it
+            if [[ ${words[$i]} == */* && -e $SOURCE_DIR/${words[$i]} ]]; then
+                [[ $name == "$plat-${words[0]}" ]] && name+="-$(basename "${words[$i]%.*}")"
+                words[i]=$SOURCE_DIR/${words[$i]}
+            fi
+        done
+        "$GEN" "${words[@]}" --platform "$SOURCE_DIR/configs/$plat.yaml" -o "$WORK/$name.bin" > /dev/null
+    elif [[ $m == decode ]]; then  # decode MODEL BATCH SEQ LAYERS TP
         read -r plat _ model batch seq layers tp <<< "$case"
         name="$plat-$model-b$batch-s$seq-L$layers-tp$tp"
         "$GEN" transformer --model "$model" --phase decode --batch "$batch" --seq "$seq" --layers "$layers" --tp "$tp" \
