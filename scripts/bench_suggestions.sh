@@ -30,7 +30,8 @@
 #
 # usage: scripts/bench_suggestions.sh [--quick] [--rounds R] [--only REGEX] [--out DIR] [BUILD_DIR]
 #   --quick   a subset (one size per planted option, 1-2-layer decodes, 3 GEMMs, one TP decode,
-#             one collective): 11 s here; the full corpus: 106 traces (the 100 before the 777x1000x1300 cases took
+#             one collective): 11 s here; the full corpus: 128 traces (2415 s with --rounds 4 for 126 of them on
+#             2 cores, 2026-11-30; the 100 before the 777x1000x1300 cases took
 #             264 s with --rounds 0 on 2 cores, 2026-11-25)
 #   --rounds  rounds of `xpu_analyze --rounds` on the clean traces of bar (c) (default 3; 0: none)
 #   --only    only the traces whose name matches REGEX (and the clean traces planted ones compare with)
@@ -217,7 +218,12 @@ else:
             ("llama2-70b decode b1 s3000 L1", decode("llama2-70b", 1, 3000, 1), "tpu-v5p-8.yaml", 6),
             ("llama2-7b decode b4 s1024 L3", decode("llama2-7b", 4, 1024, 3), "tpu-v6e-4.yaml", 6),
             ("gemm 1500x700x2300", gemm(1500, 700, 2300), "tpu-v5e-4.yaml", 3),
-            ("gemm 640x4100x512 int8", gemm(640, 4100, 512) + ["--dtype", "int8"], "xpu.yaml", 3)]:
+            ("gemm 640x4100x512 int8", gemm(640, 4100, 512) + ["--dtype", "int8"], "xpu.yaml", 3),
+            # Several row blocks on half of the units (N = 1000 on 256-column units), and a
+            # convolution net on a platform spread_matmuls' stretches were not built on
+            # (2026-11-30, stop 47).
+            ("gemm 4096x1000x2048", gemm(4096, 1000, 2048), "xpu-2vpu.yaml", 3),
+            ("onnx resnet50 b2", ["onnx", "--model", os.path.join(models, "resnet50.onnx"), "--batch", "2"], "tpu-v6e-4.yaml", 6)]:
         add("%s (%s)" % (name, plat[:-5]), tiled(gen, plat), plat, weight=w)
     add("llama2-13b decode b4 s1000 L1 tp8 (switch 8)", decode("llama2-13b", 4, 1000, 1, tp=8), "xpu-switch8.yaml", weight=8)
     add("all-reduce bidir-ring 3 MiB x4 (switch 8)", collective("bidir-ring", 8, 3 * MiB), "xpu-switch8.yaml", weight=4)
