@@ -147,21 +147,21 @@ public:
     void run() {
         const std::vector<Life> lives = movable_lives();
         if (lives.empty()) return;
-        // Regions: the stream cut at its waits, consecutive pieces merged until each holds at
+        // Stretches: the stream cut at its waits, consecutive pieces merged until each holds at
         // least as many lives as the group has units (a lone life has nowhere to spread).
         const Stream& st = sc_.run.streams[s_];
         std::vector<std::uint64_t> waits;
         for (std::uint64_t i = 0; i < st.code.size(); ++i)
             if (st.code[i].op == Opcode::SWait) waits.push_back(i);
-        std::vector<std::vector<const Life*>> regions;
+        std::vector<std::vector<const Life*>> stretches;
         std::size_t piece = ~std::size_t{0};
         for (const Life& l : lives) {
             const std::size_t p = static_cast<std::size_t>(std::upper_bound(waits.begin(), waits.end(), l.first) - waits.begin());
-            if (regions.empty() || (p != piece && regions.back().size() >= g_.units.size())) regions.emplace_back();
+            if (stretches.empty() || (p != piece && stretches.back().size() >= g_.units.size())) stretches.emplace_back();
             piece = p;
-            regions.back().push_back(&l);
+            stretches.back().push_back(&l);
         }
-        for (const auto& r : regions) balance(r);
+        for (const auto& r : stretches) balance(r);
     }
 
     bool empty() const { return moved_.empty(); }
@@ -205,7 +205,7 @@ public:
         return t;
     }
     std::size_t accumulators() const { return accumulators_; }
-    std::size_t regions() const { return regions_; }
+    std::size_t stretches() const { return stretches_; }
 
 private:
     // A life that may move: its unit, its matmuls' streaming, and the program span over which a
@@ -234,7 +234,7 @@ private:
     std::map<std::uint64_t, std::uint32_t> moved_;               // matmul or pop -> its new unit
     std::map<std::uint64_t, std::vector<std::uint32_t>> dup_;    // push of u -> the units it is issued to as well
     std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs_;  // (from, to), each pair once
-    std::size_t accumulators_ = 0, regions_ = 0;
+    std::size_t accumulators_ = 0, stretches_ = 0;
     Tick estimate_ = 0, most_before_ = 0, most_after_ = 0;
 
     // u's push that the matmul at i multiplies by (the last push of u before it), or npos.
@@ -304,9 +304,9 @@ private:
         return true;
     }
 
-    // One region: the lives of its busiest units go to its least busy ones, while that narrows
-    // the gap. For each unit above the region's average, the units below it, the least busy
-    // first (over the whole stream on a tie: the next region prefers others): its lives in order
+    // One stretch: the lives of its busiest units go to its least busy ones, while that narrows
+    // the gap. For each unit above the stretch's average, the units below it, the least busy
+    // first (over the whole stream on a tie: the next stretch prefers others): its lives in order
     // of first use from the last, each if the other unit may take it and neither unit ends more
     // than half of it away from the average.
     void balance(const std::vector<const Life*>& lives) {
@@ -364,11 +364,11 @@ private:
         }
         accumulators_ += moves.size();
         for (const auto& [u, w] : load) total_[u] += w;
-        ++regions_;
+        ++stretches_;
         most_before_ += before;
         most_after_ += after;
-        // The region's busiest unit streams `before` of the run's span of its matmuls: where it
-        // streamed throughout, the region is compute-bound and shortens by what its busiest unit
+        // The stretch's busiest unit streams `before` of the run's span of its matmuls: where it
+        // streamed throughout, the stretch is compute-bound and shortens by what its busiest unit
         // sheds; where it streamed less, by that share of it (a model, not the run).
         const Tick span = last > first ? last - first : before;
         const long double share = span > before ? static_cast<long double>(before) / span : 1.0L;
@@ -400,7 +400,7 @@ public:
             cause << sc.run.streams[g.stream].label() << ": " << g.units.size() << " alike matrix units stream " << format_time(g.least)
                   << " to " << format_time(g.most) << " each";
             if (action.tellp() > 0) action << "; ";
-            action << p.units_text() << " (busiest, summed over " << p.regions() << (p.regions() == 1 ? " stretch: " : " stretches: ")
+            action << p.units_text() << " (busiest, summed over " << p.stretches() << (p.stretches() == 1 ? " stretch: " : " stretches: ")
                    << format_time(p.most_before()) << " -> " << format_time(p.most_after()) << ")";
             accs += p.accumulators();
         }
