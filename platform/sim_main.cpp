@@ -345,9 +345,8 @@ int sc_main(int argc, char* argv[]) {
         for (const auto& f : vcd_files(vcd_path)) {
             // Inside OUT: not one of the run's own files, which the run writes after the waveforms.
             if (xpu::lies_inside(f, out_dir)) {
-                const auto rel = std::filesystem::weakly_canonical(std::filesystem::absolute(f))
-                                     .lexically_relative(std::filesystem::weakly_canonical(std::filesystem::absolute(out_dir)));
-                if (std::distance(rel.begin(), rel.end()) == 1 && is_run_file_name(rel.string()))
+                const std::string rel = xpu::relative_inside(f, out_dir);
+                if (rel.find('/') == std::string::npos && is_run_file_name(rel))
                     return fail(kUsage, "--vcd " + vcd_path + " would write " + f + ", a file of the run's own (--out " + out_dir +
                                             "): choose another name for the waveforms");
                 continue;
@@ -394,9 +393,7 @@ int sc_main(int argc, char* argv[]) {
     std::string vcd_write = vcd_target;  // where VcdWriter writes: inside the staging folder if OUT holds it
     if (!vcd_path.empty()) {
         if (xpu::lies_inside(vcd_path, out_dir)) {
-            const auto rel = std::filesystem::weakly_canonical(std::filesystem::absolute(vcd_path))
-                                 .lexically_relative(std::filesystem::weakly_canonical(std::filesystem::absolute(out_dir)));
-            vcd_write = (std::filesystem::path(folder->stage()) / rel).string();
+            vcd_write = (std::filesystem::path(folder->stage()) / xpu::relative_inside(vcd_path, out_dir)).string();
         } else {
             for (const auto& f : vcd_files(vcd_target)) outs.files.push_back(f);
         }

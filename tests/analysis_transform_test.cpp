@@ -189,6 +189,13 @@ std::string stamped(const std::string& path) {
     return out;
 }
 
+// Stream `stream` of r's trace with `s` applied, as `xpu_analyze --apply` writes it.
+std::vector<Instruction> patched_stream(const Analyzed& r, const analysis::Suggestion& s, std::size_t stream = 0) {
+    const std::string out = temp_path("patched.bin");
+    analysis::write_patched_trace(r.data, s, out);
+    return read_stream(out, stream);
+}
+
 // Program-order data flow: for each instruction (by timestamp), who produced what it reads:
 // the last writer of each source register, and the last writer of each 256-byte granule of the
 // memory it reads (vld, a DMA's source); for the pieces of a split DMA, all of theirs.
@@ -306,9 +313,7 @@ void check_reorder(const Analyzed& r, const std::string& where_leaf) {
         if (x.kind == "reorder" && x.where.find(where_leaf) != std::string::npos) s = &x;
     ASSERT_NE(s, nullptr) << "no reorder suggestion at " << where_leaf;
     EXPECT_GT(s->estimated_saving, 0u);
-    const std::string patched = temp_path("patched.bin");
-    analysis::write_patched_trace(r.data, *s, patched);
-    const std::size_t moved = expect_legal_reorder(r.data.streams[0].code, read_stream(patched, 0), r.data.streams[0].chip);
+    const std::size_t moved = expect_legal_reorder(r.data.streams[0].code, patched_stream(r, *s), r.data.streams[0].chip);
     EXPECT_GT(moved, 0u);
     std::printf("%s: %zu instructions changed place, estimated saving %.1f ns\n", s->where.c_str(), moved, s->estimated_saving / 1000.0);
 
@@ -427,10 +432,8 @@ void check_double_buffer(const Analyzed& r, std::uint64_t vmem_capacity = 32ull 
     EXPECT_GT(s.estimated_saving, 0u);
     EXPECT_FALSE(s.edits.empty());
     EXPECT_FALSE(s.moves.empty());
-    const std::string out = temp_path("patched.bin");
-    analysis::write_patched_trace(r.data, s, out);
     const std::vector<Instruction>& orig = r.data.streams[0].code;
-    const std::vector<Instruction> patched = read_stream(out, 0);
+    const std::vector<Instruction> patched = patched_stream(r, s);
     ASSERT_EQ(orig.size(), patched.size());
     // The same instructions (by timestamp), some moved, some with a renamed VMEM address only.
     std::vector<bool> seen(orig.size(), false);
@@ -769,10 +772,8 @@ const analysis::Suggestion& check_double_buffer_store(const Analyzed& r) {
     if (s.kind.empty()) return s;
     EXPECT_GT(s.estimated_saving, 0u);
     EXPECT_TRUE(s.moves.empty()) << "nothing moves: the waits change what they wait for";
-    const std::string out = temp_path("patched.bin");
-    analysis::write_patched_trace(r.data, s, out);
     const std::vector<Instruction>& orig = r.data.streams[0].code;
-    const std::vector<Instruction> patched = read_stream(out, 0);
+    const std::vector<Instruction> patched = patched_stream(r, s);
     std::vector<int> seen(orig.size(), 0);
     std::size_t added = 0;
     for (std::size_t p2 = 0; p2 < patched.size(); ++p2) {
@@ -826,10 +827,8 @@ TEST(DoubleBufferStore, OnTopOfPrefetchAheadKeepsTheDataFlowAndEveryDmaOrder) {
     auto it = std::find_if(r.a.suggestions.begin(), r.a.suggestions.end(),
                            [](const analysis::Suggestion& x) { return x.kind == "double_buffer_store" && !x.moves.empty(); });
     ASSERT_NE(it, r.a.suggestions.end()) << "no double_buffer_store suggestion with prefetch_ahead's loads";
-    const std::string out = temp_path("patched.bin");
-    analysis::write_patched_trace(r.data, *it, out);
     const std::vector<Instruction>& orig = r.data.streams[0].code;
-    const std::vector<Instruction> patched = read_stream(out, 0);
+    const std::vector<Instruction> patched = patched_stream(r, *it);
     std::vector<int> seen(orig.size(), 0);
     std::size_t moved = 0, added = 0;
     for (std::size_t p2 = 0; p2 < patched.size(); ++p2) {
@@ -908,10 +907,8 @@ void check_prefetch_ahead(const Analyzed& r) {
     const analysis::Suggestion& s = *it;
     EXPECT_GT(s.estimated_saving, 0u);
     EXPECT_FALSE(s.moves.empty());
-    const std::string out = temp_path("patched.bin");
-    analysis::write_patched_trace(r.data, s, out);
     const std::vector<Instruction>& orig = r.data.streams[0].code;
-    const std::vector<Instruction> patched = read_stream(out, 0);
+    const std::vector<Instruction> patched = patched_stream(r, s);
     std::vector<int> seen(orig.size(), 0);
     std::size_t added = 0, moved = 0;
     for (std::size_t p2 = 0; p2 < patched.size(); ++p2) {
@@ -989,9 +986,7 @@ TEST(PrefetchAhead, NextOpsLoadsGoUnderThisOpsCompute) {
     // kMaxFlags (256) the placement may use: as many as the deepest load needs (the first round
     // takes all 256 when every wait served has a flag of its own in turn).
     auto check_new_flags = [&](const Analyzed& run, const analysis::Suggestion& sg, const char* round) {
-        const std::string out = temp_path("patched.bin");
-        analysis::write_patched_trace(run.data, sg, out);
-        const std::vector<Instruction> patched = read_stream(out, 0);
+        const std::vector<Instruction> patched = patched_stream(run, sg);
         std::set<std::uint16_t> old_flags, new_flags;
         for (const Instruction& in : run.data.streams[0].code)
             if (in.has(kFlag)) old_flags.insert(in.flag);
@@ -1128,14 +1123,11 @@ TEST(HoistDma, HoistedDmasStayInTheOrderTheyAreNeeded) {
     const Analyzed r = analyzed(stamped(gemm_trace("late.bin", p).path));
     const analysis::Suggestion* s = first_of_kind(r, "hoist_dma");
     ASSERT_NE(s, nullptr);
-    const std::string out = temp_path("patched.bin");
-    analysis::write_patched_trace(r.data, *s, out);
-    expect_need_order(r.data.streams[0].code, read_stream(out, 0));
+    expect_need_order(r.data.streams[0].code, patched_stream(r, *s));
     // The check catches the order it forbids: the same suggestion with its DMAs at the top.
     analysis::Suggestion top = *s;
     for (auto& m : top.moves) m.before = 0;
-    analysis::write_patched_trace(r.data, top, out);
-    EXPECT_NONFATAL_FAILURE(expect_need_order(r.data.streams[0].code, read_stream(out, 0)), "needed sooner");
+    EXPECT_NONFATAL_FAILURE(expect_need_order(r.data.streams[0].code, patched_stream(r, top)), "needed sooner");
 }
 
 // No swait waits for a DMA issued after it in program order: at each wait, the increments of
@@ -1177,9 +1169,7 @@ TEST(HoistWait, PlantedLateDmaKeepsTheDataFlowAndNoWaitPassesItsDmas) {
     std::size_t raised = 0;
     for (const analysis::Move& m : s->moves) raised += orig[m.from].op == Opcode::SWait;
     EXPECT_GT(raised, 0u) << "no wait moved";
-    const std::string out = temp_path("patched.bin");
-    analysis::write_patched_trace(r.data, *s, out);
-    const std::vector<Instruction> patched = read_stream(out, 0);
+    const std::vector<Instruction> patched = patched_stream(r, *s);
     ASSERT_EQ(patched.size(), orig.size());
     std::size_t up = 0;  // waits now earlier than they were
     for (std::size_t i = 0; i < patched.size(); ++i) {
@@ -1196,8 +1186,7 @@ TEST(HoistWait, PlantedLateDmaKeepsTheDataFlowAndNoWaitPassesItsDmas) {
     analysis::Suggestion top = *s;
     for (auto& m : top.moves)
         if (orig[m.from].op == Opcode::SWait) m.before = 0;
-    analysis::write_patched_trace(r.data, top, out);
-    EXPECT_NONFATAL_FAILURE(expect_no_wait_before_its_dmas(read_stream(out, 0)), "waits for DMAs issued after it");
+    EXPECT_NONFATAL_FAILURE(expect_no_wait_before_its_dmas(patched_stream(r, top)), "waits for DMAs issued after it");
 }
 
 // With too little VMEM for the buffer copies there is no double_buffer suggestion.
@@ -1280,10 +1269,8 @@ TEST(SplitDma, PiecesKeepTheDataFlowAndTheWaits) {
     const analysis::Suggestion* s = first_of_kind(r, "split_dma");
     ASSERT_NE(s, nullptr) << "no split_dma suggestion";
     EXPECT_GT(s->estimated_saving, 0u);
-    const std::string out = temp_path("patched.bin");
-    analysis::write_patched_trace(r.data, *s, out);
     const std::vector<Instruction>& orig = r.data.streams[0].code;
-    const std::vector<Instruction> patched = read_stream(out, 0);
+    const std::vector<Instruction> patched = patched_stream(r, *s);
     // Each split DMA's pieces: contiguous, on distinct engines, its bytes in all.
     std::map<std::uint64_t, std::vector<Instruction>> by_ts;
     for (const Instruction& in : patched) by_ts[in.timestamp].push_back(in);
@@ -2273,10 +2260,8 @@ const analysis::Suggestion& check_forward_store(const Analyzed& r, bool race_fre
     EXPECT_GT(s.estimated_saving, 0u);
     EXPECT_LE(s.estimated_saving, r.a.bounds.headroom);
     EXPECT_TRUE(s.moves.empty());
-    const std::string out = temp_path("patched.bin");
-    analysis::write_patched_trace(r.data, s, out);
     const std::vector<Instruction>& orig = r.data.streams[0].code;
-    const std::vector<Instruction> patched = read_stream(out, 0);
+    const std::vector<Instruction> patched = patched_stream(r, s);
     EXPECT_EQ(orig.size(), patched.size());
     if (orig.size() != patched.size()) return s;
     std::size_t forwarded = 0;

@@ -33,6 +33,11 @@ bool lies_inside(const std::string& inner, const std::string& outer) {
     return true;
 }
 
+std::string relative_inside(const std::string& inner, const std::string& outer) {
+    const fs::path rel = resolved(inner).lexically_relative(resolved(outer));
+    return rel == "." ? std::string() : rel.string();
+}
+
 std::string output_target(const std::string& path) {
     std::error_code ec;
     const fs::file_status link = fs::symlink_status(path, ec);

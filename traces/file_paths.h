@@ -15,6 +15,10 @@ bool same_file(const std::string& a, const std::string& b);
 // True if `inner` lies inside folder `outer` (or is `outer` itself).
 bool lies_inside(const std::string& inner, const std::string& outer);
 
+// The path of `inner` relative to folder `outer`, both resolved as lies_inside resolves them
+// (for an `inner` that lies inside `outer`: "" for `outer` itself).
+std::string relative_inside(const std::string& inner, const std::string& outer);
+
 // Where an output named `path` is to be written: `path` itself, or, for a symbolic link, the
 // file the link leads to. Every writer finishes a temp file and renames it over the name, which
 // over a link would replace the link rather than write its file, and over a device (/dev/null)

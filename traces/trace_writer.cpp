@@ -42,9 +42,7 @@ std::string target_of(const std::string& path) {
     }
 }
 constexpr std::size_t kStreamBuffer = kBlockPayloadTarget + kMaxInstructionBytes;
-}  // namespace
 
-namespace {
 // The temp files of the writers still writing: fixed arrays and a flag per slot, so that a signal
 // handler can walk them (unlink is async-signal-safe; nothing here allocates or locks).
 constexpr int kTempSlots = 8;

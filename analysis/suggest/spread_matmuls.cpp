@@ -213,10 +213,11 @@ private:
     // to its last matmul (the pushes between are all its own unit's).
     struct Life {
         const StreamMatrixUse::Acc* acc = nullptr;
-        std::uint32_t unit = kNone;
         std::uint64_t first = 0, lo = 0, hi = 0;
         std::set<std::uint64_t> pushes;
-        Tick work = 0, start = 0, end = 0;  // its matmuls' streaming; the run's first start and last end
+        Tick start = 0, end = 0;  // the run's first start and last end of its matmuls
+        std::uint32_t unit() const { return acc->unit; }
+        Tick work() const { return acc->work; }  // its matmuls' streaming
     };
     // A span of the program over which a unit mirrors another's weights (moved lives).
     struct Mirror {
@@ -253,7 +254,6 @@ private:
             if (!group.count(a.unit) || a.work == 0 || a.uses.empty()) continue;
             Life l;
             l.acc = &a;
-            l.unit = a.unit;
             l.first = a.uses.front();
             l.start = ~Tick{0};
             bool ok = true;
@@ -274,7 +274,6 @@ private:
             }
             if (!ok || l.pushes.empty() || l.start == ~Tick{0}) continue;
             l.lo = *l.pushes.begin();
-            l.work = a.work;
             out.push_back(std::move(l));
         }
         std::stable_sort(out.begin(), out.end(), [](const Life& x, const Life& y) { return x.first < y.first; });
@@ -314,8 +313,8 @@ private:
         for (std::uint32_t u : g_.units) load[u] = 0;
         Tick sum = 0, first = ~Tick{0}, last = 0;
         for (const Life* l : lives) {
-            load[l->unit] += l->work;
-            sum += l->work;
+            load[l->unit()] += l->work();
+            sum += l->work();
             first = std::min(first, l->start);
             last = std::max(last, l->end);
         }
@@ -335,8 +334,8 @@ private:
                 if (!socket_.count(v) || !socket_.count(u)) continue;
                 for (auto it = lives.rbegin(); it != lives.rend(); ++it) {
                     const Life* l = *it;
-                    if (l->unit != u || gone.count(l)) continue;
-                    const Tick lu = load[u], lv = load[v], w = l->work;
+                    if (l->unit() != u || gone.count(l)) continue;
+                    const Tick lu = load[u], lv = load[v], w = l->work();
                     if (lu <= avg || lu - w + w / 2 < avg || lv + w > avg + w / 2) continue;
                     if (!may_take(v, u, l->lo, l->hi)) continue;
                     load[u] -= w;
@@ -351,7 +350,7 @@ private:
         for (const auto& [u, w] : load) after = std::max(after, w);
         if (after >= before) {
             for (const auto& m : moves) mirrors_[m.second].pop_back();  // the stretch's own, appended last
-            for (const Life* l : lives) total_[l->unit] += l->work;
+            for (const Life* l : lives) total_[l->unit()] += l->work();
             return;
         }
         for (const auto& [l, v] : moves) {
@@ -360,7 +359,7 @@ private:
                 auto& d = dup_[p];
                 if (std::find(d.begin(), d.end(), v) == d.end()) d.push_back(v);
             }
-            if (std::find(pairs_.begin(), pairs_.end(), std::make_pair(l->unit, v)) == pairs_.end()) pairs_.push_back({l->unit, v});
+            if (std::find(pairs_.begin(), pairs_.end(), std::make_pair(l->unit(), v)) == pairs_.end()) pairs_.push_back({l->unit(), v});
         }
         accumulators_ += moves.size();
         for (const auto& [u, w] : load) total_[u] += w;
