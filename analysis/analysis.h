@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include <array>
@@ -18,6 +19,8 @@
 #include "analysis/sensitivity.h"
 
 namespace xpu::analysis {
+
+struct Relowering;  // analysis/relower.h
 
 // What a unit was doing at each moment. Every picosecond of every unit's time is exactly one
 // of these (the conservation the tests check).
@@ -197,6 +200,10 @@ struct Suggestion {
     bool estimate_capped = false;
     std::vector<Move> moves;
     std::vector<Edit> edits;  // applied with the moves (an edited instruction may also move)
+    // Instead of moves and edits: the whole trace written again, as xpu_tracegen lowers this
+    // collective (collective_algorithm on a trace it recognises: analysis/relower.h).
+    std::shared_ptr<const Relowering> relowering;
+    bool changes_trace() const { return !moves.empty() || !edits.empty() || relowering; }
     std::uint32_t candidate = 0;  // its rank by estimate (1 = the largest), before any replay
     // Another suggestion of the list with more changes (hoist_wait: a hoist, and its waits raised
     // as well): replayed only in a place left after each kind's best (verify.h, candidate_order).

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "analysis/relower.h"
 #include "analysis/report.h"
 #include "analysis/verify.h"
 #include "traces/json_writer.h"
@@ -184,6 +185,10 @@ void write_analysis_json(std::ostream& os, const RunData& run, const Analysis& a
         j.field("candidate", static_cast<std::uint64_t>(s.candidate));
         j.field("variant", s.variant);  // another form of a suggestion listed beside it (replayed in places left over)
         j.field("moves", static_cast<std::uint64_t>(s.moves.size() + s.edits.size()));  // instructions changed
+        // collective_algorithm's other lowering: the command that writes the trace replayed and
+        // applied instead of a patch (moves 0). It moves the bytes over other links, so this run's
+        // bounds do not cap what it measures (analysis/relower.h).
+        if (s.relowering) j.field("relowering", s.relowering->command);
         j.end_object();
     }
     j.end_array();

@@ -16,7 +16,7 @@ Applied apply_ranks(const RunData& run, const Analysis& a, const std::vector<std
             throw ApplyError(K::Usage, "--apply " + list + ": this run has " + std::to_string(a.suggestions.size()) +
                                            " suggestions (numbered from 1; see the report)");
         const Suggestion& s = a.suggestions[r - 1];
-        if (s.moves.empty() && s.edits.empty())
+        if (!s.changes_trace())
             throw ApplyError(K::Usage, "--apply " + list + ": suggestion " + std::to_string(r) + " [" + s.kind +
                                            "] changes how the program is lowered, which no patch of this trace expresses: " + s.action);
         for (const Suggestion* p : parts) {

@@ -7,6 +7,7 @@
 
 #include "analysis/intervals.h"
 #include "analysis/names.h"
+#include "analysis/relower.h"
 #include "analysis/report.h"
 
 namespace xpu::analysis {
@@ -119,7 +120,21 @@ Suggestion collective_algorithm(const RunData& run) {
            << (ring ? "direction of the ring (half each way)" : "dimension and direction of the torus") << ": at best " << used << "/"
            << total << " of the busiest link's time, ~" << format_time(s.estimated_saving)
            << " less (an estimate for that lowering, which moves the bytes over other links: this run's headroom does not bound it); ";
-    if (!algorithms_in(bytes_by_op).count(other))
+    const std::set<std::string> in_use = algorithms_in(bytes_by_op);
+    // The trace is a collective xpu_tracegen wrote, with a one-way algorithm of the platform's
+    // shape (a ring on a ring, a torus algorithm on a torus: its dimensions are the trace's): the
+    // other lowering is the generator's, replayed and applied as a change of the whole trace.
+    const std::string same_shape = ring ? "ring" : total > 4 ? "torus3d" : "torus2d";
+    std::optional<gen::CollectiveParams> mine;
+    if (in_use.size() == 1 && in_use.count(same_shape)) mine = recognise_collective(run.streams, run.strings);
+    if (mine) s.relowering = relower(*mine, other, run.dir + "/platform.yaml");
+    std::uint64_t instructions = 0;
+    for (const Stream& st : run.streams) instructions += st.code.size();
+    if (s.relowering) {
+        cause << "; the trace is the one `" << tracegen_command(*mine, run.dir + "/platform.yaml") << "` writes";
+        action << "lower it as " << other << ": the whole trace written again by `" << s.relowering->command << "` ("
+               << s.relowering->instructions << " instructions instead of " << instructions << ")";
+    } else if (!in_use.count(other))
         action << "e.g. xpu_tracegen collective --algo " << other << ", then xpu_analyze --compare";
     else
         action << "the trace's " << other << " runs each " << (ring ? "ring" : "dimension")

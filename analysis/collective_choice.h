@@ -13,10 +13,15 @@
 // ring all-reduce of 4 MiB on 4 chips: ~66.88 us for bidir-ring, measured 66.6 us, against 1.1 us of
 // headroom over this lowering's link bound).
 //
-// This is advice, not a patch: the algorithm is the lowering's (the compiler's or the
-// collective library's) choice, so the proof is a run of the collective lowered the other way
-// (xpu_tracegen collective --algo ...), compared with xpu_analyze --compare
-// (tests/e2e/collective_choice.sh).
+// The algorithm is the lowering's (the compiler's or the collective library's) choice, which no
+// patch of the trace expresses. Where the trace is a collective xpu_tracegen wrote with a one-way
+// algorithm of the platform's shape (ring on a ring, torus2d or torus3d on a torus of as many
+// dimensions), recognised by writing it again (analysis/relower.h), the suggestion carries the
+// other lowering, the generator's trace with the both-ways algorithm: the verification replays
+// it and `xpu_analyze --apply` writes it, as for a patch. Elsewhere (a collective inside a model,
+// another generator's trace) it stays advice, not replayed, and the proof is a run of the
+// collective lowered the other way, compared with xpu_analyze --compare
+// (tests/e2e/collective_choice.sh checks both).
 #pragma once
 
 #include "analysis/analysis.h"

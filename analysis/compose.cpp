@@ -81,6 +81,7 @@ std::uint32_t flag_key(std::uint16_t chip, std::uint16_t flag) { return std::uin
 
 struct Composition::Footprint {
     bool patch = false;                            // has moves or edits
+    bool whole = false;                            // writes the whole trace again (a relowering)
     std::map<std::uint32_t, Stretches> stretches;  // per stream
     std::set<std::uint32_t> flags;                 // flags it takes (flag_key)
     Ranges taken;                                  // memory it takes
@@ -111,6 +112,7 @@ const Composition::Footprint& Composition::footprint(std::size_t i) {
     slot = std::make_unique<Footprint>();
     Footprint& f = *slot;
     f.patch = !s.moves.empty() || !s.edits.empty();
+    f.whole = s.relowering != nullptr;
     Access acc[2];
     auto reach = [&](std::uint32_t stream, std::uint64_t i) {
         if (stream >= run_.streams.size() || i >= run_.streams[stream].code.size()) return;
@@ -157,6 +159,8 @@ std::string Composition::conflict(std::size_t i, std::size_t j) {
     const Footprint& fa = footprint(i);
     const Footprint& fb = footprint(j);
     const std::string other = "[" + suggestions_[i].kind + "]";
+    if (fb.whole) return "lowers the collective again, which no other change composes with";
+    if (fa.whole) return "changes instructions of the trace " + other + " lowers again";
     if (!fb.patch) return "is advice without a patch";
     if (!fa.patch) return other + " is advice without a patch";
     for (const auto& [stream, x] : fa.stretches) {

@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "analysis/relower.h"
 #include "traces/trace_writer.h"
 
 namespace xpu::analysis {
@@ -16,6 +17,11 @@ namespace xpu::analysis {
 // decode), and the tree nodes were most of the cost.
 PatchCount count_changes(const RunData& run, const Suggestion& s) {
     PatchCount c;
+    if (s.relowering) {  // every instruction goes, the other lowering's come in
+        for (const Stream& st : run.streams) c.deleted += st.code.size();
+        c.inserted = s.relowering->instructions;
+        return c;
+    }
     // The moves that count, as indices into s.moves (4 bytes each, not a copy: a reorder of a
     // 32-layer decode has ~1.9 M moves, and its count ran beside the finders' other results at the
     // analysis's peak): the first move of each instruction (as the patch applies it), sorted by
@@ -197,6 +203,14 @@ void visit_patched(const RunData& run, const Suggestion& s, const std::function<
 }
 
 PatchCount write_patched_trace(const RunData& run, const Suggestion& s, const std::string& path) {
+    if (s.relowering) {  // the collective lowered the other way: xpu_tracegen's trace, byte for byte
+        try {
+            write_collective(s.relowering->params, path);
+        } catch (const trace::TraceError& e) {
+            throw std::runtime_error(e.what());
+        }
+        return count_changes(run, s);
+    }
     try {
         trace::TraceWriter w(path);
         std::vector<std::uint32_t> ann(run.strings.size());

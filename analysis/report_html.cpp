@@ -1,7 +1,5 @@
 #include "analysis/report_html.h"
 
-#include "analysis/bounds.h"
-
 #include <algorithm>
 #include <cstdlib>
 #include <cctype>
@@ -11,6 +9,7 @@
 
 #include "analysis/bounds.h"
 #include "analysis/patch.h"
+#include "analysis/relower.h"
 #include "analysis/render_util.h"
 #include "analysis/verify.h"
 #include "traces/json_writer.h"
@@ -589,7 +588,8 @@ void write_report_html(const std::string& path, const RunData& run, const Analys
                 h += "</td><td class=\"n\">" + duration(s.estimated_saving) + " <small>(" +
                      percent(static_cast<double>(s.estimated_saving), end) + " of the run" + capped_note(s) +
                      ")</small></td><td>";
-                if (s.moves.empty() && s.edits.empty()) h += "none recorded";
+                if (s.relowering) esc(h, "the whole trace lowered again: " + s.relowering->command);
+                else if (s.moves.empty() && s.edits.empty()) h += "none recorded";
                 else esc(h, changes_text(counted_changes(run, s)));  // as xpu_analyze --apply counts them
                 if (!s.edits.empty()) {  // merge_dma: the rewritten DMAs first, then the dropped ones
                     const std::size_t show = std::min<std::size_t>(s.edits.size(), 3);

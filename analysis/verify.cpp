@@ -64,7 +64,7 @@ int group(const Suggestion& s) { return s.verdict == Verdict::Verified ? 0 : s.v
 Tick ps_of_ns(double ns) { return static_cast<Tick>(std::llround(ns * 1000.0)); }
 
 // A suggestion that can be replayed: it patches this trace (moves or edits instructions).
-bool replayable(const Suggestion& s) { return !s.moves.empty() || !s.edits.empty(); }
+bool replayable(const Suggestion& s) { return s.changes_trace(); }
 
 void set_measured(Suggestion& s, std::int64_t saving, Tick floor) {
     s.measured = true;

@@ -7,7 +7,8 @@
 # a hop later. The bound must be that figure (the flags' small writes add a little: within 0.1%),
 # the run must not end before it (a bound), and a chunked ring keeps the links busy, so the run
 # ends within 2% of it (the bound is the physics that sets its pace). Every suggestion verified
-# by replay saves at most the headroom over it.
+# by replay saves at most the headroom over it, but for collective_algorithm's relowering, which
+# lowers the collective another way (its bytes over other links: another work, with bounds of its own).
 # usage: bash link_bound.sh BUILD_DIR SOURCE_DIR CASE      CASE: ring4 | torus4x4
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -39,7 +40,8 @@ assert a["bounds"]["lower_bound_ns"] == bound, "the link does not set the bound:
 assert bound <= T <= bound * 1.02, "the run is not within 2% above its link bound"
 for s in a["suggestions"]:
     assert s["estimated_saving_ns"] <= a["bounds"]["headroom_ns"] + 1e-3, s
-    if s["status"] == "verified":
+    # A relowering moves the bytes over other links (analysis/relower.h): this lowering's bound is not its.
+    if s["status"] == "verified" and not s.get("relowering"):
         assert s["measured_saving_ns"] <= a["bounds"]["headroom_ns"] + 1e-3, "measured %s above the headroom" % s["measured_saving_ns"]
 PYEOF
 pass "$CASE: the link bound is its closed form, and the run ends within 2% above it"

@@ -1,0 +1,240 @@
+#include "analysis/relower.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+#include "traces/trace_reader.h"
+#include "traces/trace_writer.h"
+
+namespace xpu::analysis {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A scratch folder of its own under the system's temporary directory, removed with it.
+class Scratch {
+public:
+    Scratch() {
+        std::string t = (fs::temp_directory_path() / "xpusim-relower-XXXXXX").string();
+        if (::mkdtemp(t.data())) dir_ = t;
+    }
+    ~Scratch() {
+        std::error_code ec;
+        if (!dir_.empty()) fs::remove_all(dir_, ec);
+    }
+    bool ok() const { return !dir_.empty(); }
+    std::string file(const std::string& name) const { return (fs::path(dir_) / name).string(); }
+
+private:
+    std::string dir_;
+};
+
+// What the probes compare: chip 0's DMAs, how many and their bytes.
+struct DmaSums {
+    std::uint64_t count = 0, bytes = 0;
+};
+DmaSums dma_sums(const std::vector<Instruction>& code) {
+    DmaSums s;
+    for (const Instruction& in : code)
+        if (in.op == Opcode::Dma) {
+            ++s.count;
+            s.bytes += in.bytes;
+        }
+    return s;
+}
+
+// The generator's trace for p, read back (empty if it refuses the parameters).
+struct Written {
+    std::vector<std::vector<Instruction>> code;
+    std::vector<std::string> strings;
+    std::vector<std::pair<std::uint16_t, std::uint16_t>> where;  // (chip, core) per stream
+};
+std::optional<Written> generate(const gen::CollectiveParams& p, const std::string& path, std::size_t only_streams) {
+    try {
+        write_collective(p, path);
+        const trace::TraceFile f = trace::TraceFile::open(path);
+        Written w;
+        w.strings = f.strings();
+        const std::size_t n = std::min(only_streams, f.streams().size());
+        w.code.resize(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            w.where.emplace_back(f.streams()[i].chip, f.streams()[i].core);
+            trace::StreamReader r(f, i);
+            Instruction buf[512];
+            for (std::size_t got; (got = r.read(buf, 512)) > 0;) w.code[i].insert(w.code[i].end(), buf, buf + got);
+        }
+        return w;
+    } catch (const std::invalid_argument&) {  // parameters the generator refuses
+        return std::nullopt;
+    }
+}
+
+// Ordered factorisations of n into k factors of at least 2.
+void factorisations(unsigned n, unsigned k, std::vector<unsigned>& cur, std::vector<std::vector<unsigned>>& out) {
+    if (k == 1) {
+        if (n >= 2) {
+            cur.push_back(n);
+            out.push_back(cur);
+            cur.pop_back();
+        }
+        return;
+    }
+    for (unsigned f = 2; f <= n / 2; ++f)
+        if (n % f == 0) {
+            cur.push_back(f);
+            factorisations(n / f, k - 1, cur, out);
+            cur.pop_back();
+        }
+}
+
+const char* dtype_flag(DType d) {
+    switch (d) {
+        case DType::F32: return "f32";
+        case DType::Int8: return "int8";
+        default: return "bf16";
+    }
+}
+
+}  // namespace
+
+std::uint64_t write_collective(const gen::CollectiveParams& p, const std::string& path) {
+    trace::TraceWriter w(path);
+    const gen::CollectiveSummary s = gen::emit_collective(w, p);
+    w.close();
+    return s.instructions;
+}
+
+std::shared_ptr<const Relowering> relower(const gen::CollectiveParams& recognised, const std::string& algo,
+                                          const std::string& platform) {
+    auto r = std::make_shared<Relowering>();
+    r->params = recognised;
+    r->params.algo = algo;
+    Scratch scratch;
+    if (!scratch.ok()) return nullptr;
+    try {
+        r->instructions = write_collective(r->params, scratch.file("relowered.bin"));
+    } catch (const std::invalid_argument&) {
+        return nullptr;
+    }
+    r->command = tracegen_command(r->params, platform);
+    return r;
+}
+
+std::string tracegen_command(const gen::CollectiveParams& p, const std::string& platform) {
+    std::ostringstream o;
+    o << "xpu_tracegen collective --op " << p.op << " --chips " << p.chips << " --bytes " << p.bytes << " --algo " << p.algo;
+    if (p.dims_x) o << " --dims " << p.dims_x << "x" << p.dims_y << (p.dims_z ? "x" + std::to_string(p.dims_z) : "");
+    if (p.chunks > 1) o << " --chunks " << p.chunks;
+    if (p.serial) o << " --serial-collective";
+    if (p.tiles.dtype != DType::Bf16) o << " --dtype " << dtype_flag(p.tiles.dtype);
+    if (p.tiles.dma_engines != gen::TileConfig{}.dma_engines) o << " --platform " << platform;  // its DMA engines
+    return o.str();
+}
+
+std::optional<gen::CollectiveParams> recognise_collective(const std::vector<Stream>& streams,
+                                                           const std::vector<std::string>& strings) {
+    // Chips 0..N-1, core 0 each, in order: the generator's streams.
+    if (streams.size() < 2 || streams.size() > 4096) return std::nullopt;
+    for (std::size_t i = 0; i < streams.size(); ++i)
+        if (streams[i].chip != i || streams[i].core != 0 || streams[i].code.empty()) return std::nullopt;
+    // Every annotation "OP/ALGO/...", one OP and one ALGO.
+    std::string op, algo;
+    for (const std::string& s : strings) {
+        const auto a = s.find('/'), b = a == std::string::npos ? a : s.find('/', a + 1);
+        if (b == std::string::npos) return std::nullopt;
+        if (op.empty()) op = s.substr(0, a), algo = s.substr(a + 1, b - a - 1);
+        if (s.compare(0, a, op) != 0 || s.compare(a + 1, b - a - 1, algo) != 0) return std::nullopt;
+    }
+    if (op.empty()) return std::nullopt;
+    const bool torus = algo.find("torus") != std::string::npos;
+    const unsigned chips = static_cast<unsigned>(streams.size());
+
+    // What chip 0 tells: its DMAs, the engines they use, the chips it sends to, a reduction's type.
+    const DmaSums want = dma_sums(streams[0].code);
+    if (!want.count) return std::nullopt;
+    unsigned engines = 1;
+    std::set<unsigned> dests;
+    std::vector<DType> dtypes = {DType::Bf16, DType::Int8, DType::F32};
+    for (const Stream& st : streams)
+        for (const Instruction& in : st.code)
+            if (in.op == Opcode::Dma) {
+                engines = std::max(engines, static_cast<unsigned>(in.unit) + 1);
+                if (&st == &streams[0] && in.mem_dst.chip != kLocalChip) dests.insert(in.mem_dst.chip);
+                if (in.has(kDtype)) dtypes = {in.dtype};  // a reducing DMA names the element type
+            }
+    // Torus dimensions: every ordered factorisation into 2 (torus2d) or 3 factors whose rings
+    // chip 0 sends along (its neighbours +-1, +-X, +-XY).
+    std::vector<std::vector<unsigned>> dims_options;
+    if (torus) {
+        std::vector<unsigned> cur;
+        factorisations(chips, algo.find("3d") != std::string::npos ? 3 : 2, cur, dims_options);
+        dims_options.erase(std::remove_if(dims_options.begin(), dims_options.end(),
+                                          [&](const std::vector<unsigned>& d) {
+                                              unsigned stride = 1;
+                                              for (unsigned x : d) {
+                                                  if (!dests.count(stride) && !dests.count(chips - stride)) return true;
+                                                  stride *= x;
+                                              }
+                                              return false;
+                                          }),
+                           dims_options.end());
+    } else {
+        dims_options.push_back({});
+    }
+
+    Scratch scratch;
+    if (!scratch.ok()) return std::nullopt;
+    const std::string probe = scratch.file("probe.bin"), full = scratch.file("full.bin");
+    unsigned tries = 0;
+    for (const auto& dims : dims_options)
+        for (DType dt : dtypes)
+            for (unsigned eng = engines; eng <= std::max(engines, 8u); ++eng)
+                for (bool serial : {false, true}) {
+                    if (++tries > 256) return std::nullopt;  // bounded: a program this does not recognise soon is not one
+                    gen::CollectiveParams p;
+                    p.op = op;
+                    p.algo = algo;
+                    p.chips = chips;
+                    if (!dims.empty()) {
+                        p.dims_x = dims[0];
+                        p.dims_y = dims[1];
+                        p.dims_z = dims.size() > 2 ? dims[2] : 0;
+                    }
+                    p.serial = serial;
+                    p.tiles.dtype = dt;
+                    p.tiles.dma_engines = eng;
+                    const std::uint64_t rings = algo.rfind("bidir", 0) == 0 ? 2 : 1;
+                    auto unit = [&](unsigned chunks) { return std::uint64_t(chips) * rings * chunks * dtype_bytes(dt); };
+                    // Probe 1: one piece per shard, the least tensor: the pieces are in proportion.
+                    p.chunks = 1;
+                    p.bytes = unit(1);
+                    auto one = generate(p, probe, 1);
+                    if (!one || one->code.empty()) continue;
+                    const DmaSums s1 = dma_sums(one->code[0]);
+                    if (!s1.count || want.count % s1.count) continue;
+                    p.chunks = static_cast<unsigned>(want.count / s1.count);
+                    // Probe 2: those pieces, the least tensor: the bytes are in proportion.
+                    p.bytes = unit(p.chunks);
+                    auto two = generate(p, probe, 1);
+                    if (!two || two->code.empty()) continue;
+                    const DmaSums s2 = dma_sums(two->code[0]);
+                    if (s2.count != want.count || !s2.bytes || want.bytes % s2.bytes) continue;
+                    p.bytes = unit(p.chunks) * (want.bytes / s2.bytes);
+                    // The whole program, compared: streams, instructions, strings.
+                    auto all = generate(p, full, streams.size());
+                    if (!all || all->strings != strings || all->code.size() != streams.size()) continue;
+                    bool same = true;
+                    for (std::size_t i = 0; same && i < streams.size(); ++i)
+                        same = all->code[i] == streams[i].code;
+                    if (same) return p;
+                }
+    return std::nullopt;
+}
+
+}  // namespace xpu::analysis

@@ -1,0 +1,54 @@
+// Lowering a collective again: what makes `collective_algorithm` (analysis/collective_choice.h) a
+// change that can be replayed and applied, where the run's trace is a collective that
+// xpu_tracegen wrote.
+//
+// The algorithm is the lowering's choice, not an order of this trace's instructions, so no patch
+// expresses it. But where the program is exactly what `xpu_tracegen collective` writes for some
+// parameters, the same collective lowered another way is `xpu_tracegen collective` with the
+// other algorithm: a trace of the same tensor, the same chips and the same pieces, which the
+// verification replays like any patched trace and `xpu_analyze --apply` writes.
+//
+// Recognition is by writing the program again, never by guessing: the operation and the
+// algorithm are the first two components of every annotation ("all-gather/torus3d/..."), the
+// chips are the streams (chip i, core 0, in order), and the bytes and pieces follow from chip 0's
+// DMAs (their count and bytes grow in proportion with the pieces and the tensor: measured on two
+// small probes of the same lowering); the rest (torus dimensions, element size, DMA engines, the
+// planted serial steps) is tried, and a set of parameters is taken only if the generator writes,
+// for it, the very program and string table the run had. Anything else (an edited trace, another
+// generator's, a collective inside a model) is not recognised and keeps the advice.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/run_data.h"
+#include "traces/gen/collective.h"
+
+namespace xpu::analysis {
+
+// A suggestion's trace written again: the collective as xpu_tracegen lowers it with `params`.
+struct Relowering {
+    gen::CollectiveParams params;
+    std::uint64_t instructions = 0;  // of the trace it writes
+    std::string command;             // tracegen_command(params, ...)
+};
+
+// The parameters xpu_tracegen writes exactly this program for, if there are any (the first found).
+std::optional<gen::CollectiveParams> recognise_collective(const std::vector<Stream>& streams,
+                                                           const std::vector<std::string>& strings);
+
+// The command line that writes `p` ("xpu_tracegen collective --op ..."), for the reports; where
+// the DMA engines are not the generator's default, `--platform PLATFORM` (the run's: its engines).
+std::string tracegen_command(const gen::CollectiveParams& p, const std::string& platform);
+
+// The relowering of a recognised collective as `algo` (its dimensions kept), or null where the
+// generator refuses it (a tensor that does not split into that algorithm's pieces).
+std::shared_ptr<const Relowering> relower(const gen::CollectiveParams& recognised, const std::string& algo,
+                                          const std::string& platform);
+
+// Writes the collective `p` to `path` (xpu_tracegen's trace, byte for byte); returns its instructions.
+std::uint64_t write_collective(const gen::CollectiveParams& p, const std::string& path);
+
+}  // namespace xpu::analysis

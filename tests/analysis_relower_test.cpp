@@ -1,0 +1,176 @@
+// Recognising a collective xpu_tracegen wrote, and lowering it again (analysis/relower.h): what
+// makes collective_algorithm a change the verification replays. The reference is the generator
+// itself: a recognised program must be the one it writes for the parameters found, and the
+// relowering must be its trace for the other algorithm, byte for byte.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
+
+#include "analysis/patch.h"
+#include "analysis/relower.h"
+#include "traces/trace_reader.h"
+
+using namespace xpu;
+using namespace xpu::analysis;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+    const fs::path d = fs::temp_directory_path() / ("xpusim-relower-test-" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return (d / name).string();
+}
+
+struct Program {
+    std::vector<Stream> streams;
+    std::vector<std::string> strings;
+};
+
+Program read_program(const std::string& path) {
+    const trace::TraceFile f = trace::TraceFile::open(path);
+    Program p;
+    p.strings = f.strings();
+    for (std::size_t i = 0; i < f.streams().size(); ++i) {
+        Stream st;
+        st.chip = f.streams()[i].chip;
+        st.core = f.streams()[i].core;
+        trace::StreamReader r(f, i);
+        Instruction buf[256];
+        for (std::size_t n; (n = r.read(buf, 256)) > 0;) st.code.insert(st.code.end(), buf, buf + n);
+        p.streams.push_back(std::move(st));
+    }
+    return p;
+}
+
+Program generated(const gen::CollectiveParams& p, const std::string& name) {
+    const std::string path = temp_path(name);
+    write_collective(p, path);
+    return read_program(path);
+}
+
+std::string bytes_of(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+gen::CollectiveParams params(const std::string& op, const std::string& algo, unsigned chips, std::uint64_t bytes, unsigned chunks = 1,
+                             std::vector<unsigned> dims = {}) {
+    gen::CollectiveParams p;
+    p.op = op;
+    p.algo = algo;
+    p.chips = chips;
+    p.bytes = bytes;
+    p.chunks = chunks;
+    if (!dims.empty()) {
+        p.dims_x = dims[0];
+        p.dims_y = dims[1];
+        p.dims_z = dims.size() > 2 ? dims[2] : 0;
+    }
+    return p;
+}
+
+}  // namespace
+
+// Every algorithm, operation, piece count, torus shape (asymmetric ones too: 2x8 is not 8x2),
+// element type of a reduction, DMA engine count and the planted serial steps: the parameters
+// found are the ones the trace was written with, and (the recogniser's own check) the generator
+// writes the same program for them.
+TEST(Relower, RecognisesTheCollectivesTheGeneratorWrote) {
+    std::vector<gen::CollectiveParams> cases = {
+        params("all-reduce", "ring", 4, 1 << 20, 4),
+        params("all-gather", "ring", 8, 3 * 8 * 4096),
+        params("reduce-scatter", "bidir-ring", 4, 1 << 20, 2),
+        params("all-reduce", "torus2d", 16, 4 << 20, 4, {4, 4}),
+        params("all-gather", "torus2d", 16, 16 * 2 * 1000, 1, {2, 8}),
+        params("all-gather", "torus3d", 64, 5 << 20, 1, {4, 4, 4}),
+        params("reduce-scatter", "torus3d", 16, 16 * 3 * 64, 3, {2, 2, 4}),
+        params("all-reduce", "bidir-torus2d", 16, 2 << 20, 2, {4, 4}),
+        params("all-gather", "direct", 8, 8 * 64 * 3),
+    };
+    cases.push_back(params("all-reduce", "ring", 4, 1 << 20, 2));
+    cases.back().serial = true;
+    cases.push_back(params("reduce-scatter", "ring", 8, 8 * 4 * 512, 1));
+    cases.back().tiles.dtype = DType::F32;
+    cases.push_back(params("all-reduce", "ring", 4, 4 * 16384));
+    cases.back().tiles.dma_engines = 2;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        const gen::CollectiveParams& want = cases[i];
+        SCOPED_TRACE(tracegen_command(want, "P.yaml") + (want.tiles.dma_engines != 4 ? " (2 engines)" : ""));
+        const Program prog = generated(want, "case" + std::to_string(i) + ".bin");
+        const auto got = recognise_collective(prog.streams, prog.strings);
+        ASSERT_TRUE(got.has_value());
+        EXPECT_EQ(got->op, want.op);
+        EXPECT_EQ(got->algo, want.algo);
+        EXPECT_EQ(got->chips, want.chips);
+        EXPECT_EQ(got->bytes, want.bytes);
+        EXPECT_EQ(std::max(1u, got->chunks), std::max(1u, want.chunks));
+        EXPECT_EQ(got->dims_x, want.dims_x);
+        EXPECT_EQ(got->dims_y, want.dims_y);
+        EXPECT_EQ(got->dims_z, want.dims_z);
+        EXPECT_EQ(got->serial, want.serial);
+        EXPECT_EQ(got->tiles.dma_engines, want.tiles.dma_engines);
+        if (want.op != "all-gather") EXPECT_EQ(got->tiles.dtype, want.tiles.dtype) << "a reducing DMA names its type";
+        const Program again = generated(*got, "again" + std::to_string(i) + ".bin");
+        ASSERT_EQ(again.streams.size(), prog.streams.size());
+        for (std::size_t s = 0; s < prog.streams.size(); ++s) EXPECT_TRUE(again.streams[s].code == prog.streams[s].code);
+        EXPECT_EQ(again.strings, prog.strings);
+    }
+}
+
+// Anything but the generator's very program keeps the advice: one DMA's bytes changed, one
+// instruction dropped, an annotation of another operation, the streams out of order, one chip.
+TEST(Relower, AnythingButTheGeneratorsProgramIsNotRecognised) {
+    const Program base = generated(params("all-reduce", "ring", 4, 1 << 20, 2), "base.bin");
+    ASSERT_TRUE(recognise_collective(base.streams, base.strings).has_value());
+
+    Program p = base;
+    for (Instruction& in : p.streams[2].code)
+        if (in.op == Opcode::Dma) {
+            in.bytes += 64;
+            break;
+        }
+    EXPECT_FALSE(recognise_collective(p.streams, p.strings).has_value()) << "a DMA's bytes changed";
+
+    p = base;
+    p.streams[1].code.erase(p.streams[1].code.begin() + 1);
+    EXPECT_FALSE(recognise_collective(p.streams, p.strings).has_value()) << "an instruction dropped";
+
+    p = base;
+    p.strings.push_back("layer0/mlp/all_reduce");
+    EXPECT_FALSE(recognise_collective(p.streams, p.strings).has_value()) << "an annotation of another op";
+
+    p = base;
+    std::swap(p.streams[0], p.streams[1]);
+    EXPECT_FALSE(recognise_collective(p.streams, p.strings).has_value()) << "streams out of chip order";
+
+    p = base;
+    p.streams.resize(1);
+    EXPECT_FALSE(recognise_collective(p.streams, p.strings).has_value()) << "one chip";
+}
+
+// The relowering writes the generator's trace of the other algorithm (same tensor, chips,
+// pieces and dimensions), byte for byte, and counts its instructions as the generator does; a
+// tensor the other algorithm cannot split is no relowering.
+TEST(Relower, TheRelowerIsTheGeneratorsTraceOfTheOtherAlgorithm) {
+    const gen::CollectiveParams ring = params("all-gather", "torus2d", 16, 4 << 20, 2, {4, 4});
+    const auto r = relower(ring, "bidir-torus2d", "P.yaml");
+    ASSERT_TRUE(r);
+    gen::CollectiveParams other = ring;
+    other.algo = "bidir-torus2d";
+    const std::string a = temp_path("relowered.bin"), b = temp_path("generated.bin");
+    RunData run;  // only counted: the instructions the relowering replaces
+    Suggestion s;
+    s.relowering = r;
+    const PatchCount c = write_patched_trace(run, s, a);
+    const std::uint64_t n = write_collective(other, b);
+    EXPECT_EQ(bytes_of(a), bytes_of(b));
+    EXPECT_EQ(r->instructions, n);
+    EXPECT_EQ(c.inserted, n);
+    EXPECT_EQ(r->command, "xpu_tracegen collective --op all-gather --chips 16 --bytes 4194304 --algo bidir-torus2d --dims 4x4 --chunks 2");
+    // 16 chips x 1 ring x 1 piece x 2 bytes divides 16 * 2 * 3 bytes; two rings of them do not.
+    EXPECT_FALSE(relower(params("all-gather", "ring", 16, 16 * 2 * 3), "bidir-ring", "P.yaml"));
+}
