@@ -201,11 +201,7 @@ std::optional<gen::CollectiveParams> recognise_collective(const std::vector<Stre
                     p.op = op;
                     p.algo = algo;
                     p.chips = chips;
-                    if (!dims.empty()) {
-                        p.dims_x = dims[0];
-                        p.dims_y = dims[1];
-                        p.dims_z = dims.size() > 2 ? dims[2] : 0;
-                    }
+                    p.set_torus_dims(dims);
                     p.serial = serial;
                     p.tiles.dtype = dt;
                     p.tiles.dma_engines = eng;

@@ -65,11 +65,7 @@ gen::CollectiveParams params(const std::string& op, const std::string& algo, uns
     p.chips = chips;
     p.bytes = bytes;
     p.chunks = chunks;
-    if (!dims.empty()) {
-        p.dims_x = dims[0];
-        p.dims_y = dims[1];
-        p.dims_z = dims.size() > 2 ? dims[2] : 0;
-    }
+    p.set_torus_dims(dims);
     return p;
 }
 

@@ -151,6 +151,12 @@ std::vector<unsigned> CollectiveParams::torus_dims() const {
     return d;
 }
 
+void CollectiveParams::set_torus_dims(const std::vector<unsigned>& d) {
+    dims_x = d.size() > 0 ? d[0] : 0;
+    dims_y = d.size() > 1 ? d[1] : 0;
+    dims_z = d.size() > 2 ? d[2] : 0;
+}
+
 CollectiveSummary emit_collective(trace::TraceWriter& w, const CollectiveParams& p) {
     const bool torus = is_torus(p.algo);
     const bool bidir = p.algo == "bidir-ring" || p.algo == "bidir-torus2d" || p.algo == "bidir-torus3d";

@@ -51,6 +51,7 @@ struct CollectiveParams {
     bool serial = false;              // planted: steps do not overlap
     TileConfig tiles;
     std::vector<unsigned> torus_dims() const;  // {X, Y} or {X, Y, Z}
+    void set_torus_dims(const std::vector<unsigned>& d);  // {X, Y} or {X, Y, Z}; {}: none
 };
 
 struct CollectiveSummary {

@@ -319,9 +319,7 @@ int collective_cmd(const std::vector<std::string>& args) {
         } catch (const std::exception&) {
             return usage("--dims: expected XxY or XxYxZ, got '" + dims + "'");
         }
-        p.dims_x = d[0];
-        p.dims_y = d[1];
-        if (d.size() == 3) p.dims_z = d[2];
+        p.set_torus_dims(d);
     }
     try {
         trace::TraceWriter w(c.out);
