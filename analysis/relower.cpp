@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <system_error>
 
 #include "traces/trace_reader.h"
@@ -20,8 +21,11 @@ namespace {
 // A scratch folder of its own under the system's temporary directory, removed with it.
 class Scratch {
 public:
-    Scratch() {
-        std::string t = (fs::temp_directory_path() / "xpusim-relower-XXXXXX").string();
+    Scratch() {  // none (ok() false) where there is no temporary directory: the suggestion stays advice
+        std::error_code ec;
+        const fs::path tmp = fs::temp_directory_path(ec);
+        if (ec) return;
+        std::string t = (tmp / "xpusim-relower-XXXXXX").string();
         if (::mkdtemp(t.data())) dir_ = t;
     }
     ~Scratch() {
@@ -70,7 +74,7 @@ std::optional<Written> generate(const gen::CollectiveParams& p, const std::strin
             for (std::size_t got; (got = r.read(buf, 512)) > 0;) w.code[i].insert(w.code[i].end(), buf, buf + got);
         }
         return w;
-    } catch (const std::invalid_argument&) {  // parameters the generator refuses
+    } catch (const std::exception&) {  // parameters the generator refuses, or no room to write the probe
         return std::nullopt;
     }
 }
@@ -119,7 +123,7 @@ std::shared_ptr<const Relowering> relower(const gen::CollectiveParams& recognise
     if (!scratch.ok()) return nullptr;
     try {
         r->instructions = write_collective(r->params, scratch.file("relowered.bin"));
-    } catch (const std::invalid_argument&) {
+    } catch (const std::exception&) {  // a tensor that algorithm cannot split, or no room to write it: advice
         return nullptr;
     }
     r->command = tracegen_command(r->params, platform);

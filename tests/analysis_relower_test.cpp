@@ -19,10 +19,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The test's files, in a folder of its own removed when the process ends.
+struct TempDir {
+    fs::path d = fs::temp_directory_path() / ("xpusim-relower-test-" + std::to_string(::getpid()));
+    TempDir() { fs::create_directories(d); }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(d, ec);
+    }
+};
 std::string temp_path(const std::string& name) {
-    const fs::path d = fs::temp_directory_path() / ("xpusim-relower-test-" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return (d / name).string();
+    static const TempDir dir;
+    return (dir.d / name).string();
 }
 
 struct Program {
