@@ -7,6 +7,7 @@
 
 #include "analysis/intervals.h"
 #include "analysis/names.h"
+#include "analysis/platform_keys.h"
 #include "analysis/relower.h"
 #include "analysis/report.h"
 
@@ -117,21 +118,36 @@ Suggestion collective_algorithm(const RunData& run) {
     // the busiest direction as a ring: no gain once a ring step's fixed cost is one link latency).
     const std::string other = ring ? "bidir-ring" : total > 4 ? "bidir-torus3d" : "bidir-torus2d";
     action << "another collective algorithm could spread the bytes over every "
-           << (ring ? "direction of the ring (half each way)" : "dimension and direction of the torus") << ": at best " << used << "/"
-           << total << " of the busiest link's time, ~" << format_time(s.estimated_saving)
-           << " less (an estimate for that lowering, which moves the bytes over other links: this run's headroom does not bound it); ";
+           << (ring ? "direction of the ring (half each way)" : "dimension and direction of the torus") << ": the busiest link's time down to "
+           << used << "/" << total << ", ~" << format_time(s.estimated_saving)
+           << " less (an estimate of the links' time alone, not of the steps' latency, for that lowering, which moves the bytes over other "
+              "links: this run's headroom does not bound it); ";
     const std::set<std::string> in_use = algorithms_in(bytes_by_op);
-    // The trace is a collective xpu_tracegen wrote, with a one-way algorithm of the platform's
-    // shape (a ring on a ring, a torus algorithm on a torus: its dimensions are the trace's): the
-    // other lowering is the generator's, replayed and applied as a change of the whole trace.
+    // The trace is a collective xpu_tracegen wrote with a one-way algorithm: the other lowering is
+    // the generator's, replayed and applied as a change of the whole trace. Its dimensions: the
+    // trace's own (a ring on a ring, torus2d or torus3d on a torus of as many), or, for a ring
+    // over every chip of a torus, the platform's (OUT/platform.yaml's topology).
+    const std::string platform = run.dir + "/platform.yaml";  // as the reports name it; read where it is now:
     const std::string same_shape = ring ? "ring" : total > 4 ? "torus3d" : "torus2d";
     std::optional<gen::CollectiveParams> mine;
-    if (in_use.size() == 1 && in_use.count(same_shape)) mine = recognise_collective(run.streams, run.strings);
-    if (mine) s.relowering = relower(*mine, other, run.dir + "/platform.yaml");
+    if (in_use.size() == 1 && (in_use.count(same_shape) || (!ring && in_use.count("ring"))))
+        mine = recognise_collective(run.streams, run.strings);
+    if (mine) {
+        gen::CollectiveParams target = *mine;
+        target.algo = other;
+        if (!ring && mine->algo == "ring") {
+            const std::vector<unsigned> dims = read_topology_dims(run.files_dir + "/platform.yaml");
+            unsigned product = 1;
+            for (unsigned d : dims) product *= d;
+            if (dims.size() == (total > 4 ? 3u : 2u) && product == mine->chips) target.set_torus_dims(dims);
+            else target.algo.clear();  // not the platform's torus: no lowering to name
+        }
+        if (!target.algo.empty()) s.relowering = relower(target, platform);
+    }
     std::uint64_t instructions = 0;
     for (const Stream& st : run.streams) instructions += st.code.size();
     if (s.relowering) {
-        cause << "; the trace is the one `" << tracegen_command(*mine, run.dir + "/platform.yaml") << "` writes";
+        cause << "; the trace is the one `" << tracegen_command(*mine, platform) << "` writes";
         action << "lower it as " << other << ": the whole trace written again by `" << s.relowering->command << "` ("
                << s.relowering->instructions << " instructions instead of " << instructions << ")";
     } else if (!in_use.count(other))

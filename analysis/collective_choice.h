@@ -15,9 +15,10 @@
 //
 // The algorithm is the lowering's (the compiler's or the collective library's) choice, which no
 // patch of the trace expresses. Where the trace is a collective xpu_tracegen wrote with a one-way
-// algorithm of the platform's shape (ring on a ring, torus2d or torus3d on a torus of as many
-// dimensions), recognised by writing it again (analysis/relower.h), the suggestion carries the
-// other lowering, the generator's trace with the both-ways algorithm: the verification replays
+// algorithm (ring on a ring, torus2d or torus3d on a torus of as many dimensions, or a ring over
+// every chip of a torus), recognised by writing it again (analysis/relower.h), the suggestion
+// carries the other lowering, the generator's trace with the both-ways algorithm (on the trace's
+// torus, or the platform's for a ring): the verification replays
 // it and `xpu_analyze --apply` writes it, as for a patch. Elsewhere (a collective inside a model,
 // another generator's trace) it stays advice, not replayed, and the proof is a run of the
 // collective lowered the other way, compared with xpu_analyze --compare

@@ -114,11 +114,9 @@ std::uint64_t write_collective(const gen::CollectiveParams& p, const std::string
     return s.instructions;
 }
 
-std::shared_ptr<const Relowering> relower(const gen::CollectiveParams& recognised, const std::string& algo,
-                                          const std::string& platform) {
+std::shared_ptr<const Relowering> relower(const gen::CollectiveParams& target, const std::string& platform) {
     auto r = std::make_shared<Relowering>();
-    r->params = recognised;
-    r->params.algo = algo;
+    r->params = target;
     Scratch scratch;
     if (!scratch.ok()) return nullptr;
     try {

@@ -43,10 +43,10 @@ std::optional<gen::CollectiveParams> recognise_collective(const std::vector<Stre
 // the DMA engines are not the generator's default, `--platform PLATFORM` (the run's: its engines).
 std::string tracegen_command(const gen::CollectiveParams& p, const std::string& platform);
 
-// The relowering of a recognised collective as `algo` (its dimensions kept), or null where the
-// generator refuses it (a tensor that does not split into that algorithm's pieces).
-std::shared_ptr<const Relowering> relower(const gen::CollectiveParams& recognised, const std::string& algo,
-                                          const std::string& platform);
+// The collective lowered as `target` (a recognised one with another algorithm, and the torus's
+// dimensions where it had none), or null where the generator refuses it (a tensor that does not
+// split into that algorithm's pieces).
+std::shared_ptr<const Relowering> relower(const gen::CollectiveParams& target, const std::string& platform);
 
 // Writes the collective `p` to `path` (xpu_tracegen's trace, byte for byte); returns its instructions.
 std::uint64_t write_collective(const gen::CollectiveParams& p, const std::string& path);

@@ -979,6 +979,7 @@ RunData load_run(const std::string& out_dir, const LoadOptions& opt) { return lo
 RunData load_run(const std::string& out_dir, const std::function<void(double)>& progress, const LoadOptions& opt) {
     RunData run;
     run.dir = out_dir;
+    run.files_dir = out_dir;
     const std::string path = (fs::path(out_dir) / "txlog.bin").string();
     std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
     if (!f) throw LogError(path + ": cannot open the transaction log (was the run made with --no-txlog, or is this not a sim_main output folder?)");

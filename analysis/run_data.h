@@ -146,7 +146,8 @@ struct HbmTraffic {
 SeriesAxis hbm_load_axis(Tick end);
 
 struct RunData {
-    std::string dir;
+    std::string dir;        // the output folder, as the reports name it
+    std::string files_dir;  // where its files are now (sim_main analyses its staging folder before it takes dir's name)
     std::map<std::string, std::string> meta;  // "key value" lines of the log header
     std::vector<Unit> units;
     std::vector<Stream> streams;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "analysis/patch.h"
+#include "analysis/platform_keys.h"
 #include "analysis/relower.h"
 #include "traces/trace_reader.h"
 
@@ -86,6 +87,7 @@ gen::CollectiveParams params(const std::string& op, const std::string& algo, uns
 TEST(Relower, RecognisesTheCollectivesTheGeneratorWrote) {
     std::vector<gen::CollectiveParams> cases = {
         params("all-reduce", "ring", 4, 1 << 20, 4),
+        params("all-reduce", "ring", 16, 4 << 20, 4),
         params("all-gather", "ring", 8, 3 * 8 * 4096),
         params("reduce-scatter", "bidir-ring", 4, 1 << 20, 2),
         params("all-reduce", "torus2d", 16, 4 << 20, 4, {4, 4}),
@@ -161,10 +163,10 @@ TEST(Relower, AnythingButTheGeneratorsProgramIsNotRecognised) {
 // tensor the other algorithm cannot split is no relowering.
 TEST(Relower, TheRelowerIsTheGeneratorsTraceOfTheOtherAlgorithm) {
     const gen::CollectiveParams ring = params("all-gather", "torus2d", 16, 4 << 20, 2, {4, 4});
-    const auto r = relower(ring, "bidir-torus2d", "P.yaml");
-    ASSERT_TRUE(r);
     gen::CollectiveParams other = ring;
     other.algo = "bidir-torus2d";
+    const auto r = relower(other, "P.yaml");
+    ASSERT_TRUE(r);
     const std::string a = temp_path("relowered.bin"), b = temp_path("generated.bin");
     RunData run;  // only counted: the instructions the relowering replaces
     Suggestion s;
@@ -176,5 +178,24 @@ TEST(Relower, TheRelowerIsTheGeneratorsTraceOfTheOtherAlgorithm) {
     EXPECT_EQ(c.inserted, n);
     EXPECT_EQ(r->command, "xpu_tracegen collective --op all-gather --chips 16 --bytes 4194304 --algo bidir-torus2d --dims 4x4 --chunks 2");
     // 16 chips x 1 ring x 1 piece x 2 bytes divides 16 * 2 * 3 bytes; two rings of them do not.
-    EXPECT_FALSE(relower(params("all-gather", "ring", 16, 16 * 2 * 3), "bidir-ring", "P.yaml"));
+    EXPECT_FALSE(relower(params("all-gather", "bidir-ring", 16, 16 * 2 * 3), "P.yaml"));
+}
+
+// A ring over every chip of a torus is lowered again on the platform's torus: its dimensions are
+// the `dims` list of OUT/platform.yaml's topology (read_platform_keys skips lists), and nothing
+// else's (a module's key of that name, a malformed list).
+TEST(PlatformKeys, TopologyDimsAreTheTopologysListOnly) {
+    auto dims_of = [](const std::string& text) {
+        const std::string path = temp_path("platform.yaml");
+        std::ofstream(path) << text;
+        return read_topology_dims(path);
+    };
+    EXPECT_EQ(dims_of("chips: 16\ntopology:\n  kind: torus2d\n  dims: [4, 4]\n  link:\n    latency_ns: 5e+02\n"),
+              (std::vector<unsigned>{4, 4}));
+    EXPECT_EQ(dims_of("topology:\n  kind: torus3d\n  dims: [2, 4, 8]  # X first\n"), (std::vector<unsigned>{2, 4, 8}));
+    EXPECT_TRUE(dims_of("chip:\n  modules:\n    dims: [4, 4]\ntopology:\n  kind: ring\n").empty()) << "not the topology's";
+    EXPECT_TRUE(dims_of("topology:\n  dims: [4, x]\n").empty()) << "not a number";
+    EXPECT_TRUE(dims_of("topology:\n  dims: [4, 0]\n").empty()) << "a zero";
+    EXPECT_TRUE(dims_of("topology:\n  dims: 4x4\n").empty()) << "not a list";
+    EXPECT_TRUE(read_topology_dims(temp_path("missing.yaml")).empty()) << "no file";
 }

@@ -3,16 +3,16 @@
 # one-way collective leaves link directions idle; the analysis must say so and name the
 # algorithm that uses them all; the collective lowered that way (xpu_tracegen --algo) is
 # re-simulated and must realise at least MIN% of the estimate the action states for it.
-# Where the trace is the generator's own collective of the platform's shape (a ring on a ring,
-# torus2d or torus3d on a torus of as many dimensions), the suggestion is that relowering
-# (analysis/relower.h): it must be verified by replay, `--apply` must write exactly the
-# generator's trace of the other algorithm, whose re-simulation saves what the replay measured
-# (within 1 ns), and the patched run must not propose it again. Elsewhere (a ring on a torus: its
-# dimensions are not the trace's; the ring4 trace with one DMA edited: not the generator's) it
-# stays advice: not replayed, and --apply is refused (exit 2, saying why).
+# Where the trace is the generator's own one-way collective (a ring on a ring, torus3d on a 3-D
+# torus, a ring over every chip of a torus: lowered on the platform's dimensions), the suggestion
+# is that relowering (analysis/relower.h): it must be verified by replay, `--apply` must write
+# exactly the generator's trace of the other algorithm, whose re-simulation saves what the
+# replay measured (within 1 ns), and the patched run must not propose it again. Elsewhere (the
+# ring4 trace with one DMA edited: not the generator's) it stays advice: not replayed, and
+# --apply is refused (exit 2, saying why).
 # usage: bash collective_choice.sh BUILD_DIR SOURCE_DIR CASE MIN_PERCENT
 # CASE: ring4 (4 chips on a ring: bidir-ring, relowered) | edited4 (the same, one DMA edited: advice)
-#       | torus4x4 (a ring on a 4x4 torus: bidir-torus2d, advice)
+#       | torus4x4 (a ring on a 4x4 torus: bidir-torus2d --dims 4x4, relowered)
 #       | torus4x4x4 (a torus3d all-gather on a 4x4x4 torus: bidir-torus3d, relowered)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -30,7 +30,7 @@ case "$CASE" in
     *) fail "unknown case $CASE" ;;
 esac
 relowered=yes
-[[ $CASE == ring4 || $CASE == torus4x4x4 ]] || relowered=no
+[[ $CASE != edited4 ]] || relowered=no
 common=(collective --op "$op" --bytes "$bytes" --chunks 4 "${gen[@]}")
 "$GEN" "${common[@]}" --algo "$mine" -o "$WORK/mine.bin" > /dev/null
 "$GEN" "${common[@]}" --algo "$algo" -o "$WORK/other.bin" > /dev/null
