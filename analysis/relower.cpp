@@ -43,39 +43,50 @@ private:
 struct DmaSums {
     std::uint64_t count = 0, bytes = 0;
 };
-DmaSums dma_sums(const std::vector<Instruction>& code) {
-    DmaSums s;
-    for (const Instruction& in : code)
-        if (in.op == Opcode::Dma) {
+void add_dmas(DmaSums& s, const Instruction* first, const Instruction* last) {
+    for (const Instruction* in = first; in != last; ++in)
+        if (in->op == Opcode::Dma) {
             ++s.count;
-            s.bytes += in.bytes;
+            s.bytes += in->bytes;
         }
-    return s;
 }
 
-// The generator's trace for p, read back (empty if it refuses the parameters).
-struct Written {
-    std::vector<std::vector<Instruction>> code;
-    std::vector<std::string> strings;
-    std::vector<std::pair<std::uint16_t, std::uint16_t>> where;  // (chip, core) per stream
-};
-std::optional<Written> generate(const gen::CollectiveParams& p, const std::string& path, std::size_t only_streams) {
+// A probe: chip 0's DMAs in the generator's trace for p (none if it refuses the parameters).
+std::optional<DmaSums> probe_chip0(const gen::CollectiveParams& p, const std::string& path) {
     try {
         write_collective(p, path);
         const trace::TraceFile f = trace::TraceFile::open(path);
-        Written w;
-        w.strings = f.strings();
-        const std::size_t n = std::min(only_streams, f.streams().size());
-        w.code.resize(n);
-        for (std::size_t i = 0; i < n; ++i) {
-            w.where.emplace_back(f.streams()[i].chip, f.streams()[i].core);
-            trace::StreamReader r(f, i);
-            Instruction buf[512];
-            for (std::size_t got; (got = r.read(buf, 512)) > 0;) w.code[i].insert(w.code[i].end(), buf, buf + got);
-        }
-        return w;
+        if (f.streams().empty()) return std::nullopt;
+        DmaSums s;
+        trace::StreamReader r(f, 0);
+        Instruction buf[512];
+        for (std::size_t got; (got = r.read(buf, 512)) > 0;) add_dmas(s, buf, buf + got);
+        return s;
     } catch (const std::exception&) {  // parameters the generator refuses, or no room to write the probe
         return std::nullopt;
+    }
+}
+
+// Whether the generator writes exactly `streams` and `strings` for p: the streams compared as they
+// are read back, a block at a time (no second copy of the program in memory).
+bool writes_the_program(const gen::CollectiveParams& p, const std::string& path, const std::vector<Stream>& streams,
+                        const std::vector<std::string>& strings) {
+    try {
+        write_collective(p, path);
+        const trace::TraceFile f = trace::TraceFile::open(path);
+        if (f.strings() != strings || f.streams().size() != streams.size()) return false;
+        for (std::size_t i = 0; i < streams.size(); ++i) {
+            if (f.streams()[i].chip != streams[i].chip || f.streams()[i].core != streams[i].core) return false;
+            trace::StreamReader r(f, i);
+            Instruction buf[512];
+            std::size_t at = 0;
+            for (std::size_t got; (got = r.read(buf, 512)) > 0; at += got)
+                if (at + got > streams[i].code.size() || !std::equal(buf, buf + got, streams[i].code.begin() + at)) return false;
+            if (at != streams[i].code.size()) return false;
+        }
+        return true;
+    } catch (const std::exception&) {  // parameters the generator refuses, or no room to write the trace
+        return false;
     }
 }
 
@@ -95,14 +106,6 @@ void factorisations(unsigned n, unsigned k, std::vector<unsigned>& cur, std::vec
             factorisations(n / f, k - 1, cur, out);
             cur.pop_back();
         }
-}
-
-const char* dtype_flag(DType d) {
-    switch (d) {
-        case DType::F32: return "f32";
-        case DType::Int8: return "int8";
-        default: return "bf16";
-    }
 }
 
 }  // namespace
@@ -134,7 +137,7 @@ std::string tracegen_command(const gen::CollectiveParams& p, const std::string& 
     if (p.dims_x) o << " --dims " << p.dims_x << "x" << p.dims_y << (p.dims_z ? "x" + std::to_string(p.dims_z) : "");
     if (p.chunks > 1) o << " --chunks " << p.chunks;
     if (p.serial) o << " --serial-collective";
-    if (p.tiles.dtype != DType::Bf16) o << " --dtype " << dtype_flag(p.tiles.dtype);
+    if (p.tiles.dtype != DType::Bf16) o << " --dtype " << dtype_name(p.tiles.dtype);
     if (p.tiles.dma_engines != gen::TileConfig{}.dma_engines) o << " --platform " << platform;  // its DMA engines
     return o.str();
 }
@@ -158,7 +161,8 @@ std::optional<gen::CollectiveParams> recognise_collective(const std::vector<Stre
     const unsigned chips = static_cast<unsigned>(streams.size());
 
     // What chip 0 tells: its DMAs, the engines they use, the chips it sends to, a reduction's type.
-    const DmaSums want = dma_sums(streams[0].code);
+    DmaSums want;
+    add_dmas(want, streams[0].code.data(), streams[0].code.data() + streams[0].code.size());
     if (!want.count) return std::nullopt;
     unsigned engines = 1;
     std::set<unsigned> dests;
@@ -212,25 +216,16 @@ std::optional<gen::CollectiveParams> recognise_collective(const std::vector<Stre
                     // Probe 1: one piece per shard, the least tensor: the pieces are in proportion.
                     p.chunks = 1;
                     p.bytes = unit(1);
-                    auto one = generate(p, probe, 1);
-                    if (!one || one->code.empty()) continue;
-                    const DmaSums s1 = dma_sums(one->code[0]);
-                    if (!s1.count || want.count % s1.count) continue;
-                    p.chunks = static_cast<unsigned>(want.count / s1.count);
+                    const auto s1 = probe_chip0(p, probe);
+                    if (!s1 || !s1->count || want.count % s1->count) continue;
+                    p.chunks = static_cast<unsigned>(want.count / s1->count);
                     // Probe 2: those pieces, the least tensor: the bytes are in proportion.
                     p.bytes = unit(p.chunks);
-                    auto two = generate(p, probe, 1);
-                    if (!two || two->code.empty()) continue;
-                    const DmaSums s2 = dma_sums(two->code[0]);
-                    if (s2.count != want.count || !s2.bytes || want.bytes % s2.bytes) continue;
-                    p.bytes = unit(p.chunks) * (want.bytes / s2.bytes);
+                    const auto s2 = probe_chip0(p, probe);
+                    if (!s2 || s2->count != want.count || !s2->bytes || want.bytes % s2->bytes) continue;
+                    p.bytes = unit(p.chunks) * (want.bytes / s2->bytes);
                     // The whole program, compared: streams, instructions, strings.
-                    auto all = generate(p, full, streams.size());
-                    if (!all || all->strings != strings || all->code.size() != streams.size()) continue;
-                    bool same = true;
-                    for (std::size_t i = 0; same && i < streams.size(); ++i)
-                        same = all->code[i] == streams[i].code;
-                    if (same) return p;
+                    if (writes_the_program(p, full, streams, strings)) return p;
                 }
     return std::nullopt;
 }
