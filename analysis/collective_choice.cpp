@@ -7,9 +7,10 @@
 
 #include "analysis/intervals.h"
 #include "analysis/names.h"
-#include "analysis/platform_keys.h"
+#include "analysis/patch.h"
 #include "analysis/relower.h"
 #include "analysis/report.h"
+#include "traces/gen/target.h"
 
 namespace xpu::analysis {
 
@@ -136,7 +137,11 @@ Suggestion collective_algorithm(const RunData& run) {
         gen::CollectiveParams target = *mine;
         target.algo = other;
         if (!ring && mine->algo == "ring") {
-            const std::vector<unsigned> dims = read_topology_dims(run.files_dir + "/platform.yaml");
+            std::vector<unsigned> dims;
+            try {
+                dims = gen::read_target(run.files_dir + "/platform.yaml").torus_dims;
+            } catch (const gen::TargetError&) {  // a description the generator cannot read: no torus to name
+            }
             unsigned product = 1;
             for (unsigned d : dims) product *= d;
             if (dims.size() == (total > 4 ? 3u : 2u) && product == mine->chips) target.set_torus_dims(dims);
@@ -144,12 +149,11 @@ Suggestion collective_algorithm(const RunData& run) {
         }
         if (!target.algo.empty()) s.relowering = relower(target, platform);
     }
-    std::uint64_t instructions = 0;
-    for (const Stream& st : run.streams) instructions += st.code.size();
     if (s.relowering) {
+        const PatchCount c = count_changes(run, s);  // every instruction dropped, the other lowering's inserted
         cause << "; the trace is the one `" << tracegen_command(*mine, platform) << "` writes";
-        action << "lower it as " << other << ": the whole trace written again by `" << s.relowering->command << "` ("
-               << s.relowering->instructions << " instructions instead of " << instructions << ")";
+        action << "lower it as " << other << ": the whole trace written again by `" << s.relowering->command << "` (" << c.inserted
+               << " instructions instead of " << c.deleted << ")";
     } else if (!in_use.count(other))
         action << "e.g. xpu_tracegen collective --algo " << other << ", then xpu_analyze --compare";
     else

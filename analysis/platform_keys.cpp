@@ -32,37 +32,6 @@ PlatformKeys read_platform_keys(const std::string& path) {
     return out;
 }
 
-std::vector<unsigned> read_topology_dims(const std::string& path) {
-    std::ifstream f(path);
-    std::string line;
-    bool in_topology = false;
-    while (std::getline(f, line)) {
-        const std::size_t indent = line.find_first_not_of(' ');
-        if (indent == std::string::npos || line[indent] == '#') continue;
-        if (indent == 0) {
-            in_topology = line.compare(0, 9, "topology:") == 0;
-            continue;
-        }
-        if (!in_topology || line.compare(indent, 5, "dims:") != 0) continue;
-        const std::size_t open = line.find('[', indent), close = line.find(']', indent);
-        if (open == std::string::npos || close == std::string::npos || close < open) return {};
-        std::vector<unsigned> dims;
-        std::istringstream is(line.substr(open + 1, close - open - 1));
-        for (std::string part; std::getline(is, part, ',');) {
-            try {
-                std::size_t used = 0;
-                const unsigned long v = std::stoul(part, &used);
-                if (part.find_first_not_of(' ', used) != std::string::npos || v == 0 || v > 4096) return {};
-                dims.push_back(static_cast<unsigned>(v));
-            } catch (const std::exception&) {
-                return {};
-            }
-        }
-        return dims;
-    }
-    return {};
-}
-
 std::vector<MatrixBinding> read_matrix_bindings(const std::string& path) {
     std::vector<MatrixBinding> out;
     std::ifstream f(path);

@@ -16,10 +16,6 @@ using PlatformKeys = std::map<std::string, std::string>;
 // Empty if the file cannot be read.
 PlatformKeys read_platform_keys(const std::string& path);
 
-// The topology's `dims` list ("topology:" ... "  dims: [4, 4]"), which read_platform_keys skips:
-// the torus's dimensions, X first; empty where there is none or it cannot be read.
-std::vector<unsigned> read_topology_dims(const std::string& path);
-
 // The matrix sockets of the bindings list ("- core0.scalar.mxu[4] -> core0.mxu4.cmd"), which
 // read_platform_keys skips: the scalar core's module, the socket, the matrix unit's module.
 struct MatrixBinding {

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "analysis/patch.h"
-#include "analysis/platform_keys.h"
 #include "analysis/relower.h"
+#include "traces/gen/target.h"
 #include "traces/trace_reader.h"
 
 using namespace xpu;
@@ -182,20 +182,27 @@ TEST(Relower, TheRelowerIsTheGeneratorsTraceOfTheOtherAlgorithm) {
 }
 
 // A ring over every chip of a torus is lowered again on the platform's torus: its dimensions are
-// the `dims` list of OUT/platform.yaml's topology (read_platform_keys skips lists), and nothing
-// else's (a module's key of that name, a malformed list).
-TEST(PlatformKeys, TopologyDimsAreTheTopologysListOnly) {
-    auto dims_of = [](const std::string& text) {
-        const std::string path = temp_path("platform.yaml");
-        std::ofstream(path) << text;
-        return read_topology_dims(path);
-    };
-    EXPECT_EQ(dims_of("chips: 16\ntopology:\n  kind: torus2d\n  dims: [4, 4]\n  link:\n    latency_ns: 5e+02\n"),
-              (std::vector<unsigned>{4, 4}));
-    EXPECT_EQ(dims_of("topology:\n  kind: torus3d\n  dims: [2, 4, 8]  # X first\n"), (std::vector<unsigned>{2, 4, 8}));
-    EXPECT_TRUE(dims_of("chip:\n  modules:\n    dims: [4, 4]\ntopology:\n  kind: ring\n").empty()) << "not the topology's";
-    EXPECT_TRUE(dims_of("topology:\n  dims: [4, x]\n").empty()) << "not a number";
-    EXPECT_TRUE(dims_of("topology:\n  dims: [4, 0]\n").empty()) << "a zero";
-    EXPECT_TRUE(dims_of("topology:\n  dims: 4x4\n").empty()) << "not a list";
-    EXPECT_TRUE(read_topology_dims(temp_path("missing.yaml")).empty()) << "no file";
+// the description's topology.dims where topology.kind is a torus (gen::read_target), X first, and
+// nothing on a ring; a list that is not of positive numbers is an error naming the key.
+TEST(Relower, TheTorusIsThePlatformsTopology) {
+    const std::string cfg = std::string(XPU_SOURCE_DIR) + "/configs/";
+    EXPECT_EQ(gen::read_target(cfg + "xpu-torus4x4.yaml").torus_dims, (std::vector<unsigned>{4, 4}));
+    EXPECT_EQ(gen::read_target(cfg + "xpu-torus4x4x4.yaml").torus_dims, (std::vector<unsigned>{4, 4, 4}));
+    EXPECT_TRUE(gen::read_target(cfg + "xpu-ring4.yaml").torus_dims.empty()) << "a ring";
+    EXPECT_TRUE(gen::read_target(cfg + "xpu.yaml").torus_dims.empty()) << "one chip";
+    std::string text = bytes_of(cfg + "xpu-torus4x4.yaml");
+    const std::size_t at = text.find("dims: [4, 4]");
+    ASSERT_NE(at, std::string::npos);
+    for (const char* bad : {"dims: [4, x]", "dims: [4, 0]"}) {
+        std::string t = text;
+        t.replace(at, 12, bad);
+        const std::string path = temp_path("bad.yaml");
+        std::ofstream(path) << t;
+        try {
+            gen::read_target(path);
+            ADD_FAILURE() << bad << " was read";
+        } catch (const gen::TargetError& e) {
+            EXPECT_NE(std::string(e.what()).find("topology.dims"), std::string::npos) << e.what();
+        }
+    }
 }

@@ -138,6 +138,15 @@ Target read_target(const std::string& file) {
         t.vmem_bytes = vmem->node["capacity"]
                            ? parse_bytes(file, "chip.modules." + vmem->path + ".capacity", vmem->node["capacity"].as<std::string>())
                            : 32ull << 20;
+    if (const YAML::Node topo = root["topology"]; topo && topo.IsMap() && topo["kind"] && topo["kind"].IsScalar() &&
+                                                   topo["kind"].Scalar().rfind("torus", 0) == 0 && topo["dims"] && topo["dims"].IsSequence()) {
+        for (const YAML::Node& d : topo["dims"]) {
+            unsigned x = 0;
+            if (!d.IsScalar() || !YAML::convert<unsigned>::decode(d, x) || x == 0)
+                throw TargetError(file + ": topology.dims: expected a list of positive numbers");
+            t.torus_dims.push_back(x);
+        }
+    }
     if (first_mxu) throw TargetError(file + ": no MatrixUnit under chip.modules: nothing to tile matmuls for");
     if (!t.vpus) throw TargetError(file + ": no VectorUnit under chip.modules");
     if (!t.dma_engines) throw TargetError(file + ": no DmaEngine under chip.modules");

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "traces/gen/lowering.h"
 
@@ -22,6 +23,9 @@ struct Target {
     unsigned mxus = 8, mxu_rows = 128, mxu_cols = 128;
     unsigned vpus = 1, dma_engines = 4;
     std::uint64_t vmem_bytes = 32ull << 20;
+    // The chips' torus, X first (topology.dims where topology.kind is a torus; empty otherwise):
+    // what a collective over every chip is lowered on (analysis/relower.h).
+    std::vector<unsigned> torus_dims;
 };
 
 struct TargetError : std::runtime_error {
