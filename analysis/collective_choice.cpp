@@ -131,17 +131,19 @@ Suggestion collective_algorithm(const RunData& run) {
     const std::string platform = run.dir + "/platform.yaml";  // as the reports name it; read where it is now:
     const std::string same_shape = ring ? "ring" : total > 4 ? "torus3d" : "torus2d";
     std::optional<gen::CollectiveParams> mine;
-    if (in_use.size() == 1 && (in_use.count(same_shape) || (!ring && in_use.count("ring"))))
-        mine = recognise_collective(run.streams, run.strings);
+    std::optional<gen::Target> chip;  // the platform as the generator reads it: its DMA engines, its torus
+    if (in_use.size() == 1 && (in_use.count(same_shape) || (!ring && in_use.count("ring")))) {
+        try {
+            chip = gen::read_target(run.files_dir + "/platform.yaml");
+        } catch (const gen::TargetError&) {  // a description the generator cannot read: no engines, no torus to name
+        }
+        mine = recognise_collective(run.streams, run.strings, chip ? chip->dma_engines : 0);
+    }
     if (mine) {
         gen::CollectiveParams target = *mine;
         target.algo = other;
         if (!ring && mine->algo == "ring") {
-            std::vector<unsigned> dims;
-            try {
-                dims = gen::read_target(run.files_dir + "/platform.yaml").torus_dims;
-            } catch (const gen::TargetError&) {  // a description the generator cannot read: no torus to name
-            }
+            const std::vector<unsigned> dims = chip ? chip->torus_dims : std::vector<unsigned>{};
             unsigned product = 1;
             for (unsigned d : dims) product *= d;
             if (dims.size() == (total > 4 ? 3u : 2u) && product == mine->chips) target.set_torus_dims(dims);

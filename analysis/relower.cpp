@@ -143,7 +143,7 @@ std::string tracegen_command(const gen::CollectiveParams& p, const std::string& 
 }
 
 std::optional<gen::CollectiveParams> recognise_collective(const std::vector<Stream>& streams,
-                                                           const std::vector<std::string>& strings) {
+                                                           const std::vector<std::string>& strings, unsigned platform_engines) {
     // Chips 0..N-1, core 0 each, in order: the generator's streams.
     if (streams.size() < 2 || streams.size() > 4096) return std::nullopt;
     for (std::size_t i = 0; i < streams.size(); ++i)
@@ -164,13 +164,13 @@ std::optional<gen::CollectiveParams> recognise_collective(const std::vector<Stre
     DmaSums want;
     add_dmas(want, streams[0].code.data(), streams[0].code.data() + streams[0].code.size());
     if (!want.count) return std::nullopt;
-    unsigned engines = 1;
+    unsigned used_engines = 1;
     std::set<unsigned> dests;
     std::vector<DType> dtypes = {DType::Bf16, DType::Int8, DType::F32};
     for (const Stream& st : streams)
         for (const Instruction& in : st.code)
             if (in.op == Opcode::Dma) {
-                engines = std::max(engines, static_cast<unsigned>(in.unit) + 1);
+                used_engines = std::max(used_engines, static_cast<unsigned>(in.unit) + 1);
                 if (&st == &streams[0] && in.mem_dst.chip != kLocalChip) dests.insert(in.mem_dst.chip);
                 if (in.has(kDtype)) dtypes = {in.dtype};  // a reducing DMA names the element type
             }
@@ -193,6 +193,12 @@ std::optional<gen::CollectiveParams> recognise_collective(const std::vector<Stre
     } else {
         dims_options.push_back({});
     }
+    // DMA engines: the platform's first (if the program can have been written for it), then the
+    // fewest the program's DMAs need, up to 8.
+    std::vector<unsigned> engine_options;
+    if (platform_engines >= used_engines) engine_options.push_back(platform_engines);
+    for (unsigned e = used_engines; e <= std::max(used_engines, 8u); ++e)
+        if (e != platform_engines) engine_options.push_back(e);
 
     Scratch scratch;
     if (!scratch.ok()) return std::nullopt;
@@ -200,7 +206,7 @@ std::optional<gen::CollectiveParams> recognise_collective(const std::vector<Stre
     unsigned tries = 0;
     for (const auto& dims : dims_options)
         for (DType dt : dtypes)
-            for (unsigned eng = engines; eng <= std::max(engines, 8u); ++eng)
+            for (unsigned eng : engine_options)
                 for (bool serial : {false, true}) {
                     if (++tries > 256) return std::nullopt;  // bounded: a program this does not recognise soon is not one
                     gen::CollectiveParams p;

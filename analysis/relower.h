@@ -36,8 +36,10 @@ struct Relowering {
 };
 
 // The parameters xpu_tracegen writes exactly this program for, if there are any (the first found).
+// Where several DMA engine counts write it (a collective of few DMAs uses only the first engines),
+// `engines` (the platform's: what `--platform` tiles for) is taken first, then the fewest.
 std::optional<gen::CollectiveParams> recognise_collective(const std::vector<Stream>& streams,
-                                                           const std::vector<std::string>& strings);
+                                                           const std::vector<std::string>& strings, unsigned engines = 0);
 
 // The command line that writes `p` ("xpu_tracegen collective --op ..."), for the reports; where
 // the DMA engines are not the generator's default, `--platform PLATFORM` (the run's: its engines).

@@ -127,6 +127,21 @@ TEST(Relower, RecognisesTheCollectivesTheGeneratorWrote) {
     }
 }
 
+// A 2-chip ring all-reduce has 2 DMAs per chip, on engines 0 and 1: written alike for 2 engines
+// or more. The platform's count is taken where it writes the program (what `--platform` tiles
+// for: the relowering then uses every engine the chip has), else the fewest.
+TEST(Relower, ThePlatformsDmaEnginesFirst) {
+    const Program prog = generated(params("all-reduce", "ring", 2, 1 << 20), "two.bin");
+    auto engines = [&](unsigned platform) {
+        const auto p = recognise_collective(prog.streams, prog.strings, platform);
+        return p ? p->tiles.dma_engines : 0u;
+    };
+    EXPECT_EQ(engines(4), 4u);
+    EXPECT_EQ(engines(6), 6u);
+    EXPECT_EQ(engines(0), 2u) << "no platform: the fewest";
+    EXPECT_EQ(engines(1), 2u) << "a platform of 1 engine cannot have written it";
+}
+
 // Anything but the generator's very program keeps the advice: one DMA's bytes changed, one
 // instruction dropped, an annotation of another operation, the streams out of order, one chip.
 TEST(Relower, AnythingButTheGeneratorsProgramIsNotRecognised) {
