@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "analysis/replay.h"
+#include "analysis/verify.h"
 #include "traces/trace_reader.h"
 #include "traces/trace_writer.h"
 
@@ -115,6 +117,113 @@ std::uint64_t write_collective(const gen::CollectiveParams& p, const std::string
     const gen::CollectiveSummary s = gen::emit_collective(w, p);
     w.close();
     return s.instructions;
+}
+
+std::vector<gen::CollectiveParams> relowering_alternatives(const gen::CollectiveParams& mine, const std::vector<unsigned>& torus_dims) {
+    std::vector<std::string> algos = {"ring", "bidir-ring", "direct"};
+    // The torus algorithms on the platform's torus (a collective over all its chips); a torus
+    // collective run elsewhere keeps its own dimensions.
+    std::vector<unsigned> dims = torus_dims;
+    if (dims.empty() && mine.dims_x) dims = mine.torus_dims();
+    unsigned product = 1;
+    for (unsigned d : dims) product *= d;
+    const bool torus = (dims.size() == 2 || dims.size() == 3) && product == mine.chips;
+    if (torus) {
+        const std::string d = dims.size() == 3 ? "3d" : "2d";
+        for (const char* a : {"torus", "bidir-torus"}) algos.push_back(a + d);
+    }
+    std::vector<gen::CollectiveParams> out;
+    for (const std::string& algo : algos)
+        for (unsigned more : {1u, 4u}) {
+            gen::CollectiveParams p = mine;
+            p.algo = algo;
+            p.set_torus_dims(algo.find("torus") != std::string::npos ? dims : std::vector<unsigned>{});
+            p.chunks = std::max(1u, mine.chunks) * more;
+            p.serial = false;
+            if (p.algo == mine.algo && p.chunks == mine.chunks && p.serial == mine.serial && p.dims_x == mine.dims_x &&
+                p.dims_y == mine.dims_y && p.dims_z == mine.dims_z)
+                continue;  // the trace's own lowering
+            out.push_back(p);
+        }
+    return out;
+}
+
+RelowerSearch fastest_relowering(const std::vector<gen::CollectiveParams>& alternatives, const std::string& original_trace,
+                                 const std::string& platform_file, const std::string& shown_platform) {
+    RelowerSearch r;
+    const std::string sim = find_sim_main();
+    Scratch scratch;
+    std::error_code ec;
+    if (sim.empty() || !scratch.ok() || !fs::exists(original_trace, ec)) return r;
+    std::uint64_t original = 0;
+    try {
+        original = trace::TraceFile::open(original_trace).total_instructions();
+    } catch (const std::exception&) {
+        return r;
+    }
+    // What the search may cost, in instructions simulated (a replay's time grows with them): each
+    // alternative at most 4x the original's, all of them at most 6x (plus a floor, so that small
+    // collectives try every one), the smallest first. A 256-chip ring over a 16x16 torus would
+    // otherwise simulate 4.2 M instructions for one of them (about 20 s here); within these, a
+    // 256-chip torus2d all-reduce's search adds ~2 replays of the original's length.
+    const std::uint64_t each = 4 * original + 50'000, all = 6 * original + 200'000;
+    struct Written {
+        std::shared_ptr<Relowering> rl;
+        std::string path;
+        std::size_t listed;
+    };
+    std::vector<Written> written;
+    for (std::size_t i = 0; i < alternatives.size(); ++i) {
+        auto rl = std::make_shared<Relowering>();
+        rl->params = alternatives[i];
+        const std::string path = scratch.file("alternative" + std::to_string(i) + ".bin");
+        try {
+            rl->instructions = write_collective(rl->params, path);
+        } catch (const std::exception&) {  // a tensor that lowering cannot split, or no room to write it
+            fs::remove(path, ec);
+            continue;
+        }
+        if (rl->instructions > each) {
+            fs::remove(path, ec);
+            continue;
+        }
+        rl->command = tracegen_command(rl->params, shown_platform);
+        written.push_back({std::move(rl), path, i});
+    }
+    std::stable_sort(written.begin(), written.end(), [](const Written& a, const Written& b) { return a.rl->instructions < b.rl->instructions; });
+    std::uint64_t spent = 0;
+    std::size_t kept = 0;
+    for (; kept < written.size() && spent + written[kept].rl->instructions <= all; ++kept) spent += written[kept].rl->instructions;
+    r.left_out = alternatives.size() - kept;  // refused by the generator, or over the budget
+    written.resize(kept);
+    if (written.empty()) return r;
+    // Job 0: the original, the reference (as the verification's); then the alternatives.
+    std::vector<ReplayJob> jobs = {{original_trace, {}}};
+    for (const Written& w : written) jobs.push_back({w.path, {}});
+    ReplayOptions ro;
+    ro.sim_main = sim;
+    ro.platform = platform_file;
+    ro.work_dir = scratch.file("replays");
+    fs::create_directories(ro.work_dir, ec);
+    if (ec) return r;
+    const std::vector<ReplayResult> res = replay_all(jobs, ro);
+    if (res.empty() || !res[0].ok) return r;  // the original does not replay here: nothing to compare with
+    r.ran = true;
+    r.original_ns = res[0].simulated_ns;
+    const double floor_ns = static_cast<double>(verify_floor(static_cast<Tick>(r.original_ns * 1000.0))) / 1000.0;
+    std::size_t best_listed = 0;
+    for (std::size_t i = 0; i < written.size(); ++i) {
+        const ReplayResult& x = res[i + 1];
+        if (!x.ok) continue;
+        ++r.measured;
+        const bool better = !r.best || x.simulated_ns < r.best_ns || (x.simulated_ns == r.best_ns && written[i].listed < best_listed);
+        if (x.simulated_ns < r.original_ns - floor_ns && better) {
+            r.best = written[i].rl;
+            r.best_ns = x.simulated_ns;
+            best_listed = written[i].listed;
+        }
+    }
+    return r;
 }
 
 std::shared_ptr<const Relowering> relower(const gen::CollectiveParams& target, const std::string& platform) {

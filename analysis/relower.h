@@ -50,6 +50,33 @@ std::string tracegen_command(const gen::CollectiveParams& p, const std::string& 
 // split into that algorithm's pieces).
 std::shared_ptr<const Relowering> relower(const gen::CollectiveParams& target, const std::string& platform);
 
+// The other lowerings xpu_tracegen has for the recognised collective `mine`, to be measured:
+// ring, bidir-ring and direct, and, on a torus platform (`torus_dims`, the platform's: empty if
+// none), the four torus algorithms of its dimension count on those dimensions; each with the
+// pieces per shard of `mine` and with four times as many (pipelined steps); the planted serial
+// steps dropped (no compiler's choice). Not `mine` itself. The generator refuses some (a tensor
+// that does not split into their pieces): the search leaves those out.
+std::vector<gen::CollectiveParams> relowering_alternatives(const gen::CollectiveParams& mine, const std::vector<unsigned>& torus_dims);
+
+// The search's result: the fastest lowering measured, if one beat the original.
+struct RelowerSearch {
+    bool ran = false;                         // false: no sim_main or no scratch folder (nothing measured)
+    std::shared_ptr<const Relowering> best;   // null: none ended more than the floor before the original
+    double original_ns = 0, best_ns = 0;      // the replays' simulated times
+    std::size_t measured = 0;                 // the alternatives simulated
+    std::size_t left_out = 0;                 // not simulated: the generator refuses them, or over the search's budget
+};
+
+// Measures `alternatives` (relowering_alternatives) by simulating each, as the verification
+// replays a patch (analysis/replay.h: sim_main --no-txlog --deterministic, in parallel), on
+// `platform_file`, beside a replay of `original_trace`: the fastest (the first listed of equals)
+// if it ends more than verify_floor() before the original. Bounded by instruction counts (each
+// at most 4x the original's, all at most 6x, the smallest first; small collectives try all), so
+// that the search of a large collective costs a few replays, not dozens. `shown_platform` names the platform in
+// the command it gives (--platform, for the DMA engines).
+RelowerSearch fastest_relowering(const std::vector<gen::CollectiveParams>& alternatives, const std::string& original_trace,
+                                 const std::string& platform_file, const std::string& shown_platform);
+
 // Writes the collective `p` to `path` (xpu_tracegen's trace, byte for byte); returns its instructions.
 std::uint64_t write_collective(const gen::CollectiveParams& p, const std::string& path);
 

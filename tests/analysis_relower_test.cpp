@@ -4,6 +4,7 @@
 // relowering must be its trace for the other algorithm, byte for byte.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -119,7 +120,9 @@ TEST(Relower, RecognisesTheCollectivesTheGeneratorWrote) {
         EXPECT_EQ(got->dims_z, want.dims_z);
         EXPECT_EQ(got->serial, want.serial);
         EXPECT_EQ(got->tiles.dma_engines, want.tiles.dma_engines);
-        if (want.op != "all-gather") EXPECT_EQ(got->tiles.dtype, want.tiles.dtype) << "a reducing DMA names its type";
+        if (want.op != "all-gather") {
+            EXPECT_EQ(got->tiles.dtype, want.tiles.dtype) << "a reducing DMA names its type";
+        }
         const Program again = generated(*got, "again" + std::to_string(i) + ".bin");
         ASSERT_EQ(again.streams.size(), prog.streams.size());
         for (std::size_t s = 0; s < prog.streams.size(); ++s) EXPECT_TRUE(again.streams[s].code == prog.streams[s].code);
@@ -220,4 +223,42 @@ TEST(Relower, TheTorusIsThePlatformsTopology) {
             EXPECT_NE(std::string(e.what()).find("topology.dims"), std::string::npos) << e.what();
         }
     }
+}
+
+// The lowerings the search measures (relowering_alternatives): every algorithm the generator has
+// that fits the platform (ring, bidir-ring, direct; the torus ones of the platform's torus, over
+// all its chips), each at the trace's pieces per shard and four times as many, never the trace's
+// own lowering, never the planted serial steps.
+TEST(Relower, TheSearchTriesEveryLoweringThePlatformFits) {
+    auto names = [](const std::vector<gen::CollectiveParams>& v) {
+        std::vector<std::string> out;
+        for (const auto& p : v) {
+            out.push_back(p.algo + " x" + std::to_string(p.chunks) + (p.dims_x ? " " + std::to_string(p.dims_x) + "x" + std::to_string(p.dims_y) +
+                                                                              (p.dims_z ? "x" + std::to_string(p.dims_z) : "")
+                                                                        : ""));
+            EXPECT_FALSE(p.serial) << out.back();
+        }
+        return out;
+    };
+    using V = std::vector<std::string>;
+    gen::CollectiveParams ring = params("all-reduce", "ring", 4, 1 << 20);
+    EXPECT_EQ(names(relowering_alternatives(ring, {})),
+              (V{"ring x4", "bidir-ring x1", "bidir-ring x4", "direct x1", "direct x4"}));
+    // A ring over the 16 chips of a 4x4 torus, planted serial: the torus ones too, and its own
+    // algorithm without the serial steps.
+    gen::CollectiveParams ring16 = params("all-gather", "ring", 16, 1 << 20);
+    ring16.chunks = 2;
+    ring16.serial = true;
+    EXPECT_EQ(names(relowering_alternatives(ring16, {4, 4})),
+              (V{"ring x2", "ring x8", "bidir-ring x2", "bidir-ring x8", "direct x2", "direct x8", "torus2d x2 4x4", "torus2d x8 4x4",
+                 "bidir-torus2d x2 4x4", "bidir-torus2d x8 4x4"}));
+    // Not every chip of the platform's torus: no torus algorithm.
+    EXPECT_EQ(relowering_alternatives(params("all-reduce", "ring", 8, 1 << 20), {4, 4}).size(), 5u);
+    // A torus3d collective keeps its dimensions where the platform names none.
+    gen::CollectiveParams t3 = params("all-gather", "torus3d", 64, 1 << 20);
+    t3.set_torus_dims({4, 4, 4});
+    const V t3alts = names(relowering_alternatives(t3, {}));
+    EXPECT_EQ(t3alts.size(), 9u);
+    EXPECT_NE(std::find(t3alts.begin(), t3alts.end(), "bidir-torus3d x1 4x4x4"), t3alts.end());
+    EXPECT_EQ(std::find(t3alts.begin(), t3alts.end(), "torus3d x1 4x4x4"), t3alts.end()) << "its own lowering";
 }
