@@ -62,7 +62,8 @@ public:
 
     // A chip's VMEM nothing on it uses, [free_lo, free_hi): the largest range no instruction of
     // the chip touches (find_room; usually from the end of the highest byte touched to the
-    // VMEM's end; empty: the VMEM unknown, or several VMEMs), its flag count, and whether one
+    // VMEM's end; empty: the VMEM unknown, or several VMEMs the chip's streams address; where they
+    // all address one of several, in that one), its flag count, and whether one
     // stream alone runs on it (prefetch_ahead's buffers and flag).
     struct Room {
         std::uint64_t free_lo = 0, free_hi = 0, flags = 0;
@@ -102,7 +103,7 @@ public:
 
 private:
     struct ChipRoom {
-        std::uint64_t capacity = 0;              // 0: unknown or several VMEMs (no renaming)
+        std::uint64_t capacity = 0;              // 0: unknown, or several VMEMs its streams address (no renaming)
         std::uint64_t free_lo = 0, free_hi = 0;  // the largest range no instruction touches (find_room)
         std::uint64_t flags = 0;     // flag ids 0 .. flags - 1 (its SyncFlags)
         unsigned streams = 0, vmems = 0;

@@ -1250,6 +1250,51 @@ TEST(DoubleBuffer, RoomIsTheLargestVmemRangeNothingTouches) {
         }
 }
 
+// A chip of two cores, each with a VMEM of its own (configs/xpu-2chip-2core.yaml), running one
+// stream (a tensor-parallel decode puts one per chip): the room to rename into is found in the
+// VMEM that stream's vmem: operands address (the log header's vmem_of_core.K line names it), as
+// on a chip of one VMEM; the other core's VMEM is left alone. Before, any chip of several VMEMs
+// had no room: prefetch_ahead, double_buffer and double_buffer_store found nothing on such a
+// platform (a llama2-7b TP-2 decode on xpu-2chip-2core: 29% of its headroom recovered in four
+// rounds, 43% with them). Streams on both cores, or a header that does not say which VMEM
+// a core addresses: no room, as before.
+TEST(DoubleBuffer, RoomOnAChipOfTwoVmemsIsInTheOneItsStreamAddresses) {
+    const Analyzed r = analyzed(stamped(transformer_trace("decode.bin", decode_layer())));
+    const analysis::Unit* vmem = nullptr;
+    for (const analysis::Unit& u : r.data.units)
+        if (u.role == Role::Vmem && u.chip == 0) vmem = &u;
+    ASSERT_NE(vmem, nullptr);
+    const std::string path = vmem->path;  // xpu.chip0.core0.vmem
+    ASSERT_NE(path.find("core0.vmem"), std::string::npos) << path;
+    auto room_of = [](const analysis::RunData& run) {
+        analysis::Context cx(run);
+        analysis::Planner plan(cx);
+        return analysis::BufferRenamer(run, plan).room(0);
+    };
+    const analysis::BufferRenamer::Room one = room_of(r.data);
+    ASSERT_LT(one.free_lo, one.free_hi);
+    analysis::RunData two = r.data;
+    analysis::Unit other = *vmem;
+    other.path.replace(other.path.find("core0.vmem"), 10, "core1.vmem");
+    other.capacity = 16u << 20;
+    two.units.push_back(other);
+    EXPECT_EQ(room_of(two).free_hi, 0u) << "two VMEMs, the header naming neither: no room";
+    two.meta["vmem_of_core.0"] = "core0.vmem";
+    two.meta["vmem_of_core.1"] = "core1.vmem";
+    const analysis::BufferRenamer::Room theirs = room_of(two);
+    EXPECT_EQ(theirs.free_lo, one.free_lo) << "the room of core 0's VMEM, as alone";
+    EXPECT_EQ(theirs.free_hi, one.free_hi);
+    EXPECT_TRUE(theirs.one_stream);
+    const analysis::Analysis a = analysis::analyze(two);
+    EXPECT_TRUE(std::any_of(a.suggestions.begin(), a.suggestions.end(), [](const analysis::Suggestion& x) { return x.kind == "prefetch_ahead"; }))
+        << "prefetch_ahead plans into it";
+    // A second stream, on core 1: the chip's streams address two VMEMs.
+    analysis::RunData both = two;
+    both.streams.push_back(both.streams[0]);
+    both.streams.back().core = 1;
+    EXPECT_EQ(room_of(both).free_hi, 0u) << "streams on both cores: no room";
+}
+
 TEST(DoubleBuffer, NotSuggestedWithoutVmemHeadroom) {
     gen::GemmParams p = two_blocks(1024);
     p.double_buffer = false;
