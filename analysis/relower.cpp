@@ -218,6 +218,7 @@ RelowerSearch fastest_relowering(const std::vector<gen::CollectiveParams>& alter
         ++r.measured;
         const bool better = !r.best || x.simulated_ns < r.best_ns || (x.simulated_ns == r.best_ns && written[i].listed < best_listed);
         if (x.simulated_ns < r.original_ns - floor_ns && better) {
+            written[i].rl->simulated_ns = x.simulated_ns;
             r.best = written[i].rl;
             r.best_ns = x.simulated_ns;
             best_listed = written[i].listed;

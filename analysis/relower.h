@@ -33,6 +33,8 @@ struct Relowering {
     gen::CollectiveParams params;
     std::uint64_t instructions = 0;  // of the trace it writes
     std::string command;             // tracegen_command(params, ...)
+    double simulated_ns = 0;         // what the search's replay of it took (0: not simulated): the
+                                     // verification takes it instead of replaying the same trace again
 };
 
 // The parameters xpu_tracegen writes exactly this program for, if there are any (the first found).

@@ -12,6 +12,7 @@
 
 #include "analysis/compose.h"
 #include "analysis/patch.h"
+#include "analysis/relower.h"
 #include "analysis/replay.h"
 #include "analysis/report.h"
 #include "traces/crc32.h"
@@ -183,8 +184,11 @@ void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis
     // Job 0: the original trace, the reference. Then the candidates: candidate_order().
     std::vector<ReplayJob> jobs = {{(fs::path(out_dir) / "txlog.trace.bin").string(), {}}};
     std::vector<std::size_t> which;  // suggestion of job k+1
+    // Relowerings the analysis's search replayed already (analysis/relower.h): the same trace on
+    // the same platform with the same sim_main, so that replay is the measurement; not run again.
+    std::vector<std::size_t> searched;
     for (std::size_t i : candidate_order(a.suggestions)) {
-        if (which.size() >= opt.candidates && !tied_with_replayed_base(a.suggestions, i, which)) continue;
+        if (which.size() + searched.size() >= opt.candidates && !tied_with_replayed_base(a.suggestions, i, which)) continue;
         Suggestion& s = a.suggestions[i];
         if (!replayable(s)) {
             s.verdict_note = "a change of lowering, not a patch of this trace: re-simulate the other lowering to measure it";
@@ -198,11 +202,16 @@ void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis
             continue;
         }
         s.patch_crc = file_crc(path);
+        if (s.relowering && s.relowering->simulated_ns > 0) {
+            searched.push_back(i);
+            continue;
+        }
         jobs.push_back({path, {}});
         which.push_back(i);
     }
     for (std::size_t i = 0; i < a.suggestions.size(); ++i)
-        if (std::find(which.begin(), which.end(), i) == which.end() && a.suggestions[i].verdict_note.empty())
+        if (std::find(which.begin(), which.end(), i) == which.end() && std::find(searched.begin(), searched.end(), i) == searched.end() &&
+            a.suggestions[i].verdict_note.empty())
             a.suggestions[i].verdict_note = "not replayed: only " + std::to_string(opt.candidates) +
                                             " are (--verify K): each kind's best estimate, then the best estimates, and a variant tied with its replayed base";
 
@@ -235,6 +244,11 @@ void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis
         }
         ++replayed;
         set_measured(s, static_cast<std::int64_t>(base) - static_cast<std::int64_t>(ps_of_ns(rr.simulated_ns)), floor);
+    }
+    for (std::size_t i : searched) {
+        Suggestion& s = a.suggestions[i];
+        ++replayed;
+        set_measured(s, static_cast<std::int64_t>(base) - static_cast<std::int64_t>(ps_of_ns(s.relowering->simulated_ns)), floor);
     }
     rank_by_verdict(a.suggestions);
     verify_together(run, a, ro, work, base, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
