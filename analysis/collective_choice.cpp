@@ -1,7 +1,6 @@
 #include "analysis/collective_choice.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
@@ -44,9 +43,6 @@ std::set<std::string> algorithms_in(const std::map<std::string, std::uint64_t>& 
     }
     return out;
 }
-
-// A replay's simulated time (stats.json's ns) in ticks, as the verification reads it.
-Tick ticks_of_ns(double ns) { return static_cast<Tick>(std::llround(ns * 1000.0)); }
 
 }  // namespace
 
@@ -130,21 +126,24 @@ Suggestion collective_algorithm(const RunData& run) {
     // run whose links all carry bytes (a bidir-ring all-gather of one piece per shard on 8
     // chips: 13.18 -> 10.67 us at four).
     if (mine) {
+        std::uint64_t instructions = 0;
+        for (const Stream& st : run.streams) instructions += st.code.size();
+        // A run that did not complete (deadlock, time limit) has no end to compare with: not searched.
         const RelowerSearch found = fastest_relowering(relowering_alternatives(*mine, chip ? chip->torus_dims : std::vector<unsigned>{}),
-                                                       run.files_dir + "/txlog.trace.bin", run.files_dir + "/platform.yaml", platform);
+                                                       run.status == 0 ? run.end : 0, instructions, run.files_dir + "/platform.yaml", platform);
         if (found.ran) {
             if (!found.best) return Suggestion{};  // measured: none of them is faster here
             const gen::CollectiveParams& b = found.best->params;
             s.kind = "collective_algorithm";
             s.relowering = found.best;
-            s.estimated_saving = ticks_of_ns(found.original_ns) - ticks_of_ns(found.best_ns);
+            s.estimated_saving = run.end - found.best_end;
             const PatchCount c = count_changes(run, s);  // every instruction dropped, the other lowering's inserted
             cause << "; the trace is the one `" << tracegen_command(*mine, platform) << "` writes";
             action << "lower it as " << b.algo << " with " << b.chunks << (b.chunks == 1 ? " piece" : " pieces")
                    << " per shard: the whole trace written again by `" << found.best->command << "` (" << c.inserted
                    << " instructions instead of " << c.deleted << "); the fastest of " << found.measured << " other lowering" << (found.measured == 1 ? "" : "s")
-                   << " xpu_tracegen has for it on this platform, each simulated: " << format_time(ticks_of_ns(found.original_ns)) << " -> "
-                   << format_time(ticks_of_ns(found.best_ns));
+                   << " xpu_tracegen has for it on this platform, each simulated: " << format_time(run.end) << " -> "
+                   << format_time(found.best_end);
             if (found.left_out)
                 action << " (" << found.left_out << " more not simulated: refused by the generator for this tensor, or over the search's budget)";
             s.cause = cause.str();

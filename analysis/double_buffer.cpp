@@ -51,21 +51,17 @@ bool rest_unread(const Stream& st, const std::vector<std::uint64_t>& over, std::
 }  // namespace
 
 BufferRenamer::BufferRenamer(const RunData& run, const Planner& plan) : run_(run), plan_(plan) {
-    // Per chip, the VMEMs its streams address (the log header's "vmem_of_core.K PATH", PATH
-    // relative to the chip: core0.vmem), "" where the header does not say.
-    std::map<std::uint16_t, std::set<std::string>> addressed;
-    for (const Stream& st : run.streams) {
-        auto it = run.meta.find("vmem_of_core." + std::to_string(st.core));
-        addressed[st.chip].insert(it == run.meta.end() ? std::string() : it->second);
-    }
+    // Per chip, the VMEMs its streams address (Stream::vmem; their paths: RunData::vmem_paths).
+    std::map<std::uint16_t, std::set<std::uint16_t>> addressed;
+    for (const Stream& st : run.streams) addressed[st.chip].insert(st.vmem);
     std::map<std::uint16_t, std::uint64_t> theirs;  // a chip of several VMEMs whose streams all address one: its capacity
     for (const Unit& u : run.units) {
         if (u.role != Role::Vmem || u.chip < 0) continue;
         const auto chip = static_cast<std::uint16_t>(u.chip);
         ChipRoom& c = chips_[chip];
         c.capacity = ++c.vmems == 1 ? u.capacity : 0;  // several VMEMs (cores): no renaming, unless...
-        const std::set<std::string>& a = addressed[chip];
-        const std::string tail = a.size() == 1 && !a.begin()->empty() ? "." + *a.begin() : std::string();
+        const std::set<std::uint16_t>& a = addressed[chip];
+        const std::string tail = a.size() == 1 && *a.begin() < run.vmem_paths.size() ? "." + run.vmem_paths[*a.begin()] : std::string();
         if (!tail.empty() && u.path.size() > tail.size() && u.path.compare(u.path.size() - tail.size(), tail.size(), tail) == 0)
             theirs[chip] = u.capacity;
     }

@@ -60,23 +60,25 @@ std::shared_ptr<const Relowering> relower(const gen::CollectiveParams& target, c
 // that does not split into their pieces): the search leaves those out.
 std::vector<gen::CollectiveParams> relowering_alternatives(const gen::CollectiveParams& mine, const std::vector<unsigned>& torus_dims);
 
-// The search's result: the fastest lowering measured, if one beat the original.
+// The search's result: the fastest lowering measured, if one beat the run.
 struct RelowerSearch {
-    bool ran = false;                         // false: no sim_main or no scratch folder (nothing measured)
-    std::shared_ptr<const Relowering> best;   // null: none ended more than the floor before the original
-    double original_ns = 0, best_ns = 0;      // the replays' simulated times
+    bool ran = false;                         // false: nothing measured (no sim_main, no scratch folder, no alternative replayed)
+    std::shared_ptr<const Relowering> best;   // null: none ended more than the floor before the run
+    Tick best_end = 0;                        // its replay's simulated end
     std::size_t measured = 0;                 // the alternatives simulated
     std::size_t left_out = 0;                 // not simulated: the generator refuses them, or over the search's budget
 };
 
 // Measures `alternatives` (relowering_alternatives) by simulating each, as the verification
 // replays a patch (analysis/replay.h: sim_main --no-txlog --deterministic, in parallel), on
-// `platform_file`, beside a replay of `original_trace`: the fastest (the first listed of equals)
-// if it ends more than verify_floor() before the original. Bounded by instruction counts (each
-// at most 4x the original's, all at most 6x, the smallest first; small collectives try all), so
-// that the search of a large collective costs a few replays, not dozens. `shown_platform` names the platform in
-// the command it gives (--platform, for the DMA engines).
-RelowerSearch fastest_relowering(const std::vector<gen::CollectiveParams>& alternatives, const std::string& original_trace,
+// `platform_file`: the fastest (the first listed of equals) if it ends more than verify_floor()
+// before the run did (`run_end`, of a run of `run_instructions`: the run's own end, which the
+// verification checks its replay of the original reproduces, rather than a second replay of
+// it). Bounded by instruction counts (each at most 4x the run's, all at most 6x, the smallest
+// first; small collectives try all), so that the search of a large collective costs a few
+// replays, not dozens. `shown_platform` names the platform in the command it gives
+// (--platform, for the DMA engines).
+RelowerSearch fastest_relowering(const std::vector<gen::CollectiveParams>& alternatives, Tick run_end, std::uint64_t run_instructions,
                                  const std::string& platform_file, const std::string& shown_platform);
 
 // Writes the collective `p` to `path` (xpu_tracegen's trace, byte for byte); returns its instructions.

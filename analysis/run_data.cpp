@@ -298,6 +298,8 @@ void assign_vmems(RunData& run) {
         }
         of_core[static_cast<std::uint16_t>(core)] = id_of.emplace(value, static_cast<std::uint16_t>(id_of.size())).first->second;
     }
+    run.vmem_paths.assign(id_of.size(), std::string());
+    for (const auto& [path, id] : id_of) run.vmem_paths[id] = path;
     for (Stream& st : run.streams) {
         auto it = of_core.find(st.core);
         if (it != of_core.end()) st.vmem = it->second;

@@ -149,6 +149,9 @@ struct RunData {
     std::string dir;        // the output folder, as the reports name it
     std::string files_dir;  // where its files are now (sim_main analyses its staging folder before it takes dir's name)
     std::map<std::string, std::string> meta;  // "key value" lines of the log header
+    // Stream::vmem's VMEM, by that number: its path in the chip ("core0.vmem"); empty where the
+    // header has no vmem_of_core lines (one VMEM per chip).
+    std::vector<std::string> vmem_paths;
     std::vector<Unit> units;
     std::vector<Stream> streams;
     std::vector<std::string> strings;  // the trace's string table (annotations)

@@ -46,6 +46,8 @@ std::string verify_budget_problem(double seconds) {
 
 Tick verify_floor(Tick end) { return std::max<Tick>(1000, end / 1000); }
 
+Tick ticks_of_replay_ns(double ns) { return static_cast<Tick>(std::llround(ns * 1000.0)); }
+
 std::uint32_t file_crc(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     std::vector<char> buf(1 << 20);
@@ -61,8 +63,6 @@ std::uint32_t file_crc(const std::string& path) {
 namespace {
 
 int group(const Suggestion& s) { return s.verdict == Verdict::Verified ? 0 : s.verdict == Verdict::NotVerified ? 1 : 2; }
-
-Tick ps_of_ns(double ns) { return static_cast<Tick>(std::llround(ns * 1000.0)); }
 
 // A suggestion that can be replayed: it patches this trace (moves or edits instructions).
 bool replayable(const Suggestion& s) { return s.changes_trace(); }
@@ -115,7 +115,7 @@ void verify_together(const RunData& run, Analysis& a, ReplayOptions ro, const st
     fs::remove_all(work, ec);
     if (!r[0].ok) return;
     a.together.measured = true;
-    a.together.measured_saving = static_cast<std::int64_t>(base) - static_cast<std::int64_t>(ps_of_ns(r[0].simulated_ns));
+    a.together.measured_saving = static_cast<std::int64_t>(base) - static_cast<std::int64_t>(ticks_of_replay_ns(r[0].simulated_ns));
 }
 
 }  // namespace
@@ -228,7 +228,7 @@ void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis
     fs::remove_all(work, ec);
 
     if (!r[0].ok) return skip("the replay of the original trace failed: " + r[0].error);
-    const Tick base = ps_of_ns(r[0].simulated_ns);
+    const Tick base = ticks_of_replay_ns(r[0].simulated_ns);
     const Tick diff = base > run.end ? base - run.end : run.end - base;
     if (diff > 1000)
         return skip("the replay of the original trace took " + format_time(base) + ", the run " + format_time(run.end) +
@@ -243,12 +243,12 @@ void verify_suggestions(const RunData& run, const std::string& out_dir, Analysis
             continue;
         }
         ++replayed;
-        set_measured(s, static_cast<std::int64_t>(base) - static_cast<std::int64_t>(ps_of_ns(rr.simulated_ns)), floor);
+        set_measured(s, static_cast<std::int64_t>(base) - static_cast<std::int64_t>(ticks_of_replay_ns(rr.simulated_ns)), floor);
     }
     for (std::size_t i : searched) {
         Suggestion& s = a.suggestions[i];
         ++replayed;
-        set_measured(s, static_cast<std::int64_t>(base) - static_cast<std::int64_t>(ps_of_ns(s.relowering->simulated_ns)), floor);
+        set_measured(s, static_cast<std::int64_t>(base) - static_cast<std::int64_t>(ticks_of_replay_ns(s.relowering->simulated_ns)), floor);
     }
     rank_by_verdict(a.suggestions);
     verify_together(run, a, ro, work, base, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -28,6 +28,9 @@ struct VerifyOptions {
 };
 
 Tick verify_floor(Tick end);
+// A replay's simulated time (its stats.json's simulated_time_ns) in ticks, as every measured
+// saving is counted.
+Tick ticks_of_replay_ns(double ns);
 
 // What is wrong with a --verify-budget of `seconds` (sim_main's and xpu_analyze's option), or ""
 // when it is a budget: finite and not negative (0: no limit).

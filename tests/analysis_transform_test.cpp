@@ -1279,8 +1279,9 @@ TEST(DoubleBuffer, RoomOnAChipOfTwoVmemsIsInTheOneItsStreamAddresses) {
     other.capacity = 16u << 20;
     two.units.push_back(other);
     EXPECT_EQ(room_of(two).free_hi, 0u) << "two VMEMs, the header naming neither: no room";
-    two.meta["vmem_of_core.0"] = "core0.vmem";
-    two.meta["vmem_of_core.1"] = "core1.vmem";
+    // What the log reader makes of the header's vmem_of_core.0 core0.vmem, vmem_of_core.1 core1.vmem.
+    two.vmem_paths = {"core0.vmem", "core1.vmem"};
+    two.streams[0].vmem = 0;
     const analysis::BufferRenamer::Room theirs = room_of(two);
     EXPECT_EQ(theirs.free_lo, one.free_lo) << "the room of core 0's VMEM, as alone";
     EXPECT_EQ(theirs.free_hi, one.free_hi);
@@ -1292,6 +1293,7 @@ TEST(DoubleBuffer, RoomOnAChipOfTwoVmemsIsInTheOneItsStreamAddresses) {
     analysis::RunData both = two;
     both.streams.push_back(both.streams[0]);
     both.streams.back().core = 1;
+    both.streams.back().vmem = 1;
     EXPECT_EQ(room_of(both).free_hi, 0u) << "streams on both cores: no room";
 }
 
